@@ -1,0 +1,36 @@
+/**
+ * Planted bugs ("mutants") that the deterministic simulator must catch. Each one is a
+ * single-line deviation from DESIGN.md; production code never sets any of them, and the
+ * mutation test asserts that the simulator reports a violation for every one.
+ */
+export interface MachineFaults {
+  /**
+   * The ack test off by one tick (`lastTs[j] >= ts - 1` instead of `lastTs[j] > ts`). A plain
+   * `>=` would be an equivalent mutant in this core: every peer increments its clock before
+   * it issues a request, so no request of j can carry a timestamp j has already sent.
+   */
+  readonly ackGe: boolean;
+  /** Every peer ranks itself first on timestamp ties, so peers disagree on the order. */
+  readonly badTiebreak: boolean;
+  /** Off-by-one in the semaphore permit sum. */
+  readonly semaphoreOvercount: boolean;
+  /** A joining peer is not sent our outstanding requests. */
+  readonly noStateTransfer: boolean;
+  /** A (re)starting peer begins at clock 0 and ignores the clock floor and handshake clocks. */
+  readonly clockReset: boolean;
+  /** Packets of an evicted or replaced incarnation are still accepted. */
+  readonly acceptEvicted: boolean;
+  /** A peer whose lease lapses keeps its clients' holds. */
+  readonly noSelfFence: boolean;
+}
+
+/** No planted bug: what production runs. */
+export const noFaults: MachineFaults = {
+  ackGe: false,
+  badTiebreak: false,
+  semaphoreOvercount: false,
+  noStateTransfer: false,
+  clockReset: false,
+  acceptEvicted: false,
+  noSelfFence: false,
+};

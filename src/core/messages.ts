@@ -1,0 +1,78 @@
+/**
+ * Messages between the protocol cores of two peers (DESIGN section 3), and their guards.
+ * A packet carries the sender's Lamport clock once for all its messages: the receiver's
+ * `lastTs[sender]` becomes at least that clock, which is what an ACK is for, so an ACK is
+ * simply a packet with no messages.
+ */
+import type { Meta, Mode } from './types.js';
+import { modes } from './types.js';
+
+/** REQUEST{lock, ts, mode, limit, permits, owner, meta}. */
+export interface RequestMessage {
+  readonly t: 'req';
+  readonly lock: string;
+  readonly ts: number;
+  readonly mode: Mode;
+  readonly limit: number;
+  readonly permits: number;
+  readonly owner: string;
+  readonly meta: Meta | null;
+}
+
+/** RELEASE{lock, ts of the request}: removes that request from every queue. */
+export interface ReleaseMessage {
+  readonly t: 'rel';
+  readonly lock: string;
+  readonly ts: number;
+}
+
+/** Everything a packet may carry. */
+export type PeerMessage = RequestMessage | ReleaseMessage;
+
+/** One batch from one core to another: the sender's clock and its messages, in order. */
+export interface Packet {
+  readonly c: number;
+  readonly m: readonly PeerMessage[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isTs(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+function isLockName(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= 1024;
+}
+
+function isRequestMessage(v: Record<string, unknown>): boolean {
+  const { lock, ts, mode, limit, permits, owner, meta } = v;
+  return (
+    isLockName(lock) &&
+    isTs(ts) &&
+    typeof mode === 'string' &&
+    (modes as readonly string[]).includes(mode) &&
+    isTs(limit) &&
+    limit >= 1 &&
+    isTs(permits) &&
+    permits >= 1 &&
+    typeof owner === 'string' &&
+    (meta === null || isRecord(meta))
+  );
+}
+
+/** Shape guard for one message decoded from the network. */
+export function isPeerMessage(v: unknown): v is PeerMessage {
+  if (!isRecord(v)) return false;
+  if (v['t'] === 'req') return isRequestMessage(v);
+  if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
+  return false;
+}
+
+/** Shape guard for a packet decoded from the network (STYLE.md convention 8). */
+export function isPacket(v: unknown): v is Packet {
+  if (!isRecord(v) || !isTs(v['c']) || !Array.isArray(v['m'])) return false;
+  return v['m'].every(isPeerMessage);
+}

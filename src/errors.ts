@@ -1,0 +1,61 @@
+/**
+ * Operating errors: one class, one code enum, one place that maps codes to HTTP status
+ * (STYLE.md convention 7). Programmer errors are assertions (assert.ts), never these.
+ */
+export const ErrorCode = {
+  ConfigInvalid: 'ERR_CONFIG_INVALID',
+  FrameInvalid: 'ERR_FRAME_INVALID',
+  FrameTooLarge: 'ERR_FRAME_TOO_LARGE',
+  HandshakeRefused: 'ERR_HANDSHAKE_REFUSED',
+  LinkGap: 'ERR_LINK_GAP',
+  LinkBufferFull: 'ERR_LINK_BUFFER_FULL',
+  BadRequest: 'ERR_BAD_REQUEST',
+  NotFound: 'ERR_NOT_FOUND',
+  NotHeld: 'ERR_NOT_HELD',
+  Timeout: 'ERR_TIMEOUT',
+  Unreachable: 'ERR_UNREACHABLE',
+  LimitExceeded: 'ERR_LIMIT_EXCEEDED',
+  ShuttingDown: 'ERR_SHUTTING_DOWN',
+  NotReady: 'ERR_NOT_READY',
+  PeerError: 'ERR_PEER',
+} as const;
+
+/** One of the stable error codes listed in the README. */
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The only error class for operating errors: a stable `code` and a sentence. */
+export class LockError extends Error {
+  override readonly name = 'LockError';
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: ErrorCode, message: string, details: Readonly<Record<string, unknown>> = {}) {
+    super(message);
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** HTTP status for each code; the HTTP layer and the client both read this one table. */
+export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
+  ERR_CONFIG_INVALID: 500,
+  ERR_FRAME_INVALID: 400,
+  ERR_FRAME_TOO_LARGE: 413,
+  ERR_HANDSHAKE_REFUSED: 403,
+  ERR_LINK_GAP: 500,
+  ERR_LINK_BUFFER_FULL: 503,
+  ERR_BAD_REQUEST: 400,
+  ERR_NOT_FOUND: 404,
+  ERR_NOT_HELD: 404,
+  ERR_TIMEOUT: 423,
+  ERR_UNREACHABLE: 503,
+  ERR_LIMIT_EXCEEDED: 429,
+  ERR_SHUTTING_DOWN: 503,
+  ERR_NOT_READY: 503,
+  ERR_PEER: 502,
+};
+
+/** True when `value` is a LockError with the given code. */
+export function isLockError(value: unknown, code?: ErrorCode): value is LockError {
+  return value instanceof LockError && (code === undefined || value.code === code);
+}

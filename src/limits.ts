@@ -1,0 +1,42 @@
+/**
+ * A limit on everything (STYLE.md convention 9). Relations between limits are asserted
+ * at load, so a bad edit fails at start, not under load.
+ */
+import { assert } from './assert.js';
+
+/** Hard limits of one peer process. */
+export const limits = {
+  /** Lock names are 1 to this many bytes of UTF-8 (DESIGN section 6). */
+  lockNameBytesMax: 256,
+  /** Largest decoded WebSocket frame between peers. */
+  frameBytesMax: 1024 * 1024,
+  /** Largest HTTP request body. */
+  httpBodyBytesMax: 64 * 1024,
+  /** Largest `owner` string. */
+  ownerBytesMax: 256,
+  /** Largest `meta` object, JSON-encoded. */
+  metaBytesMax: 4096,
+  /** Requests in one lock's queue, cluster-wide, as seen by one peer. */
+  queuedPerLockMax: 100_000,
+  /** Live local requests (waiting or held) on one peer. */
+  localRequestsMax: 200_000,
+  /** Unacknowledged bytes kept for resend per link before backpressure. */
+  linkUnackedBytesMax: 64 * 1024 * 1024,
+  /** Messages in one frame between peers. */
+  frameMessagesMax: 4096,
+  /** Longest wait a client may ask for. */
+  timeoutMsMax: 24 * 3600 * 1000,
+  /** Longest TTL a client may ask for. */
+  ttlMsMax: 7 * 24 * 3600 * 1000,
+  /** Largest semaphore limit. */
+  semaphoreLimitMax: 1_000_000,
+  /** Peers in one cluster; the token reserves 10 bits for the peer index. */
+  peersMax: 1024,
+  /** Reconnect backoff bounds. */
+  backoffMsMin: 50,
+  backoffMsMax: 5000,
+} as const;
+
+assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
+assert(limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax < limits.frameBytesMax, 'one request must fit in a frame');
+assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');
