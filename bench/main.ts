@@ -1,0 +1,195 @@
+/**
+ * `npm run bench [-- --quick]`: lamport-lock side by side with etcd and Redis (issue 6).
+ * Starts every service itself under a temp dir on free ports of 127.0.0.1, runs the
+ * scenarios, stops everything it started (also on failure and on SIGINT), writes
+ * bench/results/latest.{json,md,svg} and prints the Markdown report.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { svgChart } from './chart.js';
+import { LinkCostMeter } from './link-cost.js';
+import { measureMemory } from './memory.js';
+import type { MemoryFigures, MemorySizes } from './memory.js';
+import { parseOptions } from './options.js';
+import type { BenchOptions } from './options.js';
+import { ProcessGroup, fileLimitOf, raiseFileLimit } from './procs.js';
+import { markdownReport } from './report.js';
+import { resultsJson } from './results.js';
+import type { BenchMeta, BenchResults, ScalingPoint } from './results.js';
+import { repeatHotLock, repeatManyNames, repeatUncontended, runSuite } from './suite.js';
+import type { SystemFigures } from './suite.js';
+import { etcdBinary, etcdVersion, startEtcd } from './systems/etcd.js';
+import { peerBinExists, startLamport } from './systems/lamport.js';
+import { redisBinary, redisVersion, startRedis } from './systems/redis.js';
+import type { LockSystem, SystemName } from './systems/types.js';
+import { checkTargets, targetTable } from './targets.js';
+
+/** Repository root, from dist/bench/main.js. */
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const peerBin = join(repoRoot, 'dist', 'bin', 'lamport-peer.js');
+/** Open files wanted for (f): one socket per waiting request, in the client and in the peers. */
+const fileLimitWanted = 400_000;
+
+/** What the parts of one run fill in. */
+interface RunState {
+  readonly group: ProcessGroup;
+  readonly opts: BenchOptions;
+  readonly systems: Partial<Record<SystemName, SystemFigures>>;
+  readonly clients: Partial<Record<SystemName, string>>;
+  readonly versions: Record<string, string>;
+  readonly scaling: ScalingPoint[];
+  memory: MemoryFigures | null;
+  readonly notes: string[];
+  failed: boolean;
+}
+
+function progress(text: string): void {
+  process.stderr.write(`[bench] ${text}\n`);
+}
+
+/** Runs one part; a failure becomes a note and a non-zero exit, and the other parts still run. */
+async function attempt(state: RunState, label: string, part: () => Promise<void>): Promise<void> {
+  try {
+    await part();
+  } catch (err) {
+    state.failed = true;
+    state.group.keepLogs();
+    const message = err instanceof Error ? err.message : String(err);
+    state.notes.push(`${label} FAILED: ${message.split('\n')[0] ?? ''} (logs kept in ${state.group.dir})`);
+    progress(`${label} failed: ${message}`);
+  }
+}
+
+async function runAnchor(state: RunState, name: 'etcd' | 'redis'): Promise<void> {
+  const binary = name === 'etcd' ? etcdBinary() : redisBinary();
+  if (binary === null) {
+    const pkg = name === 'etcd' ? 'etcd-server' : 'redis-server';
+    state.notes.push(`${name} skipped: not installed (apt-get install ${pkg}); no ${name} figures are shown, none are faked`);
+    progress(`${name} not installed, skipped`);
+    return;
+  }
+  state.versions[name] = name === 'etcd' ? etcdVersion(binary) : redisVersion(binary);
+  progress(`starting ${name}`);
+  const system = name === 'etcd' ? await startEtcd(state.group, binary) : await startRedis(state.group, binary);
+  await withSystem(system, async () => {
+    state.clients[name] = system.clientNote;
+    progress(`${name}: scenarios a, b, c`);
+    state.systems[name] = await runSuite(system, state.opts.sizes);
+  });
+}
+
+async function withSystem(system: LockSystem, body: () => Promise<void>): Promise<void> {
+  try {
+    await body();
+  } finally {
+    await system.stop();
+  }
+}
+
+async function runLamportSize(state: RunState, peerCount: number): Promise<void> {
+  progress(`starting lamport-lock with ${peerCount} peers`);
+  const cluster = await startLamport(state.group, { peerBin, peerCount });
+  await withSystem(cluster, async () => {
+    state.clients['lamport-lock'] = cluster.clientNote;
+    const low = new LinkCostMeter(cluster.peers);
+    const high = new LinkCostMeter(cluster.peers);
+    progress(`lamport-lock ${peerCount} peers: scenario a`);
+    const a = await repeatUncontended(cluster, state.opts.sizes, low.around);
+    progress(`lamport-lock ${peerCount} peers: scenario c`);
+    const c = await repeatManyNames(cluster, state.opts.sizes, high.around);
+    if (peerCount === 3) {
+      progress('lamport-lock 3 peers: scenario b');
+      state.systems['lamport-lock'] = { a, b: await repeatHotLock(cluster, state.opts.sizes), c };
+    }
+    state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost() });
+    const missing = [...new Set([...low.missingCounters(), ...high.missingCounters()])];
+    if (missing.length > 0) state.notes.push(`(e) at ${peerCount} peers: /metrics lacks ${missing.join(', ')}; that link cost is not shown`);
+  });
+}
+
+async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
+  const before = fileLimitOf(process.pid);
+  const now = raiseFileLimit(process.pid, fileLimitWanted);
+  if (now > before) progress(`open-files limit raised from ${before} to ${now} for (f)`);
+  progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
+  const cluster = await startLamport(state.group, { peerBin, peerCount: 3 });
+  await withSystem(cluster, async () => {
+    state.memory = await measureMemory(cluster, sizes);
+  });
+}
+
+async function runLamport(state: RunState): Promise<void> {
+  if (!peerBinExists(peerBin)) {
+    state.notes.push(`lamport-lock skipped: ${peerBin} does not exist (run npm run build once the peer daemon is in)`);
+    progress('lamport-lock peer binary missing, skipped');
+    return;
+  }
+  for (const n of state.opts.peerCounts) await attempt(state, `lamport-lock ${n} peers`, () => runLamportSize(state, n));
+  const memory = state.opts.memory;
+  if (memory !== null) await attempt(state, '(f) memory', () => runMemory(state, memory));
+}
+
+function meta(state: RunState, startedAt: Date): BenchMeta {
+  const cpu = cpus();
+  return {
+    startedAt: startedAt.toISOString(),
+    durationS: Math.round((Date.now() - startedAt.getTime()) / 1000),
+    mode: state.opts.mode,
+    sizes: state.opts.sizes,
+    host: { cpus: cpu.length, cpuModel: cpu[0]?.model ?? 'unknown', node: process.version, platform: process.platform },
+    versions: state.versions,
+    clients: state.clients,
+  };
+}
+
+function writeOutputs(results: BenchResults, markdown: string, outDir: string | null): void {
+  if (outDir === null) return;
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(join(outDir, 'latest.json'), resultsJson(results));
+  writeFileSync(join(outDir, 'latest.md'), markdown);
+  writeFileSync(join(outDir, 'latest.svg'), svgChart(results));
+  progress(`wrote ${join(outDir, 'latest.{json,md,svg}')}`);
+}
+
+async function runAll(state: RunState): Promise<void> {
+  const wanted = (name: SystemName): boolean => state.opts.systems.includes(name);
+  if (wanted('etcd')) await attempt(state, 'etcd', () => runAnchor(state, 'etcd'));
+  if (wanted('redis')) await attempt(state, 'redis', () => runAnchor(state, 'redis'));
+  if (wanted('lamport-lock')) await runLamport(state);
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv);
+  const group = new ProcessGroup();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    progress(`${signal}: stopping everything started`);
+    void group.stopAll().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  process.once('exit', () => group.killAllNow());
+  const state: RunState = {
+    group, opts, systems: {}, clients: {}, versions: { node: process.version }, scaling: [], memory: null, notes: [], failed: false,
+  };
+  const startedAt = new Date();
+  try {
+    await runAll(state);
+  } finally {
+    await group.stopAll();
+  }
+  const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, notes: state.notes };
+  const markdown = markdownReport(results, targetTable(checkTargets(results)));
+  writeOutputs(results, markdown, opts.out === '-' ? null : (opts.out ?? join(repoRoot, 'bench', 'results')));
+  process.stdout.write(markdown);
+  return state.failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`[bench] ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

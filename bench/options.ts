@@ -1,0 +1,67 @@
+/**
+ * Command line of `npm run bench`: full or `--quick` sizes, and a few overrides.
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import type { MemorySizes } from './memory.js';
+import type { Sizes } from './suite.js';
+import { systemNames } from './systems/types.js';
+import type { SystemName } from './systems/types.js';
+
+/** Everything the benchmark run was asked for. */
+export interface BenchOptions {
+  readonly mode: 'quick' | 'full';
+  readonly sizes: Sizes;
+  readonly peerCounts: readonly number[];
+  readonly memory: MemorySizes | null;
+  readonly systems: readonly SystemName[];
+  /** Directory for latest.{json,md,svg}; undefined for the default, '-' for none. */
+  readonly out: string | undefined;
+}
+
+const fullSizes: Sizes = {
+  runs: 5, uncontendedIterations: 1000, uncontendedWarmup: 50, hotWorkers: 8, hotDurationMs: 5000,
+  names: 1000, namesWorkers: 64, namesDurationMs: 5000,
+};
+const quickSizes: Sizes = {
+  runs: 3, uncontendedIterations: 200, uncontendedWarmup: 20, hotWorkers: 8, hotDurationMs: 1500,
+  names: 1000, namesWorkers: 64, namesDurationMs: 1500,
+};
+const fullMemory: MemorySizes = { idleNames: 100_000, waiters: 100_000, heldLocks: 10 };
+const quickMemory: MemorySizes = { idleNames: 20_000, waiters: 10_000, heldLocks: 10 };
+
+/** Parses argv into options; exits with usage on bad input. */
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  const args = yargs(hideBin([...argv]))
+    .scriptName('npm run bench --')
+    .option('quick', { type: 'boolean', default: false, describe: 'smaller sizes: 3 runs, 1.5 s each, 3 and 5 peers; under 3 minutes' })
+    .option('runs', { type: 'number', describe: 'runs per figure (median, min, max are over these)' })
+    .option('peers', { type: 'string', describe: 'comma-separated cluster sizes for (d), e.g. 3,5,7,9' })
+    .option('systems', { type: 'string', default: systemNames.join(','), describe: 'which of lamport-lock,etcd,redis to run' })
+    .option('memory', { type: 'boolean', default: true, describe: 'run (f), the memory measurement (--no-memory to skip)' })
+    .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results; "-" for none)' })
+    .strict()
+    .help()
+    .parseSync();
+  const base = args.quick ? quickSizes : fullSizes;
+  const runs = args.runs === undefined ? base.runs : Math.max(1, Math.floor(args.runs));
+  const peerCounts = args.peers === undefined ? (args.quick ? [3, 5] : [3, 5, 7, 9]) : parseIntList(args.peers);
+  const systems = args.systems.split(',').map((s) => s.trim());
+  const unknown = systems.filter((s) => !(systemNames as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new Error(`unknown systems: ${unknown.join(', ')} (known: ${systemNames.join(', ')})`);
+  return {
+    mode: args.quick ? 'quick' : 'full',
+    sizes: { ...base, runs },
+    peerCounts,
+    memory: args.memory ? (args.quick ? quickMemory : fullMemory) : null,
+    systems: systems as SystemName[],
+    out: args.out,
+  };
+}
+
+function parseIntList(text: string): number[] {
+  const values = text.split(',').map((s) => Number(s.trim()));
+  const bad = values.filter((v) => !Number.isInteger(v) || v < 2 || v > 26);
+  if (bad.length > 0) throw new Error(`--peers takes integers from 2 to 26, got ${text}`);
+  return values;
+}

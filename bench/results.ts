@@ -1,0 +1,48 @@
+/**
+ * The shape of `bench/results/latest.json`: everything one `npm run bench` measured,
+ * with the notes that say what was skipped and why.
+ */
+import type { LinkCost } from './link-cost.js';
+import type { MemoryFigures } from './memory.js';
+import type { ManyNamesRun, UncontendedRun } from './scenarios.js';
+import type { Figures, Sizes, SystemFigures } from './suite.js';
+import type { SystemName } from './systems/types.js';
+
+/** (d) and (e) for one cluster size. */
+export interface ScalingPoint {
+  readonly peers: number;
+  readonly a: Figures<UncontendedRun>;
+  readonly c: Figures<ManyNamesRun>;
+  /** Link cost per grant during (a): one client, one request at a time. */
+  readonly linksLow: LinkCost;
+  /** Link cost per grant during (c): 64 workers on 1000 names. */
+  readonly linksHigh: LinkCost;
+}
+
+/** Facts about the run, for reading the figures. */
+export interface BenchMeta {
+  readonly startedAt: string;
+  readonly durationS: number;
+  readonly mode: 'quick' | 'full';
+  readonly sizes: Sizes;
+  readonly host: { readonly cpus: number; readonly cpuModel: string; readonly node: string; readonly platform: string };
+  readonly versions: Readonly<Record<string, string>>;
+  /** How each system's clients talk to it. */
+  readonly clients: Readonly<Partial<Record<SystemName, string>>>;
+}
+
+/** Everything one benchmark run produced. */
+export interface BenchResults {
+  readonly meta: BenchMeta;
+  /** (a), (b), (c) per system; lamport-lock with 3 peers. */
+  readonly systems: Readonly<Partial<Record<SystemName, SystemFigures>>>;
+  readonly scaling: readonly ScalingPoint[];
+  readonly memory: MemoryFigures | null;
+  /** Skipped anchors, missing metrics, failures: each a sentence. */
+  readonly notes: readonly string[];
+}
+
+/** JSON of the results; NaN (a figure that does not apply) becomes null. */
+export function resultsJson(results: BenchResults): string {
+  return JSON.stringify(results, (_key, value: unknown) => (typeof value === 'number' && !Number.isFinite(value) ? null : value), 2);
+}
