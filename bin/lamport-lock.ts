@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+/**
+ * lamport-lock: the client CLI (DESIGN section 7). `run NAME -- CMD` holds a lock while a
+ * command runs (the flock / etcdctl lock / consul lock habit); `acquire`, `release`,
+ * `status` are for scripts. Exit codes are listed in exitCodes and the README.
+ */
+import { spawn } from 'node:child_process';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { LockClient, LockError } from '../src/client/lock-client.js';
+import type { AcquireRequest, ConnectionHold } from '../src/client/lock-client.js';
+import { exitCodes, formatStatus, parseDuration } from '../src/client/cli-support.js';
+
+const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
+
+function acquireOpts(a: { timeout?: number | undefined; ttl?: number | undefined; mode?: string | undefined; limit?: number | undefined; permits?: number | undefined; owner?: string | undefined }): AcquireRequest {
+  return {
+    ...(a.timeout === undefined ? {} : { timeoutMs: a.timeout }),
+    ...(a.ttl === undefined ? {} : { ttlMs: a.ttl }),
+    ...(a.mode === 'shared' ? { mode: 'shared' as const } : {}),
+    ...(a.limit === undefined ? {} : { limit: a.limit }),
+    ...(a.permits === undefined ? {} : { permits: a.permits }),
+    owner: a.owner ?? `${process.env['USER'] ?? 'user'}@pid${process.pid}`,
+  };
+}
+
+function fail(err: unknown): never {
+  if (err instanceof LockError) {
+    process.stderr.write(`lamport-lock: ${err.code}: ${err.message}\n`);
+    const code = err.code === 'ERR_TIMEOUT' ? exitCodes.notAcquired : err.code === 'ERR_UNREACHABLE' ? exitCodes.unavailable : err.code === 'ERR_NOT_HELD' ? exitCodes.notHeld : exitCodes.error;
+    process.exit(code);
+  }
+  process.stderr.write(`lamport-lock: ${(err as Error).message}\n`);
+  process.exit(exitCodes.error);
+}
+
+/** Runs CMD while holding the lock; stops it if the hold is lost. */
+async function run(client: LockClient, name: string, cmd: string[], opts: AcquireRequest, graceMs: number): Promise<number> {
+  const ttlMs = opts.ttlMs ?? 60_000;
+  const hold: ConnectionHold = await client.acquireOnConnection(name, { ...opts, ttlMs });
+  const [file, ...args] = cmd;
+  const child = spawn(file ?? 'true', args, {
+    stdio: 'inherit',
+    env: { ...process.env, LAMPORT_LOCK_NAME: name, LAMPORT_LOCK_TOKEN: hold.token.toString(), LAMPORT_LOCK_ID: hold.id },
+  });
+  let lost: string | null = null;
+  const stopChild = (reason: string): void => {
+    if (lost !== null || child.exitCode !== null) return;
+    lost = reason;
+    process.stderr.write(`lamport-lock: lost the lock ${JSON.stringify(name)} (${reason}); stopping the command\n`);
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), graceMs).unref();
+  };
+  void hold.ended.then((reason) => stopChild(reason));
+  const refresher = setInterval(() => {
+    client.refresh(name, hold.id, ttlMs).catch((err: unknown) => stopChild(err instanceof LockError ? String(err.details['reason'] ?? err.code) : 'refresh failed'));
+  }, Math.max(100, Math.floor(ttlMs / 3)));
+  const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  const code = await new Promise<number>((resolve) => {
+    child.on('error', (err) => {
+      process.stderr.write(`lamport-lock: cannot run ${file ?? ''}: ${err.message}\n`);
+      resolve(exitCodes.cannotRun);
+    });
+    child.on('exit', (c, signal) => resolve(c ?? 128 + (signal === null ? 0 : signalNumber(signal))));
+  });
+  clearInterval(refresher);
+  if (lost === null) await client.release(name, hold.id).catch(() => undefined);
+  hold.close();
+  return lost !== null ? exitCodes.lockLost : code;
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  const table: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
+  return table[signal] ?? 0;
+}
+
+const lockOptions = {
+  timeout: { ...durationOpt, describe: 'how long to wait (e.g. 500ms, 30s, 2m; 0 = do not wait)' },
+  ttl: { ...durationOpt, describe: 'hold lease, refreshed while held (default 60s)' },
+  mode: { choices: ['exclusive', 'shared'] as const, describe: 'lock mode' },
+  limit: { type: 'number', describe: 'semaphore: at most this many holders' },
+  permits: { type: 'number', describe: 'semaphore: permits this holder takes (default 1)' },
+  owner: { type: 'string', describe: 'owner name shown in status' },
+} as const;
+
+await yargs(hideBin(process.argv))
+  .scriptName('lamport-lock')
+  .option('peer', { type: 'string', describe: 'local peer URL (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
+  .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code', (y) =>
+    y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
+      .options(lockOptions).option('grace', { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when the hold is lost' }),
+    async (a) => {
+      const cmd = (a.cmd ?? []).map(String);
+      if (cmd.length === 0) fail(new Error('run needs a command after --'));
+      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);
+      client.close();
+      process.exit(code);
+    })
+  .command('acquire <name>', 'acquire NAME; print the grant as JSON', (y) => y.positional('name', { type: 'string', demandOption: true }).options(lockOptions),
+    async (a) => {
+      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const hold = await client.acquire(a.name, acquireOpts(a)).catch(fail);
+      process.stdout.write(`${JSON.stringify({ ...hold, token: hold.token.toString() })}\n`);
+      client.close();
+    })
+  .command('release <name> <id>', 'release a hold by id', (y) => y.positional('name', { type: 'string', demandOption: true }).positional('id', { type: 'string', demandOption: true }),
+    async (a) => {
+      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      await client.release(a.name, a.id).catch(fail);
+      client.close();
+    })
+  .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' }),
+    async (a) => {
+      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const body = await client.status(a.name).catch(fail);
+      process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatStatus(body));
+      client.close();
+    })
+  .demandCommand(1)
+  .strict()
+  .fail((msg, err) => {
+    if (err !== undefined && err !== null) fail(err);
+    process.stderr.write(`lamport-lock: ${msg}\nTry lamport-lock --help\n`);
+    process.exit(exitCodes.usage);
+  })
+  .parseAsync();

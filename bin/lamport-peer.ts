@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+/**
+ * lamport-peer: one peer of a lamport-lock cluster (DESIGN section 7). Parses flags,
+ * loads the config, starts the peer; no logic of its own.
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { loadConfig } from '../src/config.js';
+import { isLockError } from '../src/errors.js';
+import { createLogger, logLevels } from '../src/log.js';
+import { startPeerServer } from '../src/runtime/server.js';
+
+const argv = yargs(hideBin(process.argv))
+  .scriptName('lamport-peer')
+  .usage('$0 --config cluster.json --id a [--http 127.0.0.1:7001] [--data-dir DIR]')
+  .option('config', { type: 'string', demandOption: true, describe: 'cluster config file (JSON)' })
+  .option('id', { type: 'string', demandOption: true, describe: 'this peer\'s id in the config' })
+  .option('http', { type: 'string', describe: 'HTTP listen host:port (default: the peer\'s "http" in the config)' })
+  .option('data-dir', { type: 'string', describe: 'directory for the persisted clock high-water mark' })
+  .option('log-level', { choices: logLevels, default: 'info' as const })
+  .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
+  .strict()
+  .parseSync();
+
+const logger = createLogger({ level: argv['log-level'], peer: argv.id, ...(argv['log-pretty'] === undefined ? {} : { pretty: argv['log-pretty'] }) });
+
+async function main(): Promise<void> {
+  const config = loadConfig(argv.config, process.env);
+  const server = await startPeerServer({ config, id: argv.id, http: argv.http, dataDir: argv['data-dir'], logger });
+  let signals = 0;
+  const stop = (signal: string): void => {
+    signals += 1;
+    if (signals > 1) process.exit(1);
+    logger.info({ signal }, 'stopping: ending local holds, sending releases');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    server.stop().then(
+      () => {
+        logger.flush();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((err: unknown) => {
+  if (isLockError(err)) {
+    const problems = err.details['problems'];
+    logger.fatal({ code: err.code, problems }, err.message);
+    process.stderr.write(`lamport-peer: ${err.code}: ${err.message}\n`);
+  } else {
+    logger.fatal({ err }, 'failed to start');
+    process.stderr.write(`lamport-peer: failed to start: ${(err as Error).message}\n`);
+  }
+  logger.flush();
+  setTimeout(() => process.exit(2), 50);
+});

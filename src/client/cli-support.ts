@@ -1,0 +1,69 @@
+/**
+ * Pieces of the lamport-lock CLI that are worth testing on their own: exit codes,
+ * duration parsing, and the status table.
+ */
+
+/** Exit codes of `lamport-lock` (README "Exit codes"); CMD's own code passes through. */
+export const exitCodes = {
+  /** A failure of lamport-lock itself (bad answer, I/O). */
+  error: 1,
+  /** Bad flags or arguments (EX_USAGE). */
+  usage: 64,
+  /** The local peer is unreachable or the request was undecidable: peers unreachable (EX_UNAVAILABLE). */
+  unavailable: 69,
+  /** The lock was not acquired within --timeout (EX_TEMPFAIL). */
+  notAcquired: 75,
+  /** The hold was lost while CMD ran; CMD was sent SIGTERM (then SIGKILL after --grace). */
+  lockLost: 76,
+  /** release / refresh of a hold that is not live. */
+  notHeld: 77,
+  /** CMD could not be started (as in `env` and `nohup`). */
+  cannotRun: 127,
+} as const;
+
+const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses `500ms`, `30s`, `2m`, `1h` or a bare number of milliseconds. */
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (m === null) throw new Error(`invalid duration ${JSON.stringify(text)}: use e.g. 500ms, 30s, 2m, 1h`);
+  const value = Number(m[1]) * (units[m[2] ?? 'ms'] ?? 1);
+  return Math.round(value);
+}
+
+interface Row {
+  readonly peer?: unknown;
+  readonly owner?: unknown;
+  readonly token?: unknown;
+  readonly mode?: unknown;
+  readonly since?: unknown;
+}
+
+function rowsOf(lock: Record<string, unknown>, key: 'holders' | 'waiters'): Row[] {
+  const v = lock[key];
+  return Array.isArray(v) ? (v as Row[]) : [];
+}
+
+function age(since: unknown, now: number): string {
+  if (typeof since !== 'number') return '-';
+  const s = Math.max(0, (now - since) / 1000);
+  return s < 60 ? `${s.toFixed(1)}s` : `${Math.floor(s / 60)}m${Math.floor(s % 60)}s`;
+}
+
+/** A readable table of holders and waiters, for `lamport-lock status`. */
+export function formatStatus(body: Record<string, unknown>, now = Date.now()): string {
+  const locks = Array.isArray(body['locks']) ? (body['locks'] as Array<Record<string, unknown>>) : [body];
+  if (locks.length === 0 || (locks.length === 1 && rowsOf(locks[0] ?? {}, 'holders').length === 0 && rowsOf(locks[0] ?? {}, 'waiters').length === 0)) {
+    return 'no locks held or waited for\n';
+  }
+  const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'FOR']];
+  for (const lock of locks) {
+    for (const [state, key] of [['held', 'holders'], ['waiting', 'waiters']] as const) {
+      for (const r of rowsOf(lock, key)) {
+        lines.push([String(lock['name']), state, String(r.peer ?? ''), String(r.owner ?? ''), String(r.mode ?? ''), String(r.token ?? ''), age(r.since, now)]);
+      }
+    }
+  }
+  const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
+  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}

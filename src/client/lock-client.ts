@@ -1,0 +1,240 @@
+/**
+ * The typed client for Node applications, exported as `lamport-lock/client`. It speaks the
+ * local HTTP API of DESIGN section 6 over keep-alive connections. `withLock` holds a lock
+ * for the duration of a function, refreshes it, and hands the function an AbortSignal
+ * that fires the moment the hold is lost (TTL, lease lost, eviction, peer shutdown).
+ */
+import { Agent, request } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import type { ErrorCode } from '../errors.js';
+import { LockError } from '../errors.js';
+
+export { LockError } from '../errors.js';
+export type { ErrorCode } from '../errors.js';
+
+/** Options of an acquire; every field optional (DESIGN section 6 defaults). */
+export interface AcquireRequest {
+  readonly timeoutMs?: number;
+  readonly ttlMs?: number;
+  readonly mode?: 'exclusive' | 'shared';
+  readonly limit?: number;
+  readonly permits?: number;
+  readonly owner?: string;
+  readonly meta?: Record<string, unknown>;
+  readonly expectedMs?: number;
+}
+
+/** A granted hold. */
+export interface Hold {
+  readonly lock: string;
+  readonly id: string;
+  /** The fencing token: strictly increasing per lock for exclusive grants. */
+  readonly token: bigint;
+  readonly mode: string;
+  readonly peer: string;
+  readonly grantedAt: number;
+  readonly expiresAt: number | null;
+}
+
+/** A hold bound to an open connection, with its end reported. */
+export interface ConnectionHold extends Hold {
+  /** Resolves with the reason when the hold ends (`released`, `expired`, `lease_lost`, ...). */
+  readonly ended: Promise<string>;
+  /** Closes the connection, which releases the hold. */
+  close(): void;
+}
+
+/** Client options. */
+export interface LockClientOptions {
+  /** Base URL of the local peer; default `LAMPORT_PEER` or http://127.0.0.1:7001. */
+  readonly peer?: string;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+function toHold(b: Record<string, unknown>): Hold {
+  return {
+    lock: String(b['lock']), id: String(b['id']), token: BigInt(String(b['token'])), mode: String(b['mode']),
+    peer: String(b['peer']), grantedAt: Number(b['granted_at']), expiresAt: b['expires_at'] === null ? null : Number(b['expires_at']),
+  };
+}
+
+function toError(a: Answer): LockError {
+  const { error, message, ...details } = a.body;
+  const code = (typeof error === 'string' ? error : 'ERR_PEER') as ErrorCode;
+  return new LockError(code, typeof message === 'string' ? message : `peer answered HTTP ${a.status}`, { status: a.status, ...details });
+}
+
+function acquireBody(opts: AcquireRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (opts.timeoutMs !== undefined) body['timeout_ms'] = opts.timeoutMs;
+  if (opts.ttlMs !== undefined) body['ttl_ms'] = opts.ttlMs;
+  if (opts.mode !== undefined) body['mode'] = opts.mode;
+  if (opts.limit !== undefined) body['limit'] = opts.limit;
+  if (opts.permits !== undefined) body['permits'] = opts.permits;
+  if (opts.owner !== undefined) body['owner'] = opts.owner;
+  if (opts.meta !== undefined) body['meta'] = opts.meta;
+  if (opts.expectedMs !== undefined) body['expected_ms'] = opts.expectedMs;
+  return body;
+}
+
+function readAll(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+  });
+}
+
+function parseJson(text: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {};
+  } catch {
+    return { error: 'ERR_PEER', message: `peer answered something that is not JSON: ${text.slice(0, 200)}` };
+  }
+}
+
+/** A client of one local peer. */
+export class LockClient {
+  readonly #base: URL;
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: 256 });
+
+  constructor(opts: LockClientOptions = {}) {
+    this.#base = new URL(opts.peer ?? process.env['LAMPORT_PEER'] ?? 'http://127.0.0.1:7001');
+  }
+
+  #open(method: string, path: string, body: unknown, onResponse: (res: IncomingMessage) => void, onError: (e: Error) => void): () => void {
+    const text = body === undefined ? '' : JSON.stringify(body);
+    const req = request(new URL(path, this.#base), {
+      method, agent: this.#agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+    }, onResponse);
+    req.on('error', (e) => onError(new LockError('ERR_UNREACHABLE', `cannot reach the local peer at ${this.#base.origin}: ${e.message}`)));
+    req.end(text);
+    return () => req.destroy();
+  }
+
+  #call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const cancel = this.#open(method, path, body, (res) => {
+        readAll(res).then((t) => resolve({ status: res.statusCode ?? 0, body: parseJson(t) }), reject);
+      }, reject);
+      signal?.addEventListener('abort', () => {
+        cancel();
+        reject(new LockError('ERR_TIMEOUT', 'acquire aborted by the caller'));
+      }, { once: true });
+    });
+  }
+
+  static #path(name: string, action?: string): string {
+    return `/v1/locks/${encodeURIComponent(name)}${action === undefined ? '' : `/${action}`}`;
+  }
+
+  /** Acquires `name`; rejects with a LockError (ERR_TIMEOUT 423, ERR_UNREACHABLE 503, ...). */
+  async acquire(name: string, opts: AcquireRequest = {}, signal?: AbortSignal): Promise<Hold> {
+    const a = await this.#call('POST', LockClient.#path(name, 'acquire'), acquireBody(opts), signal);
+    if (a.status !== 200) throw toError(a);
+    return toHold(a.body);
+  }
+
+  /** Acquires `name` as a hold bound to this connection: it ends when `close()` is called. */
+  acquireOnConnection(name: string, opts: AcquireRequest = {}): Promise<ConnectionHold> {
+    const body = { ...acquireBody(opts), hold: 'connection', ttl_ms: opts.ttlMs ?? 0 };
+    return new Promise((resolve, reject) => {
+      let endedResolve: (r: string) => void = () => undefined;
+      const ended = new Promise<string>((r) => (endedResolve = r));
+      const cancel = this.#open('POST', LockClient.#path(name, 'acquire'), body, (res) => {
+        if (res.statusCode !== 200) {
+          readAll(res).then((t) => reject(toError({ status: res.statusCode ?? 0, body: parseJson(t) })), reject);
+          return;
+        }
+        this.#watchConnectionHold(res, (hold) => resolve({ ...hold, ended, close: cancel }), endedResolve);
+      }, reject);
+    });
+  }
+
+  #watchConnectionHold(res: IncomingMessage, onGrant: (h: Hold) => void, onEnd: (reason: string) => void): void {
+    let buffer = '';
+    let granted = false;
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      buffer += chunk;
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) >= 0) {
+        const line = parseJson(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (!granted) {
+          granted = true;
+          onGrant(toHold(line));
+        } else if (typeof line['ended'] === 'string') onEnd(line['ended']);
+      }
+    });
+    const closed = (): void => onEnd('connection_closed');
+    res.on('end', closed);
+    res.on('close', closed);
+    res.on('error', closed);
+  }
+
+  /** Releases a hold; throws ERR_NOT_HELD (with `reason`) when it is not live. */
+  async release(name: string, id: string): Promise<void> {
+    const a = await this.#call('POST', LockClient.#path(name, 'release'), { id });
+    if (a.status !== 200) throw toError(a);
+  }
+
+  /** Extends a hold's TTL; returns the new expiry (epoch ms, null for none). */
+  async refresh(name: string, id: string, ttlMs?: number): Promise<number | null> {
+    const a = await this.#call('POST', LockClient.#path(name, 'refresh'), ttlMs === undefined ? { id } : { id, ttl_ms: ttlMs });
+    if (a.status !== 200) throw toError(a);
+    return a.body['expires_at'] === null ? null : Number(a.body['expires_at']);
+  }
+
+  /** Holders and waiters of one lock, or of every lock. */
+  async status(name?: string): Promise<Record<string, unknown>> {
+    const a = await this.#call('GET', name === undefined ? '/v1/locks' : LockClient.#path(name));
+    if (a.status !== 200) throw toError(a);
+    return a.body;
+  }
+
+  /** This peer's view of the cluster. */
+  async cluster(): Promise<Record<string, unknown>> {
+    const a = await this.#call('GET', '/v1/cluster');
+    if (a.status !== 200) throw toError(a);
+    return a.body;
+  }
+
+  /**
+   * Runs `fn` while holding `name`. The hold is bound to a connection (so it ends if this
+   * process dies) and has a TTL refreshed every third of it. `signal` fires with the reason
+   * when the hold is lost before `fn` settles; the hold is released when `fn` settles.
+   */
+  async withLock<T>(name: string, fn: (hold: Hold, signal: AbortSignal) => Promise<T>, opts: AcquireRequest = {}): Promise<T> {
+    const ttlMs = opts.ttlMs ?? 60_000;
+    const hold = await this.acquireOnConnection(name, { ...opts, ttlMs });
+    const lost = new AbortController();
+    let done = false;
+    void hold.ended.then((reason) => {
+      if (!done) lost.abort(new LockError('ERR_NOT_HELD', `lost the hold on ${name}: ${reason}`, { reason }));
+    });
+    const timer = setInterval(() => {
+      this.refresh(name, hold.id, ttlMs).catch((err: unknown) => {
+        if (!done) lost.abort(err);
+      });
+    }, Math.max(100, Math.floor(ttlMs / 3)));
+    try {
+      return await fn(hold, lost.signal);
+    } finally {
+      done = true;
+      clearInterval(timer);
+      hold.close();
+    }
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    this.#agent.destroy();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * Validation of HTTP input at the boundary (STYLE.md convention 8): every field of every
+ * body checked, every problem a 400 with a sentence. Past this file the code trusts types.
+ */
+import type { Meta, Mode } from '../core/types.js';
+import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { AcquireOptions } from '../runtime/holds.js';
+
+/** Acquire defaults of DESIGN section 6. */
+export const acquireDefaults = { timeoutMs: 30_000, ttlMs: 60_000 } as const;
+
+const utf8 = new TextEncoder();
+
+function bad(message: string): LockError {
+  return new LockError(ErrorCode.BadRequest, message);
+}
+
+/** A lock name: 1 to 256 bytes of UTF-8, no control characters. */
+export function checkLockName(name: string): string {
+  const bytes = utf8.encode(name).length;
+  if (bytes === 0 || bytes > limits.lockNameBytesMax) throw bad(`lock name must be 1 to ${limits.lockNameBytesMax} bytes of UTF-8, got ${bytes}`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw bad('lock name must not contain control characters');
+  if (name.includes('\uFFFD')) throw bad('lock name must be valid UTF-8');
+  return name;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw bad(`${key} must be an integer from ${min} to ${max}`);
+  return v;
+}
+
+function checkKeys(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) {
+    if (!allowed.includes(key)) throw bad(`unknown field ${JSON.stringify(key)}; allowed: ${allowed.join(', ')}`);
+  }
+}
+
+/** Parses a JSON body (possibly empty) into an object. */
+export function parseBody(text: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    throw bad('body must be valid JSON');
+  }
+  if (!isRecord(v)) throw bad('body must be a JSON object');
+  return v;
+}
+
+function checkMode(body: Record<string, unknown>, limit: number | undefined): Mode {
+  const mode = body['mode'];
+  if (mode !== undefined && mode !== 'exclusive' && mode !== 'shared' && mode !== 'semaphore') {
+    throw bad('mode must be "exclusive" or "shared" (a request with limit is a semaphore request)');
+  }
+  if (limit !== undefined) {
+    if (mode !== undefined && mode !== 'semaphore') throw bad(`a request with limit is a semaphore request; mode ${JSON.stringify(mode)} does not go with limit`);
+    return 'semaphore';
+  }
+  if (mode === 'semaphore') throw bad('a semaphore request needs a limit');
+  return mode ?? 'exclusive';
+}
+
+function checkOwnerMeta(body: Record<string, unknown>): { owner: string; meta: Meta | null } {
+  const owner = body['owner'] ?? '';
+  if (typeof owner !== 'string' || utf8.encode(owner).length > limits.ownerBytesMax) throw bad(`owner must be a string of at most ${limits.ownerBytesMax} bytes`);
+  const meta = body['meta'] ?? null;
+  if (meta !== null && !isRecord(meta)) throw bad('meta must be a JSON object');
+  if (meta !== null && utf8.encode(JSON.stringify(meta)).length > limits.metaBytesMax) throw bad(`meta must encode to at most ${limits.metaBytesMax} bytes of JSON`);
+  return { owner, meta };
+}
+
+/** Validates an acquire body (DESIGN section 6). */
+export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
+  checkKeys(body, ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms']);
+  const hold = body['hold'];
+  if (hold !== undefined && hold !== 'connection') throw bad('hold must be "connection" when given');
+  const timeoutMs = intField(body, 'timeout_ms', 0, limits.timeoutMsMax) ?? acquireDefaults.timeoutMs;
+  const ttlMs = intField(body, 'ttl_ms', 0, limits.ttlMsMax) ?? acquireDefaults.ttlMs;
+  if (ttlMs === 0 && hold !== 'connection') throw bad('ttl_ms 0 (no TTL) is only allowed with hold "connection"');
+  const limit = intField(body, 'limit', 1, limits.semaphoreLimitMax);
+  const permitsIn = intField(body, 'permits', 1, limits.semaphoreLimitMax);
+  if (permitsIn !== undefined && limit === undefined) throw bad('permits goes with limit (a semaphore request)');
+  const permits = permitsIn ?? 1;
+  if (limit !== undefined && permits > limit) throw bad(`permits (${permits}) must not exceed limit (${limit})`);
+  const mode = checkMode(body, limit);
+  const expectedMs = intField(body, 'expected_ms', 1, limits.ttlMsMax) ?? null;
+  return { timeoutMs, ttlMs, mode, limit: limit ?? 1, permits, ...checkOwnerMeta(body), hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
+}
+
+/** Validates a release body. */
+export function parseRelease(body: Record<string, unknown>): { id: string } {
+  checkKeys(body, ['id']);
+  const id = body['id'];
+  if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw bad('id must be the hold id returned by acquire');
+  return { id };
+}
+
+/** Validates a refresh body. */
+export function parseRefresh(body: Record<string, unknown>): { id: string; ttlMs: number | undefined } {
+  checkKeys(body, ['id', 'ttl_ms']);
+  const { id } = parseRelease({ id: body['id'] });
+  return { id, ttlMs: intField(body, 'ttl_ms', 1, limits.ttlMsMax) };
+}

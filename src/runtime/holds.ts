@@ -1,0 +1,75 @@
+/**
+ * Local requests of one peer: what the HTTP API hands out (an id per request), their
+ * TTLs and wait deadlines, and a bounded memory of how recent holds ended, so a release
+ * or refresh of a hold that is gone answers 404 with the reason (DESIGN section 6).
+ */
+import type { EndReason, Meta, Mode, RequestSpec } from '../core/types.js';
+
+/** What a client asks for, validated. */
+export interface AcquireOptions {
+  readonly timeoutMs: number;
+  /** 0 = no TTL (only with a connection-bound hold). */
+  readonly ttlMs: number;
+  readonly mode: Mode;
+  readonly limit: number;
+  readonly permits: number;
+  readonly owner: string;
+  readonly meta: Meta | null;
+  readonly hold: 'ttl' | 'connection';
+  /** Optional: a hold kept longer than this is logged and counted (operations). */
+  readonly expectedMs: number | null;
+}
+
+/** A granted hold, as the HTTP API returns it. */
+export interface Grant {
+  readonly lock: string;
+  readonly id: string;
+  readonly token: bigint;
+  readonly mode: Mode;
+  readonly peer: string;
+  readonly grantedAt: number;
+  readonly expiresAt: number | null;
+}
+
+/** One local request, from acquire until it ends. */
+export interface LocalRequest {
+  readonly ref: number;
+  readonly id: string;
+  readonly lock: string;
+  readonly spec: RequestSpec;
+  readonly opts: AcquireOptions;
+  readonly requestedAt: number;
+  state: 'waiting' | 'held' | 'ended';
+  grant: Grant | null;
+  ttlTimer: NodeJS.Timeout | null;
+  waitTimer: NodeJS.Timeout | null;
+  expectedTimer: NodeJS.Timeout | null;
+  /** Settles the acquire call while waiting. */
+  settle: ((result: { grant: Grant } | { error: Error }) => void) | null;
+  /** Told once when a hold ends for any reason other than its own release. */
+  onEnd: ((reason: EndReason) => void) | null;
+}
+
+/** A bounded memory of ended hold ids and why they ended. */
+export class EndedLog {
+  readonly #reasons = new Map<string, EndReason>();
+  readonly #capacity: number;
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+  }
+
+  /** Records why hold `id` ended, forgetting the oldest entry when full. */
+  record(id: string, reason: EndReason): void {
+    this.#reasons.set(id, reason);
+    if (this.#reasons.size > this.#capacity) {
+      const oldest = this.#reasons.keys().next();
+      if (oldest.done !== true) this.#reasons.delete(oldest.value);
+    }
+  }
+
+  /** Why hold `id` ended, if it is still remembered. */
+  reasonOf(id: string): EndReason | undefined {
+    return this.#reasons.get(id);
+  }
+}
