@@ -35,6 +35,14 @@ export const limits = {
   /** Reconnect backoff bounds. */
   backoffMsMin: 50,
   backoffMsMax: 5000,
+  /** A peer connection must finish its handshake within this, or it is cut. */
+  handshakeMsMax: 5000,
+  /** Inbound connections still in their handshake; more are refused ('busy'). */
+  handshakesPendingMax: 256,
+  /** Dialer nonces remembered by a listener to name replayed handshakes. */
+  replayNoncesMax: 4096,
+  /** Heartbeat intervals of silence after which a peer connection is presumed half-open. */
+  heartbeatsMissedMax: 3,
 } as const;
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');

@@ -1,0 +1,191 @@
+/**
+ * The wire format between peers: msgpack frames (msgpackr), checked at the boundary in
+ * the order of STYLE.md convention 8: bytes -> size check -> decode to `unknown` -> shape
+ * guard -> typed frame. Everything malformed is a LockError with ERR_FRAME_TOO_LARGE or
+ * ERR_FRAME_INVALID and a sentence; the connection that sent it is closed, never the
+ * process.
+ *
+ * Numbers: msgpackr writes integers beyond 32 bits as float64, which holds every integer
+ * up to 2^53 exactly, so clocks and timestamps round-trip as numbers. A 64-bit integer
+ * from a foreign encoder decodes as a bigint and is refused by the guards.
+ */
+import { Packr } from 'msgpackr';
+import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { Incarnation } from '../core/types.js';
+import type { DataFrame } from './link.js';
+
+export type { DataFrame } from './link.js';
+
+/** The only protocol version this code speaks; a hello with another one is refused. */
+export const protocolVersion = 1;
+
+/** Bytes of the random nonces of the handshake. */
+export const nonceBytes = 16;
+
+/** Bytes of an HMAC-SHA256. */
+export const macBytes = 32;
+
+/** Dialer -> listener: who I am and what stream I open (the stream dialer -> listener). */
+export interface HelloFrame {
+  readonly t: 'hello';
+  readonly v: number;
+  readonly cluster: string;
+  readonly from: string;
+  readonly to: string;
+  readonly inc: Incarnation;
+  readonly clock: number;
+  readonly nonce: Uint8Array;
+}
+
+/** Listener -> dialer: a fresh random nonce to answer with the cluster secret. */
+export interface ChallengeFrame {
+  readonly t: 'challenge';
+  readonly nonce: Uint8Array;
+}
+
+/** Dialer -> listener: HMAC over the challenge and the hello (handshake.ts). */
+export interface AuthFrame {
+  readonly t: 'auth';
+  readonly mac: Uint8Array;
+}
+
+/** Listener -> dialer: accepted; the listener's incarnation, clock, last seq delivered, proof. */
+export interface WelcomeFrame {
+  readonly t: 'welcome';
+  readonly inc: Incarnation;
+  readonly clock: number;
+  readonly delivered: number;
+  readonly mac: Uint8Array;
+}
+
+/** Either side -> the other, before closing: why the handshake or the link was refused. */
+export interface RefuseFrame {
+  readonly t: 'refuse';
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Listener -> dialer: cumulative ack of the stream carried by this socket. */
+export interface AckFrame {
+  readonly t: 'ack';
+  readonly ack: number;
+}
+
+/** Dialer -> listener: liveness, send time to echo, and the clock when it is a safe ack. */
+export interface HeartbeatFrame {
+  readonly t: 'hb';
+  readonly sentAtMs: number;
+  readonly clock?: number;
+}
+
+/** Listener -> dialer: the heartbeat's send time, echoed for RTT and lease (DESIGN section 5). */
+export interface EchoFrame {
+  readonly t: 'hbEcho';
+  readonly sentAtMs: number;
+}
+
+/** Every frame of the protocol; `P` is the application payload carried by data frames. */
+export type Frame<P> =
+  | HelloFrame
+  | ChallengeFrame
+  | AuthFrame
+  | WelcomeFrame
+  | RefuseFrame
+  | DataFrame<P>
+  | AckFrame
+  | HeartbeatFrame
+  | EchoFrame;
+
+/** Guard for the application payloads carried in data frames. */
+export type PayloadGuard<P> = (v: unknown) => v is P;
+
+// Maps decode as plain objects (msgpackr guards `__proto__`), no record extension.
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, moreTypes: false });
+
+/** Encodes one frame; the caller guarantees its shape (it built it). */
+export function encodeFrame<P>(frame: Frame<P>): Buffer {
+  return packr.pack(frame);
+}
+
+/** Size check, decode, shape check. Throws LockError(FrameTooLarge | FrameInvalid). */
+export function decodeFrame<P>(bytes: Uint8Array, isPayload: PayloadGuard<P>): Frame<P> {
+  if (bytes.length > limits.frameBytesMax) {
+    throw new LockError(ErrorCode.FrameTooLarge, `frame of ${bytes.length} bytes exceeds the limit of ${limits.frameBytesMax}`);
+  }
+  if (bytes.length === 0) throw new LockError(ErrorCode.FrameInvalid, 'empty frame');
+  let value: unknown;
+  try {
+    value = packr.unpack(bytes);
+  } catch (err) {
+    throw new LockError(ErrorCode.FrameInvalid, `frame is not valid msgpack: ${(err as Error).message}`);
+  }
+  const problem = frameProblem(value, isPayload);
+  if (problem !== null) throw new LockError(ErrorCode.FrameInvalid, problem);
+  return value as Frame<P>;
+}
+
+type Rec = Record<string, unknown>;
+
+function isRecord(v: unknown): v is Rec {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+function isMs(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0;
+}
+
+function isBytes(v: unknown, length: number): boolean {
+  return v instanceof Uint8Array && v.length === length;
+}
+
+function isName(v: unknown): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= 256;
+}
+
+/** Shape guard for an incarnation from the network. */
+export function isIncarnation(v: unknown): v is Incarnation {
+  return isRecord(v) && isCount(v['startMs']) && isCount(v['nonce']);
+}
+
+const handshakeChecks: Record<string, (f: Rec) => boolean> = {
+  hello: (f) =>
+    isCount(f['v']) && isName(f['cluster']) && isName(f['from']) && isName(f['to']) &&
+    isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes),
+  challenge: (f) => isBytes(f['nonce'], nonceBytes),
+  auth: (f) => isBytes(f['mac'], macBytes),
+  welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isBytes(f['mac'], macBytes),
+  refuse: (f) => typeof f['reason'] === 'string' && f['reason'].length <= 64 && typeof f['message'] === 'string' && f['message'].length <= 1024,
+  ack: (f) => isCount(f['ack']),
+  hb: (f) => isMs(f['sentAtMs']) && (f['clock'] === undefined || isCount(f['clock'])),
+  hbEcho: (f) => isMs(f['sentAtMs']),
+};
+
+/** Null when `value` is a well-formed frame, else a sentence saying what is wrong. */
+function frameProblem<P>(value: unknown, isPayload: PayloadGuard<P>): string | null {
+  if (!isRecord(value)) return 'frame is not a map';
+  const t = value['t'];
+  if (typeof t !== 'string') return 'frame has no type';
+  if (t === 'data') return dataProblem(value, isPayload);
+  const check = Object.hasOwn(handshakeChecks, t) ? handshakeChecks[t] : undefined;
+  if (check === undefined) return `unknown frame type ${JSON.stringify(t.slice(0, 32))}`;
+  return check(value) ? null : `malformed ${t} frame`;
+}
+
+function dataProblem<P>(f: Rec, isPayload: PayloadGuard<P>): string | null {
+  const { seq, payloads } = f;
+  if (!isCount(seq) || seq < 1) return 'data frame has no valid seq';
+  if (!Array.isArray(payloads) || payloads.length === 0) return 'data frame has no payloads';
+  if (payloads.length > limits.frameMessagesMax) {
+    return `data frame carries ${payloads.length} payloads, the limit is ${limits.frameMessagesMax}`;
+  }
+  if (!Number.isSafeInteger(seq + payloads.length)) return 'data frame seq overflows';
+  for (let k = 0; k < payloads.length; k++) {
+    if (!isPayload(payloads[k])) return `data frame payload ${k} is malformed`;
+  }
+  return null;
+}

@@ -1,0 +1,227 @@
+/**
+ * The handshake that opens the stream dialer -> listener (DESIGN section 4), as two small
+ * state machines fed with decoded frames; the sockets live in connection.ts and mesh.ts.
+ *
+ *   dialer  -> hello     {v, cluster, from, to, inc, clock, nonceD}
+ *   listener-> challenge {nonceL}                       (fresh random, one use)
+ *   dialer  -> auth      {HMAC(secret, "dialer", hello fields, nonceD, nonceL)}
+ *   listener-> welcome   {inc, clock, delivered, HMAC(secret, "listener", ..., nonceD, nonceL, inc, clock, delivered)}
+ *
+ * Both sides prove they know the cluster secret, which never crosses the wire. The role
+ * label keeps one side's proof from being replayed as the other's; the listener's fresh
+ * nonce makes a recorded auth useless on a new connection; the dialer's fresh nonce makes
+ * a recorded welcome useless to a new dial. The listener reveals `delivered` (the last seq
+ * it delivered from this dialer's incarnation) only after the dialer is authenticated.
+ * Any refusal throws LockError(ERR_HANDSHAKE_REFUSED) with `details.reason`; the caller
+ * sends a refuse frame, logs, and closes that connection only.
+ */
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { ErrorCode, LockError } from '../errors.js';
+import type { Incarnation } from '../core/types.js';
+import type { AuthFrame, ChallengeFrame, HelloFrame, WelcomeFrame } from './codec.js';
+import { protocolVersion } from './codec.js';
+import type { IncarnationRefusal } from './incarnations.js';
+
+/** Every reason a connection is refused, as sent in refuse frames and logged. */
+export type RefuseReason =
+  | 'wrong_version'
+  | 'wrong_cluster'
+  | 'unknown_peer'
+  | 'bad_mac'
+  | 'replayed'
+  | IncarnationRefusal
+  | 'protocol'
+  | 'busy';
+
+/** Throws the coded refusal of a handshake. */
+export function refuse(reason: RefuseReason, message: string): never {
+  throw new LockError(ErrorCode.HandshakeRefused, message, { reason });
+}
+
+/** The refusal reason carried by a LockError, if it is one. */
+export function refuseReasonOf(err: LockError): RefuseReason | null {
+  const reason = err.details['reason'];
+  return err.code === ErrorCode.HandshakeRefused && typeof reason === 'string' ? (reason as RefuseReason) : null;
+}
+
+/** What both sides know about themselves. */
+export interface HandshakeIdentity {
+  readonly cluster: string;
+  readonly key: KeyObject;
+  readonly selfId: string;
+  readonly incarnation: Incarnation;
+  /** Random nonce source (node:crypto randomBytes in production). */
+  readonly randomNonce: () => Uint8Array;
+}
+
+/** Turns the cluster secret into an HMAC key once. */
+export function secretKey(secret: string): KeyObject {
+  return createSecretKey(Buffer.from(secret, 'utf8'));
+}
+
+const hex = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('hex');
+
+/** HMAC over an unambiguous encoding (a JSON array) of the fields, under a role label. */
+function macOf(key: KeyObject, role: 'dialer' | 'listener', fields: readonly (string | number)[]): Buffer {
+  return createHmac('sha256', key).update(JSON.stringify(['lamport-lock', protocolVersion, role, ...fields])).digest();
+}
+
+function helloFields(h: HelloFrame, nonceL: Uint8Array): (string | number)[] {
+  return [h.cluster, h.from, h.to, h.inc.startMs, h.inc.nonce, h.clock, hex(h.nonce), hex(nonceL)];
+}
+
+function welcomeMac(key: KeyObject, h: HelloFrame, nonceL: Uint8Array, w: Omit<WelcomeFrame, 'mac' | 't'>): Buffer {
+  return macOf(key, 'listener', [...helloFields(h, nonceL), w.inc.startMs, w.inc.nonce, w.clock, w.delivered]);
+}
+
+function sameMac(expected: Buffer, got: Uint8Array): boolean {
+  return expected.length === got.length && timingSafeEqual(expected, got);
+}
+
+/** Dialer nonces of accepted handshakes, remembered (bounded) to name replays as such. */
+export class NonceBook {
+  readonly #seen = new Set<string>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  has(nonce: Uint8Array): boolean {
+    return this.#seen.has(hex(nonce));
+  }
+
+  /** Remembers `nonce`, forgetting the oldest beyond the bound (a forgotten replay still fails its MAC). */
+  add(nonce: Uint8Array): void {
+    this.#seen.add(hex(nonce));
+    if (this.#seen.size > this.#max) {
+      const oldest = this.#seen.values().next();
+      if (oldest.done !== true) this.#seen.delete(oldest.value);
+    }
+  }
+}
+
+/** What the listener's world answers about a dialer, before and after authentication. */
+export interface ListenerGate {
+  peerIndex(id: string): number | undefined;
+  check(peer: number, inc: Incarnation): IncarnationRefusal | null;
+  readonly nonces: NonceBook;
+  readonly handshakeMsMax: number;
+}
+
+/** A dialer the listener has authenticated. */
+export interface AcceptedDialer {
+  readonly peer: number;
+  readonly inc: Incarnation;
+  readonly clock: number;
+}
+
+/** Listener side of one connection: hello -> challenge, auth -> accepted, then welcome. */
+export class ListenerHandshake {
+  readonly #id: HandshakeIdentity;
+  readonly #gate: ListenerGate;
+  #hello: HelloFrame | null = null;
+  #challenge: Uint8Array | null = null;
+  #issuedAtMs = 0;
+  #answered = false;
+
+  constructor(id: HandshakeIdentity, gate: ListenerGate) {
+    this.#id = id;
+    this.#gate = gate;
+  }
+
+  /** Checks the unauthenticated claims, then issues a one-use challenge. */
+  onHello(h: HelloFrame, nowMs: number): ChallengeFrame {
+    if (this.#hello !== null) refuse('protocol', 'second hello on one connection');
+    if (h.v !== protocolVersion) refuse('wrong_version', `protocol version ${h.v} is not ${protocolVersion}`);
+    if (h.cluster !== this.#id.cluster) refuse('wrong_cluster', `cluster ${JSON.stringify(h.cluster)} is not ${JSON.stringify(this.#id.cluster)}`);
+    const peer = this.#gate.peerIndex(h.from);
+    if (h.to !== this.#id.selfId || peer === undefined) {
+      refuse('unknown_peer', `peer ${JSON.stringify(h.from)} dialing ${JSON.stringify(h.to)} is not configured here`);
+    }
+    this.#checkIncarnation(peer, h.inc);
+    if (this.#gate.nonces.has(h.nonce)) refuse('replayed', 'this hello was already answered: replayed handshake');
+    this.#hello = h;
+    this.#challenge = this.#id.randomNonce();
+    this.#issuedAtMs = nowMs;
+    return { t: 'challenge', nonce: this.#challenge };
+  }
+
+  /** Verifies the dialer's proof; the challenge is spent whatever the outcome. */
+  onAuth(a: AuthFrame, nowMs: number): AcceptedDialer {
+    const h = this.#hello;
+    const challenge = this.#challenge;
+    if (h === null || challenge === null) refuse('protocol', 'auth before hello');
+    if (this.#answered) refuse('replayed', 'challenge answered twice');
+    this.#answered = true;
+    if (nowMs - this.#issuedAtMs > this.#gate.handshakeMsMax) refuse('replayed', 'stale challenge: answered after the handshake deadline');
+    if (!sameMac(macOf(this.#id.key, 'dialer', helloFields(h, challenge)), a.mac)) {
+      refuse('bad_mac', `peer ${JSON.stringify(h.from)} failed the challenge: wrong cluster secret`);
+    }
+    const peer = this.#gate.peerIndex(h.from);
+    if (peer === undefined) refuse('unknown_peer', 'peer left the configuration');
+    this.#checkIncarnation(peer, h.inc); // the world may have moved during the round trip
+    this.#gate.nonces.add(h.nonce);
+    return { peer, inc: h.inc, clock: h.clock };
+  }
+
+  /** The listener's proof, over the dialer's nonce, with what it tells the dialer. */
+  welcome(delivered: number, clock: number): WelcomeFrame {
+    const h = this.#hello;
+    const challenge = this.#challenge;
+    if (h === null || challenge === null || !this.#answered) refuse('protocol', 'welcome before auth');
+    const body = { inc: this.#id.incarnation, clock, delivered };
+    return { t: 'welcome', ...body, mac: welcomeMac(this.#id.key, h, challenge, body) };
+  }
+
+  #checkIncarnation(peer: number, inc: Incarnation): void {
+    const verdict = this.#gate.check(peer, inc);
+    if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is ${verdict === 'evicted' ? 'evicted' : 'older than one already seen'}`);
+  }
+}
+
+/** What an authenticated welcome tells the dialer. */
+export interface AcceptedListener {
+  readonly inc: Incarnation;
+  readonly clock: number;
+  readonly delivered: number;
+}
+
+/** Dialer side of one connection: hello, challenge -> auth, welcome -> accepted. */
+export class DialerHandshake {
+  readonly #id: HandshakeIdentity;
+  readonly #targetId: string;
+  #hello: HelloFrame | null = null;
+  #challenge: Uint8Array | null = null;
+
+  constructor(id: HandshakeIdentity, targetId: string) {
+    this.#id = id;
+    this.#targetId = targetId;
+  }
+
+  /** The opening frame, with a fresh nonce and the current clock. */
+  hello(clock: number): HelloFrame {
+    const { cluster, selfId, incarnation } = this.#id;
+    this.#hello = { t: 'hello', v: protocolVersion, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce() };
+    return this.#hello;
+  }
+
+  /** Answers the listener's challenge with our proof. */
+  onChallenge(c: ChallengeFrame): AuthFrame {
+    if (this.#hello === null || this.#challenge !== null) refuse('protocol', 'unexpected challenge');
+    this.#challenge = c.nonce;
+    return { t: 'auth', mac: macOf(this.#id.key, 'dialer', helloFields(this.#hello, c.nonce)) };
+  }
+
+  /** Verifies the listener's proof; the caller then checks its incarnation. */
+  onWelcome(w: WelcomeFrame): AcceptedListener {
+    const h = this.#hello;
+    const challenge = this.#challenge;
+    if (h === null || challenge === null) refuse('protocol', 'welcome before challenge');
+    if (!sameMac(welcomeMac(this.#id.key, h, challenge, w), w.mac)) {
+      refuse('bad_mac', `listener ${JSON.stringify(this.#targetId)} failed to prove the cluster secret`);
+    }
+    return { inc: w.inc, clock: w.clock, delivered: w.delivered };
+  }
+}

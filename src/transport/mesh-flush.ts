@@ -1,0 +1,100 @@
+/**
+ * End-of-turn flushing for a mesh (DESIGN section 4: messages produced in one turn of the
+ * event loop for one peer go in one frame). `send` only queues; one `setImmediate` per
+ * turn frames every peer's queue, hands the frames to the link (numbering, resend buffer)
+ * and to the socket if one is up, and sends the acks owed on inbound streams.
+ */
+import type { Logger } from 'pino';
+import { assert } from '../assert.js';
+import { ErrorCode, isLockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { DataFrame } from './codec.js';
+import { encodeFrame } from './codec.js';
+import type { FrameSocket } from './connection.js';
+import type { MeshStats } from './mesh.js';
+import type { PeerSlot } from './peer-slot.js';
+
+/** Batches the sends and acks of one turn. */
+export class MeshFlusher<P> {
+  readonly #stats: MeshStats;
+  readonly #log: Logger;
+  readonly #dirty = new Set<PeerSlot<P>>();
+  #scheduled: NodeJS.Immediate | null = null;
+
+  constructor(stats: MeshStats, log: Logger) {
+    this.#stats = stats;
+    this.#log = log;
+  }
+
+  /** That peer has payloads or an ack waiting: flush it at the end of this turn. */
+  markDirty(slot: PeerSlot<P>): void {
+    this.#dirty.add(slot);
+    this.#scheduled ??= setImmediate(() => this.#flushAll());
+  }
+
+  /** Stops flushing (mesh closing). */
+  cancel(): void {
+    if (this.#scheduled !== null) clearImmediate(this.#scheduled);
+    this.#scheduled = null;
+    this.#dirty.clear();
+  }
+
+  /** Encodes and writes one data frame (a new one, or a resend on resume). */
+  write(sock: FrameSocket<P>, frame: DataFrame<P>): void {
+    this.#count(sock, encodeFrame(frame), frame.payloads.length);
+  }
+
+  #count(sock: FrameSocket<P>, bytes: Buffer, messages: number): void {
+    if (!sock.sendEncoded(bytes)) return;
+    this.#stats.framesSent++;
+    this.#stats.messagesSent += messages;
+    this.#stats.bytesSent += bytes.length;
+  }
+
+  #flushAll(): void {
+    this.#scheduled = null;
+    const slots = [...this.#dirty];
+    this.#dirty.clear();
+    for (const slot of slots) {
+      if (slot.ackDue) {
+        slot.ackDue = false;
+        const bytes = slot.in?.send({ t: 'ack', ack: slot.receiver.lastDelivered }) ?? 0;
+        if (bytes > 0) this.#stats.framesSent++;
+        this.#stats.bytesSent += bytes;
+      }
+      if (slot.pending.length > 0) this.#flushPending(slot);
+    }
+  }
+
+  /** Frames the queued payloads in order; on a full resend buffer the rest waits for acks. */
+  #flushPending(slot: PeerSlot<P>): void {
+    const pending = slot.pending;
+    let taken = 0;
+    while (taken < pending.length) {
+      const { payloads, bytes } = cutFrame(pending, taken, slot.sender.nextSeq);
+      const count = payloads.length;
+      try {
+        slot.sender.send(payloads, bytes.length);
+      } catch (err) {
+        if (!isLockError(err, ErrorCode.LinkBufferFull)) throw err;
+        this.#log.warn({ code: err.code, remote: slot.peer.id, waiting: pending.length - taken }, err.message);
+        break;
+      }
+      taken += count;
+      if (slot.out !== null) this.#count(slot.out, bytes, count);
+    }
+    slot.pending = taken === pending.length ? [] : pending.slice(taken);
+  }
+}
+
+/** The largest prefix of `pending[from..]` that fits the frame limits, encoded. */
+function cutFrame<P>(pending: readonly P[], from: number, seq: number): { payloads: readonly P[]; bytes: Buffer } {
+  let count = Math.min(pending.length - from, limits.frameMessagesMax);
+  for (;;) {
+    const frame: DataFrame<P> = { t: 'data', seq, payloads: pending.slice(from, from + count) };
+    const bytes = encodeFrame(frame);
+    if (bytes.length <= limits.frameBytesMax) return { payloads: frame.payloads, bytes };
+    assert(count > 1, `one payload encodes to ${bytes.length} bytes, over limits.frameBytesMax: the runtime must split it`);
+    count = Math.ceil(count / 2);
+  }
+}

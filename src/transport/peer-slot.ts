@@ -1,0 +1,52 @@
+/**
+ * Everything the mesh keeps about one other peer: both streams (our sender, our receiver),
+ * the payloads of the current event-loop turn, and the sockets bound to its incarnation.
+ */
+import type { Backoff, FrameSocket } from './connection.js';
+import { LinkReceiver, LinkSender } from './link.js';
+import type { MeshPeer } from './mesh.js';
+
+/** Mutable per-peer state of a mesh; owned by mesh.ts only. */
+export interface PeerSlot<P> {
+  readonly peer: MeshPeer;
+  /** Our stream to the peer, carried by `out`. */
+  readonly sender: LinkSender<P>;
+  /** The peer's stream to us, carried by `in`. */
+  readonly receiver: LinkReceiver<P>;
+  /** Payloads queued in this event-loop turn, framed at the end of it. */
+  pending: P[];
+  /** An ack for `in` is owed at the end of this turn. */
+  ackDue: boolean;
+  /** Established socket we dialed (our stream). */
+  out: FrameSocket<P> | null;
+  /** Established socket the peer dialed (its stream). */
+  in: FrameSocket<P> | null;
+  /** Dial attempt still in its handshake. */
+  dialing: FrameSocket<P> | null;
+  redial: NodeJS.Timeout | null;
+  readonly backoff: Backoff;
+  /** Last value reported through onConnection. */
+  connected: boolean;
+  /** Monotonic time a frame was last heard on a socket now closed. */
+  lastHeardMs: number | null;
+  rttMs: number | null;
+}
+
+/** A fresh slot: no incarnation known yet, nothing sent. */
+export function newPeerSlot<P>(peer: MeshPeer, unackedBytesMax: number, backoff: Backoff): PeerSlot<P> {
+  return {
+    peer,
+    sender: new LinkSender<P>({ unackedBytesMax }),
+    receiver: new LinkReceiver<P>(),
+    pending: [],
+    ackDue: false,
+    out: null,
+    in: null,
+    dialing: null,
+    redial: null,
+    backoff,
+    connected: false,
+    lastHeardMs: null,
+    rttMs: null,
+  };
+}
