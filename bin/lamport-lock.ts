@@ -87,12 +87,14 @@ const lockOptions = {
 
 await yargs(hideBin(process.argv))
   .scriptName('lamport-lock')
+  .parserConfiguration({ 'populate--': true })
   .option('peer', { type: 'string', describe: 'local peer URL (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
   .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code', (y) =>
     y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
       .options(lockOptions).option('grace', { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when the hold is lost' }),
     async (a) => {
-      const cmd = (a.cmd ?? []).map(String);
+      const rest = (a as { '--'?: unknown[] })['--'] ?? [];
+      const cmd = [...(a.cmd ?? []), ...rest].map(String);
       if (cmd.length === 0) fail(new Error('run needs a command after --'));
       const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
       const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);

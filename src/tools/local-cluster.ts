@@ -1,0 +1,166 @@
+/**
+ * Starts a lamport-lock cluster as real peer processes on 127.0.0.1: used by
+ * `npm run demo` and the integration and fault tests. Each peer is `lamport-peer` from
+ * dist/, with its own config file, data dir and log file under a temp dir.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Absolute path of dist/bin/lamport-peer.js whether this file runs from src/ or dist/src/. */
+export function peerBinPath(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const root = here.includes(`${join('dist', 'src')}`) ? resolve(here, '../../..') : resolve(here, '../..');
+  return join(root, 'dist', 'bin', 'lamport-peer.js');
+}
+
+/** A free TCP port on 127.0.0.1 (bound then released: good enough for local tests). */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const srv = createServer();
+    srv.on('error', rej);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => res(port));
+    });
+  });
+}
+
+/** Timings and options of a local cluster. */
+export interface LocalClusterOptions {
+  readonly peers: number;
+  readonly heartbeatMs?: number;
+  readonly leaseMs?: number;
+  readonly evictMs?: number;
+  /** Use this config instead of generating one (the demo uses cluster.example.json). */
+  readonly configPath?: string;
+  /** Log level of the peers (their logs go to files under the cluster dir). */
+  readonly logLevel?: string;
+}
+
+/** One running (or stopped) peer process. */
+export interface LocalPeer {
+  readonly id: string;
+  readonly http: string;
+  readonly ws: string;
+  readonly dataDir: string;
+  proc: ChildProcess | null;
+}
+
+/** A cluster of peer processes. */
+export class LocalCluster {
+  readonly dir: string;
+  readonly configPath: string;
+  readonly peers: LocalPeer[];
+  readonly #logLevel: string;
+
+  private constructor(dir: string, configPath: string, peers: LocalPeer[], logLevel: string) {
+    this.dir = dir;
+    this.configPath = configPath;
+    this.peers = peers;
+    this.#logLevel = logLevel;
+  }
+
+  /** Writes a config (or reads the given one) and starts every peer; waits until all are ready. */
+  static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-cluster-'));
+    const cluster = opts.configPath === undefined ? await LocalCluster.#generate(dir, opts) : await LocalCluster.#fromFile(dir, opts.configPath);
+    for (const p of cluster.peers) cluster.startPeer(p.id);
+    await cluster.waitReady();
+    return cluster;
+  }
+
+  static async #generate(dir: string, opts: LocalClusterOptions): Promise<LocalCluster> {
+    const peers: LocalPeer[] = [];
+    for (let i = 0; i < opts.peers; i++) {
+      const id = String.fromCharCode(97 + i);
+      peers.push({ id, http: `127.0.0.1:${await freePort()}`, ws: `ws://127.0.0.1:${await freePort()}`, dataDir: join(dir, id), proc: null });
+    }
+    const config: Record<string, unknown> = { cluster: 'test', secret: 'test-secret-123', peers: peers.map(({ id, ws, http }) => ({ id, ws, http })) };
+    if (opts.heartbeatMs !== undefined) config['heartbeat_ms'] = opts.heartbeatMs;
+    if (opts.leaseMs !== undefined) config['lease_ms'] = opts.leaseMs;
+    if (opts.evictMs !== undefined) config['evict_ms'] = opts.evictMs;
+    const configPath = join(dir, 'cluster.json');
+    writeFileSync(configPath, JSON.stringify(config, null, 2));
+    return new LocalCluster(dir, configPath, peers, opts.logLevel ?? 'info');
+  }
+
+  static async #fromFile(dir: string, configPath: string): Promise<LocalCluster> {
+    const { loadConfig } = await import('../config.js');
+    const config = loadConfig(configPath, process.env);
+    const peers = config.peers.map((p) => ({ id: p.id, http: p.http, ws: p.ws, dataDir: join(dir, p.id), proc: null }));
+    return new LocalCluster(dir, configPath, peers, 'info');
+  }
+
+  /** The peer with this id. */
+  peer(id: string): LocalPeer {
+    const p = this.peers.find((x) => x.id === id);
+    if (p === undefined) throw new Error(`no peer ${id}`);
+    return p;
+  }
+
+  /** Base URL of a peer's HTTP API. */
+  url(id: string): string {
+    return `http://${this.peer(id).http}`;
+  }
+
+  /** Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. */
+  startPeer(id: string): void {
+    const p = this.peer(id);
+    const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
+    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configPath, '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    proc.stdout?.pipe(log);
+    proc.stderr?.pipe(log);
+    p.proc = proc;
+  }
+
+  /** Sends a signal to one peer and waits for it to exit (SIGKILL is kill -9). */
+  async stopPeer(id: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const p = this.peer(id);
+    const proc = p.proc;
+    if (proc === null) return null;
+    p.proc = null;
+    if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+    const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+    proc.kill(signal);
+    return exited;
+  }
+
+  /** Pauses (SIGSTOP) or resumes (SIGCONT) one peer. */
+  signal(id: string, signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.peer(id).proc?.kill(signal);
+  }
+
+  /** Waits until every running peer answers /readyz 200 (bounded). */
+  async waitReady(timeoutMs = 30_000, ids: readonly string[] = this.peers.filter((p) => p.proc !== null).map((p) => p.id)): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (const id of ids) {
+      for (;;) {
+        const ok = await fetch(`${this.url(id)}/readyz`).then((r) => r.status === 200, () => false);
+        if (ok) break;
+        const proc = this.peer(id).proc;
+        if (proc !== null && proc.exitCode !== null) throw new Error(`peer ${id} exited with ${proc.exitCode}; see ${join(this.dir, `${id}.log`)}`);
+        if (Date.now() > deadline) throw new Error(`peer ${id} not ready within ${timeoutMs} ms; see ${join(this.dir, `${id}.log`)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  /** Stops every peer (SIGTERM, then SIGKILL after a bound). */
+  async stop(): Promise<void> {
+    await Promise.all(this.peers.map(async (p) => {
+      const proc = p.proc;
+      if (proc === null) return;
+      const kill = setTimeout(() => proc.kill('SIGKILL'), 5000);
+      await this.stopPeer(p.id, 'SIGTERM');
+      clearTimeout(kill);
+    }));
+  }
+}
