@@ -1,0 +1,188 @@
+/**
+ * Shared test helpers for the transport: loggers that capture records, a bounded
+ * condition poll (never sleep-and-hope), a seeded PRNG, and a mesh factory on 127.0.0.1.
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import type { Logger } from 'pino';
+import type { Incarnation } from '../../src/core/types.js';
+import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
+import { Mesh } from '../../src/transport/mesh.js';
+
+/** A test payload: a counter and its origin. */
+export interface TestPayload {
+  readonly n: number;
+}
+
+/** Guard for TestPayload, as the runtime passes `isPacket`. */
+export function isTestPayload(v: unknown): v is TestPayload {
+  return typeof v === 'object' && v !== null && Number.isSafeInteger((v as Record<string, unknown>)['n']);
+}
+
+/** A pino logger that keeps every record (as parsed JSON) in `records`. */
+export function captureLogger(level = 'info'): { logger: Logger; records: Record<string, unknown>[] } {
+  const records: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') records.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), records };
+}
+
+/** Polls `cond` every few ms until it holds; fails with `what` after `timeoutMs`. */
+export async function waitFor(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const start = performance.now();
+  while (!cond()) {
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** mulberry32: a small seeded PRNG returning [0, 1). */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The seed of a random test: SEED from the environment, else a fresh one. */
+export function testSeed(): number {
+  const env = process.env['SEED'];
+  return env !== undefined ? Number(env) : Math.floor(Math.random() * 2 ** 31);
+}
+
+/** Everything a mesh reported, for assertions. */
+export class Recorder implements MeshEvents<TestPayload> {
+  readonly joined: { peer: number; inc: Incarnation; clock: number; restarted: boolean }[] = [];
+  readonly payloads = new Map<number, number[]>();
+  readonly heartbeats: { from: number; clock: number | undefined }[] = [];
+  readonly echoes: { peer: number; rttMs: number }[] = [];
+  readonly connections: { peer: number; connected: boolean; atMs: number }[] = [];
+  readonly refused: { peer: number; reason: string }[] = [];
+  readonly connected = new Set<number>();
+  /** Called inside onPeerJoined, e.g. to send a state transfer. */
+  onJoin: (peer: number, restarted: boolean) => void = () => undefined;
+  /** Order violations seen by onPayload (expected next n per peer). */
+  readonly violations: string[] = [];
+  readonly expectNext = new Map<number, number>();
+  checkOrder = false;
+
+  onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
+    this.joined.push({ peer, inc, clock, restarted });
+    this.onJoin(peer, restarted);
+  }
+  onPayload(from: number, _inc: Incarnation, payload: TestPayload): void {
+    let list = this.payloads.get(from);
+    if (list === undefined) this.payloads.set(from, (list = []));
+    list.push(payload.n);
+    if (this.checkOrder) {
+      const want = this.expectNext.get(from) ?? 0;
+      if (payload.n !== want && this.violations.length < 10) this.violations.push(`from ${from}: got ${payload.n}, expected ${want}`);
+      this.expectNext.set(from, payload.n + 1);
+    }
+  }
+  onHeartbeat(from: number, _inc: Incarnation, clock: number | undefined): void {
+    if (this.heartbeats.length < 10_000) this.heartbeats.push({ from, clock });
+  }
+  onEcho(peer: number, _sentAtMs: number, rttMs: number): void {
+    if (this.echoes.length < 10_000) this.echoes.push({ peer, rttMs });
+  }
+  onConnection(peer: number, connected: boolean): void {
+    this.connections.push({ peer, connected, atMs: performance.now() });
+    if (connected) this.connected.add(peer);
+    else this.connected.delete(peer);
+  }
+  onRefused(peer: number, reason: string): void {
+    this.refused.push({ peer, reason });
+  }
+  count(from: number): number {
+    return this.payloads.get(from)?.length ?? 0;
+  }
+}
+
+/** Options of `makeMesh`. */
+export interface MakeMeshOptions {
+  readonly self: MeshPeer;
+  readonly peers: readonly MeshPeer[];
+  readonly incarnation?: Incarnation;
+  readonly heartbeatMs?: number;
+  readonly secret?: string;
+  readonly cluster?: string;
+  readonly logger?: Logger;
+  readonly port?: number;
+}
+
+/** A started mesh on 127.0.0.1 with a Recorder. */
+export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPayload>; rec: Recorder }> {
+  const rec = new Recorder();
+  const mesh = new Mesh<TestPayload>(
+    {
+      cluster: o.cluster ?? 'test',
+      secret: o.secret ?? 'sesame',
+      self: o.self,
+      peers: o.peers,
+      listen: { host: '127.0.0.1', port: o.port ?? 0 },
+      incarnation: o.incarnation ?? { startMs: 1000 + o.self.index, nonce: 7 },
+      heartbeatMs: o.heartbeatMs ?? 100,
+      isPayload: isTestPayload,
+      clock: () => 42,
+      logger: o.logger ?? pino({ level: 'silent' }),
+    },
+    rec,
+  );
+  await mesh.start();
+  return { mesh, rec };
+}
+
+/** Peer `index` with id `p<index>` listening at `port`. */
+export function peerAt(index: number, port: number): MeshPeer {
+  return { id: `p${index}`, index, ws: `ws://127.0.0.1:${port}` };
+}
+
+/** A cluster of meshes, each reached through its own fault proxy. */
+export interface TestCluster {
+  readonly meshes: Mesh<TestPayload>[];
+  readonly recs: Recorder[];
+  readonly proxies: import('./tcp-proxy.js').TcpProxy[];
+  close(): Promise<void>;
+}
+
+/** `n` meshes p0..p(n-1); peer i dials peer j through proxy j. */
+export async function startCluster(n: number, o: { heartbeatMs?: number; logger?: Logger } = {}): Promise<TestCluster> {
+  const { TcpProxy } = await import('./tcp-proxy.js');
+  const proxies = await Promise.all(Array.from({ length: n }, () => TcpProxy.start()));
+  const all = proxies.map((p, i) => peerAt(i, p.port));
+  const meshes: Mesh<TestPayload>[] = [];
+  const recs: Recorder[] = [];
+  for (let i = 0; i < n; i++) {
+    const self = all[i];
+    if (self === undefined) throw new Error('peer index');
+    const made = await makeMesh({ self, peers: all.filter((p) => p.index !== i), heartbeatMs: o.heartbeatMs ?? 100, ...(o.logger ? { logger: o.logger } : {}) });
+    meshes.push(made.mesh);
+    recs.push(made.rec);
+    const proxy = proxies[i];
+    if (proxy !== undefined) proxy.target = made.mesh.port();
+  }
+  return {
+    meshes,
+    recs,
+    proxies,
+    async close() {
+      await Promise.all(meshes.map((m) => m.close()));
+      await Promise.all(proxies.map((p) => p.close()));
+    },
+  };
+}
+
+/** Waits until every mesh of the cluster reports every other peer connected. */
+export async function waitAllConnected(c: TestCluster, timeoutMs = 10_000): Promise<void> {
+  const n = c.meshes.length;
+  await waitFor('all peers connected', () => c.recs.every((r) => r.connected.size === n - 1), timeoutMs);
+}
