@@ -28,7 +28,7 @@ import { checkTargets, targetTable } from './targets.js';
 
 /** Repository root, from dist/bench/main.js. */
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const peerBin = join(repoRoot, 'dist', 'bin', 'lamport-peer.js');
+const defaultPeerBin = join(repoRoot, 'dist', 'bin', 'lamport-peer.js');
 /** Open files wanted for (f): one socket per waiting request, in the client and in the peers. */
 const fileLimitWanted = 400_000;
 
@@ -88,9 +88,13 @@ async function withSystem(system: LockSystem, body: () => Promise<void>): Promis
   }
 }
 
+function peerBinOf(state: RunState): string {
+  return state.opts.peerBin ?? defaultPeerBin;
+}
+
 async function runLamportSize(state: RunState, peerCount: number): Promise<void> {
   progress(`starting lamport-lock with ${peerCount} peers`);
-  const cluster = await startLamport(state.group, { peerBin, peerCount });
+  const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount });
   await withSystem(cluster, async () => {
     state.clients['lamport-lock'] = cluster.clientNote;
     const low = new LinkCostMeter(cluster.peers);
@@ -114,13 +118,14 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   const now = raiseFileLimit(process.pid, fileLimitWanted);
   if (now > before) progress(`open-files limit raised from ${before} to ${now} for (f)`);
   progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
-  const cluster = await startLamport(state.group, { peerBin, peerCount: 3 });
+  const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3 });
   await withSystem(cluster, async () => {
     state.memory = await measureMemory(cluster, sizes);
   });
 }
 
 async function runLamport(state: RunState): Promise<void> {
+  const peerBin = peerBinOf(state);
   if (!peerBinExists(peerBin)) {
     state.notes.push(`lamport-lock skipped: ${peerBin} does not exist (run npm run build once the peer daemon is in)`);
     progress('lamport-lock peer binary missing, skipped');
@@ -181,7 +186,7 @@ async function main(): Promise<number> {
   }
   const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, notes: state.notes };
   const markdown = markdownReport(results, targetTable(checkTargets(results)));
-  writeOutputs(results, markdown, opts.out === '-' ? null : (opts.out ?? join(repoRoot, 'bench', 'results')));
+  writeOutputs(results, markdown, opts.write ? (opts.out ?? join(repoRoot, 'bench', 'results')) : null);
   process.stdout.write(markdown);
   return state.failed ? 1 : 0;
 }

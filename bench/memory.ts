@@ -48,6 +48,8 @@ const batchDeadlineMs = 60_000;
 const batchSize = 2000;
 /** Waiting requests ask for this long a wait; they are cancelled well before. */
 const waiterTimeoutMs = 3_600_000;
+/** Polls of an unchanged waiter count after which it is taken as settled. */
+const settleStablePolls = 5;
 /** File descriptors the client keeps for everything but waiters. */
 const fdReserve = 2000;
 /** Source addresses for waiter sockets (destination stays 127.0.0.1), past the ephemeral port range of one. */
@@ -121,17 +123,25 @@ async function holdWaiters(cluster: LamportCluster, opts: { waiters: number; hel
   }
 }
 
-/** Waits until the peer reports `expected` waiters over `locks` (bounded), returns what it saw. */
+/**
+ * Waits until the peer reports `expected` waiters over `locks`, or until the count has not
+ * moved for a few polls (bounded), and returns what it saw last.
+ */
 async function settleWaiters(peer: PeerHandle | undefined, locks: readonly string[], expected: number, notes: string[]): Promise<number | null> {
   if (peer === undefined) return null;
   let seen: number | null = null;
+  let stablePolls = 0;
   await waitUntil(async () => {
+    const previous = seen;
     seen = await countWaiters(peer, locks);
-    return seen === null || seen === expected;
+    stablePolls = seen === previous ? stablePolls + 1 : 0;
+    return seen === null || seen === expected || stablePolls >= settleStablePolls;
   }, 60_000, 1000);
   if (seen === null) {
     notes.push('GET /v1/locks/{name} shows no `waiters` array: waiter count not observable; measured 5 s after the last request was sent');
     await sleep(5000);
+  } else if (seen !== expected) {
+    notes.push(`peer a reports ${seen} waiters where ${expected} were expected`);
   }
   return seen;
 }

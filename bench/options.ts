@@ -15,8 +15,11 @@ export interface BenchOptions {
   readonly peerCounts: readonly number[];
   readonly memory: MemorySizes | null;
   readonly systems: readonly SystemName[];
-  /** Directory for latest.{json,md,svg}; undefined for the default, '-' for none. */
+  /** Directory for latest.{json,md,svg}; undefined for the default. */
   readonly out: string | undefined;
+  readonly write: boolean;
+  /** The peer daemon to start; undefined for the built dist/bin/lamport-peer.js. */
+  readonly peerBin: string | undefined;
 }
 
 const fullSizes: Sizes = {
@@ -39,7 +42,11 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option('peers', { type: 'string', describe: 'comma-separated cluster sizes for (d), e.g. 3,5,7,9' })
     .option('systems', { type: 'string', default: systemNames.join(','), describe: 'which of lamport-lock,etcd,redis to run' })
     .option('memory', { type: 'boolean', default: true, describe: 'run (f), the memory measurement (--no-memory to skip)' })
-    .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results; "-" for none)' })
+    .option('waiters', { type: 'number', describe: '(f) waiting requests (default 100000; 10000 with --quick)' })
+    .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
+    .option('peer-bin', { type: 'string', describe: 'peer daemon script to run with node (default dist/bin/lamport-peer.js)' })
+    .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results)' })
+    .option('write', { type: 'boolean', default: true, describe: 'write the result files (--no-write: print only)' })
     .strict()
     .help()
     .parseSync();
@@ -53,9 +60,19 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     mode: args.quick ? 'quick' : 'full',
     sizes: { ...base, runs },
     peerCounts,
-    memory: args.memory ? (args.quick ? quickMemory : fullMemory) : null,
+    memory: args.memory ? memorySizes(args.quick ? quickMemory : fullMemory, args.waiters, args['idle-names']) : null,
     systems: systems as SystemName[],
     out: args.out,
+    write: args.write,
+    peerBin: args['peer-bin'],
+  };
+}
+
+function memorySizes(base: MemorySizes, waiters: number | undefined, idleNames: number | undefined): MemorySizes {
+  return {
+    ...base,
+    waiters: waiters === undefined ? base.waiters : Math.max(0, Math.floor(waiters)),
+    idleNames: idleNames === undefined ? base.idleNames : Math.max(0, Math.floor(idleNames)),
   };
 }
 

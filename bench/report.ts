@@ -133,6 +133,8 @@ function memoryTable(m: MemoryFigures | null): string[] {
     rssRow(`after ${m.idleNames.toLocaleString('en-US')} distinct names acquired+released once (${fmt(m.idleNamesDurationMs / 1000)} s)`, m.afterIdleNames),
     rssRow(`${m.waitersOpened.toLocaleString('en-US')} requests waiting behind ${m.heldLocks} held locks (peer a sees ${seen}; ${m.waitersFailed} failed)`, m.whileWaiting),
     rssRow('after cancelling every waiter', m.afterCancel),
+    '',
+    ...m.notes.map((n) => `- ${n}`),
   ];
 }
 

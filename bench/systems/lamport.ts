@@ -79,7 +79,7 @@ async function isReady(ep: Endpoint): Promise<boolean> {
 function lamportSystem(group: ProcessGroup, peers: readonly PeerHandle[]): LamportCluster {
   return {
     name: 'lamport-lock',
-    clientNote: `HTTP API of DESIGN section 6 (POST /v1/locks/{name}/acquire, /release), node:http keep-alive, workers spread over the ${peers.length} peers`,
+    clientNote: 'HTTP API of DESIGN section 6 (POST /v1/locks/{name}/acquire, /release), node:http keep-alive, workers spread over the peers round-robin',
     peers,
     async openSession(worker: number): Promise<LockSession> {
       const peer = peers[worker % peers.length];
