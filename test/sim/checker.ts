@@ -1,0 +1,133 @@
+/**
+ * The global invariants of DESIGN section 9, checked over the whole cluster after every
+ * event (invariants 1 to 3) and at the end of the liveness phase (invariant 4). The checker
+ * sees what no single peer sees: every valid hold in the cluster at once, and every
+ * exclusive grant of the run, across restarts.
+ */
+import type { Mode } from '../../src/core/types.js';
+
+/** A valid hold: granted by a core, not released or ended, on a peer not crashed since. */
+export interface Hold {
+  readonly ref: number;
+  readonly peer: number;
+  readonly lock: string;
+  readonly ts: number;
+  readonly mode: Mode;
+  readonly limit: number;
+  readonly permits: number;
+  readonly token: bigint;
+}
+
+interface Grant {
+  readonly ts: number;
+  readonly peer: number;
+  readonly token: bigint;
+  readonly ref: number;
+}
+
+/** The agreed order of DESIGN section 3: by timestamp, ties broken by peer index. */
+function precedes(a: { ts: number; peer: number }, b: { ts: number; peer: number }): boolean {
+  return a.ts !== b.ts ? a.ts < b.ts : a.peer < b.peer;
+}
+
+function describe(h: Hold): string {
+  return `ref ${h.ref} (p${h.peer} ts=${h.ts} ${h.mode}${h.mode === 'semaphore' ? ` ${h.permits}/${h.limit}` : ''})`;
+}
+
+/** Collects violations; a run stops at its first one. */
+export class Checker {
+  readonly violations: string[] = [];
+  grants = 0;
+  readonly #holders = new Map<string, Map<number, Hold>>();
+  readonly #lastExclusive = new Map<string, Grant>();
+  readonly #dirty = new Set<string>();
+
+  /** A core granted a hold: record it, and check invariants 2 and 3 for exclusive grants. */
+  grant(h: Hold, nowMs: number): void {
+    this.grants += 1;
+    let holders = this.#holders.get(h.lock);
+    if (holders === undefined) {
+      holders = new Map();
+      this.#holders.set(h.lock, holders);
+    }
+    holders.set(h.ref, h);
+    this.#dirty.add(h.lock);
+    if (h.mode === 'exclusive') this.#checkExclusiveOrder(h, nowMs);
+  }
+
+  /** A hold ended (release, expiry, lease loss, crash): it no longer counts. */
+  end(lock: string, ref: number): void {
+    this.#holders.get(lock)?.delete(ref);
+  }
+
+  /** The holders of one lock, for transcripts. */
+  holders(lock: string): readonly Hold[] {
+    return [...(this.#holders.get(lock)?.values() ?? [])];
+  }
+
+  /** Invariant 1 on every lock whose holders grew during the event just run. */
+  afterEvent(nowMs: number): void {
+    for (const lock of this.#dirty) this.#checkHolders(lock, nowMs);
+    this.#dirty.clear();
+  }
+
+  /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
+  stuck(nowMs: number, refs: readonly string[]): void {
+    if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);
+  }
+
+  #checkExclusiveOrder(h: Hold, nowMs: number): void {
+    const last = this.#lastExclusive.get(h.lock);
+    if (last !== undefined) {
+      if (h.token <= last.token) {
+        this.#fail(nowMs, `${h.lock}: exclusive token ${h.token} of ${describe(h)} not above the previous grant's ${last.token} (ref ${last.ref})`);
+      }
+      if (!precedes(last, h)) {
+        this.#fail(nowMs, `${h.lock}: exclusive grant ${describe(h)} out of (ts, peer) order after ref ${last.ref} (p${last.peer} ts=${last.ts})`);
+      }
+    }
+    this.#lastExclusive.set(h.lock, { ts: h.ts, peer: h.peer, token: h.token, ref: h.ref });
+  }
+
+  /**
+   * Invariant 1. Exclusive: alone. Shared: only beside shared. Semaphore: only beside
+   * semaphore holders, and for every semaphore holder h, the permits of the holders whose
+   * request precedes h's in the (ts, peer) order, plus h's own, are at most h.limit. That is
+   * exactly what the design promises: h was admitted when the permits of every request ahead
+   * of it (granted or not) plus its own fit in its own limit, and the ack rule over FIFO
+   * links guarantees every earlier request still held was in h's queue at that moment.
+   * Holders after h are bounded by their own limits, not by h's (the canal-lock case).
+   */
+  #checkHolders(lock: string, nowMs: number): void {
+    const holders = [...(this.#holders.get(lock)?.values() ?? [])];
+    if (holders.length < 2) return;
+    const first = holders[0];
+    if (first === undefined) return;
+    const mixed = holders.find((h) => h.mode !== first.mode);
+    if (mixed !== undefined) {
+      this.#fail(nowMs, `${lock}: modes mixed: ${describe(first)} and ${describe(mixed)}`);
+      return;
+    }
+    if (first.mode === 'exclusive') {
+      this.#fail(nowMs, `${lock}: ${holders.length} exclusive holders: ${holders.map(describe).join(', ')}`);
+      return;
+    }
+    if (first.mode === 'semaphore') this.#checkPermits(lock, holders, nowMs);
+  }
+
+  #checkPermits(lock: string, holders: Hold[], nowMs: number): void {
+    holders.sort((a, b) => (precedes(a, b) ? -1 : 1));
+    let permits = 0;
+    for (const h of holders) {
+      permits += h.permits;
+      if (permits > h.limit) {
+        this.#fail(nowMs, `${lock}: ${permits} permits held up to ${describe(h)}, above its limit: ${holders.map(describe).join(', ')}`);
+        return;
+      }
+    }
+  }
+
+  #fail(nowMs: number, what: string): void {
+    this.violations.push(`t=${nowMs}ms ${what}`);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The simulator's CLI: `npm run sim -- --seeds N [--seed S] [--peers P] [--mutant NAME]
+ * [--verbose]`. Runs seeds S..S+N-1, prints how to reproduce the first failure with the
+ * tail of its transcript, and ends with exactly `sim: <S> seeds, <G> grants, <V> violations`;
+ * the exit code is 0 only when V is 0.
+ */
+import type { MutantName } from './mutants.js';
+import { isMutantName, mutantNames } from './mutants.js';
+import type { RunOptions, RunResult } from './run.js';
+import { runSeed } from './run.js';
+
+interface CliOptions {
+  readonly seeds: number;
+  readonly seed: number;
+  readonly peers: number | undefined;
+  readonly mutant: MutantName | undefined;
+  readonly verbose: boolean;
+}
+
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--verbose]`;
+
+function intArg(name: string, value: string | undefined, min: number, max: number): number {
+  const n = Number(value);
+  if (value === undefined || !Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} takes an integer in ${min}..${max}\n${usage}`);
+  return n;
+}
+
+function parseArgs(argv: readonly string[]): CliOptions {
+  const envSeed = process.env['SEED'];
+  let seeds = 100;
+  let seed = envSeed === undefined ? 1 : intArg('seed (SEED)', envSeed, 0, 2 ** 52);
+  let peers: number | undefined;
+  let mutant: MutantName | undefined;
+  let verbose = false;
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = argv[i + 1];
+    if (flag === '--verbose') verbose = true;
+    else if (flag === '--seeds') seeds = intArg('seeds', value, 1, 1e9);
+    else if (flag === '--seed') seed = intArg('seed', value, 0, 2 ** 52);
+    else if (flag === '--peers') peers = intArg('peers', value, 1, 64);
+    else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
+    else throw new Error(`unknown or invalid argument ${flag ?? ''}\n${usage}`);
+    if (flag !== '--verbose') i++;
+  }
+  return { seeds, seed, peers, mutant, verbose };
+}
+
+function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
+  return {
+    seed,
+    transcript,
+    ...(cli.peers === undefined ? {} : { peers: cli.peers }),
+    ...(cli.mutant === undefined ? {} : { mutant: cli.mutant }),
+  };
+}
+
+function reproduce(cli: CliOptions, seed: number): string {
+  const peers = cli.peers === undefined ? '' : ` --peers ${cli.peers}`;
+  const mutant = cli.mutant === undefined ? '' : ` --mutant ${cli.mutant}`;
+  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}`;
+}
+
+/** Prints a failure: the violation, the command that replays it, and the transcript's tail. */
+function reportFailure(cli: CliOptions, result: RunResult): void {
+  const s = result.scenario;
+  console.log(`seed ${result.seed} FAILED (${s.peers} peers, ${s.locks.length} locks, clocks ${s.clockStyle}, ${result.events} events, ${result.virtualMs}ms):`);
+  for (const v of result.violations) console.log(`  ${v}`);
+  // Determinism at work: the same seed, run again with the transcript on, fails the same way.
+  const replay = runSeed(runOptions(cli, result.seed, true));
+  console.log(`transcript (last 40 lines of ${replay.transcript.lines().length}):`);
+  for (const line of replay.transcript.tail(40)) console.log(`  ${line}`);
+  console.log(reproduce(cli, result.seed));
+}
+
+function main(): number {
+  const cli = parseArgs(process.argv.slice(2));
+  const startedMs = performance.now();
+  let grants = 0;
+  const failed: number[] = [];
+  for (let seed = cli.seed; seed < cli.seed + cli.seeds; seed++) {
+    const result = runSeed(runOptions(cli, seed, cli.verbose && cli.seeds === 1));
+    grants += result.grants;
+    if (cli.verbose) {
+      if (cli.seeds === 1) for (const line of result.transcript.lines()) console.log(line);
+      console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations`);
+    }
+    if (result.violations.length === 0) continue;
+    if (failed.length === 0) reportFailure(cli, result);
+    failed.push(seed);
+  }
+  const seconds = (performance.now() - startedMs) / 1000;
+  if (cli.mutant !== undefined) console.log(`mutant ${cli.mutant}: ${failed.length === 0 ? 'NOT caught' : `first failing seed ${failed[0]}`}`);
+  if (failed.length > 1) console.log(`failing seeds: ${failed.slice(0, 20).join(', ')}${failed.length > 20 ? ', ...' : ''}`);
+  console.log(`${cli.seeds} seeds in ${seconds.toFixed(2)}s (${(cli.seeds / seconds).toFixed(0)} seeds/s)`);
+  console.log(`sim: ${cli.seeds} seeds, ${grants} grants, ${failed.length} violations`);
+  return failed.length === 0 ? 0 : 1;
+}
+
+try {
+  process.exitCode = main();
+} catch (err) {
+  console.error(err instanceof Error ? err.message : String(err));
+  process.exitCode = 2;
+}

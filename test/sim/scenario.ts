@@ -1,0 +1,103 @@
+/**
+ * Everything a seed decides before the run starts: cluster size, network timing, fault
+ * rates and the workload's shape. Rates are drawn per seed (TigerBeetle's VOPR habit), so
+ * across seeds the simulator visits calm clusters, stormy ones, tie-heavy ones and
+ * restart-heavy ones without any seed needing to be hand-written.
+ */
+import type { Prng } from './prng.js';
+
+/** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
+export type ClockStyle = 'wall' | 'tiny';
+
+/** The parameters of one seed's run. */
+export interface Scenario {
+  readonly peers: number;
+  readonly locks: readonly string[];
+  /** Per-message delay bounds on a link, in virtual ms. */
+  readonly delayMinMs: number;
+  readonly delayMaxMs: number;
+  /** Chance that one message takes up to ten times the maximum delay. */
+  readonly delaySpikeChance: number;
+  readonly heartbeatMs: number;
+  /** Handshake latency after a (re)start, per pair. */
+  readonly connectMaxMs: number;
+  /** Length of the safety phase (faults on), then the liveness phase starts. */
+  readonly safetyMs: number;
+  /** Mean ms between fault draws for the whole cluster; Infinity for a calm seed. */
+  readonly faultEveryMs: number;
+  readonly crashWeight: number;
+  readonly pauseWeight: number;
+  readonly cutWeight: number;
+  readonly downMaxMs: number;
+  readonly pauseMaxMs: number;
+  readonly cutMaxMs: number;
+  /** Mean ms between acquires of one peer's clients. */
+  readonly acquireEveryMs: number;
+  /** Mean ms between bursts: several peers acquiring one lock in the same ms. */
+  readonly burstEveryMs: number;
+  /** Relative weights of exclusive, shared and semaphore requests. */
+  readonly modeWeights: readonly [number, number, number];
+  readonly noWaitChance: number;
+  readonly holdMaxMs: number;
+  /** A hold longer than its TTL is ended by the sim's runtime with reason `expired`. */
+  readonly ttlMs: number;
+  readonly timeoutMaxMs: number;
+  /** Mean ms between redraws of one semaphore lock's capacity (the canal-lock case). */
+  readonly capacityEveryMs: number;
+  readonly capacityMax: number;
+  readonly clockStyle: ClockStyle;
+  /** Each peer's wall clock offset from virtual time, in ms. */
+  readonly skewMs: readonly number[];
+}
+
+/** Options a CLI user may force; everything else comes from the seed. */
+export interface ScenarioOverrides {
+  readonly peers?: number;
+}
+
+/** Draws one seed's scenario; the same generator state always yields the same scenario. */
+export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scenario {
+  const peers = overrides.peers ?? drawPeers(rng);
+  const delayMinMs = rng.int(0, 3);
+  const calm = rng.chance(0.1);
+  const pauseMaxMs = rng.int(5, 120);
+  return {
+    peers,
+    locks: Array.from({ length: rng.int(2, 6) }, (_, i) => `L${i}`),
+    delayMinMs,
+    delayMaxMs: delayMinMs + rng.pick([1, 4, 10, 25]),
+    delaySpikeChance: rng.pick([0, 0, 0.01, 0.05]),
+    heartbeatMs: rng.pick([5, 10, 20, 50]),
+    connectMaxMs: rng.int(1, 30),
+    safetyMs: rng.int(300, 1200),
+    faultEveryMs: calm ? Number.POSITIVE_INFINITY : rng.pick([20, 50, 100, 250]),
+    crashWeight: rng.pick([0, 1, 2, 4]),
+    pauseWeight: rng.pick([0, 1, 2]),
+    cutWeight: rng.pick([0, 1, 2]),
+    downMaxMs: rng.int(2, 150),
+    pauseMaxMs,
+    cutMaxMs: rng.int(5, 100),
+    acquireEveryMs: rng.pick([3, 10, 20, 60]) * Math.max(1, peers / 4),
+    burstEveryMs: rng.pick([15, 40, 100, Number.POSITIVE_INFINITY]),
+    modeWeights: rng.pick<[number, number, number]>([
+      [1, 0, 0],
+      [2, 1, 1],
+      [1, 2, 0],
+      [1, 0, 2],
+      [0, 0, 1],
+    ]),
+    noWaitChance: rng.pick([0, 0.1, 0.3]),
+    holdMaxMs: rng.pick([2, 10, 40, 100]),
+    ttlMs: rng.pick([5, 30, 1000]),
+    timeoutMaxMs: rng.pick([10, 50, 200, 1000]),
+    capacityEveryMs: rng.pick([20, 100, 400]),
+    capacityMax: rng.int(1, 5),
+    clockStyle: rng.chance(0.5) ? 'tiny' : 'wall',
+    skewMs: Array.from({ length: peers }, () => rng.int(-50, 50)),
+  };
+}
+
+function drawPeers(rng: Prng): number {
+  // Small clusters are where ties and restarts bite hardest; larger ones still get a share.
+  return rng.pick([2, 2, 3, 3, 3, 4, 4, 5, 6, 7, 8, 9]);
+}
