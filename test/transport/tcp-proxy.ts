@@ -20,6 +20,8 @@ export class TcpProxy {
   kills = 0;
   /** Kills that cut a chunk in half. */
   midChunkKills = 0;
+  /** Kill events that cut at least one connection (a mid-chunk kill counts once). */
+  killEvents = 0;
 
   readonly #server: Server;
   readonly #pairs = new Set<Pair>();
@@ -53,6 +55,7 @@ export class TcpProxy {
     const n = this.#pairs.size;
     for (const pair of [...this.#pairs]) this.#destroy(pair);
     this.kills += n;
+    if (n > 0) this.killEvents++;
     return n;
   }
 
@@ -111,7 +114,7 @@ export class TcpProxy {
         to.end(chunk.subarray(0, chunk.length >> 1));
         this.midChunkKills++;
         this.kills++;
-        this.killAll();
+        if (this.killAll() === 0) this.killEvents++;
         return;
       }
       if (!to.write(chunk)) {

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { Incarnation } from '../../src/core/types.js';
+import type { Frame, HelloFrame } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame, nonceBytes } from '../../src/transport/codec.js';
+import type { HandshakeIdentity } from '../../src/transport/handshake.js';
+import { DialerHandshake, secretKey } from '../../src/transport/handshake.js';
+import type { Mesh } from '../../src/transport/mesh.js';
+import type { Recorder, TestPayload } from './helpers.js';
+import { captureLogger, isTestPayload, makeMesh, peerAt, waitFor } from './helpers.js';
+import { TcpProxy } from './tcp-proxy.js';
+
+interface RawOptions {
+  readonly selfId?: string;
+  readonly cluster?: string;
+  readonly secret?: string;
+  readonly inc?: Incarnation;
+  readonly mutateHello?: (h: HelloFrame) => HelloFrame;
+  /** Bytes to send instead of our own hello / auth (replays). */
+  readonly replay?: { hello: Buffer; auth: Buffer };
+  /** After the welcome, answer the challenge a second time. */
+  readonly authTwice?: boolean;
+}
+
+interface RawResult {
+  /** 'welcome', or the reason of the refuse frame. */
+  readonly outcome: string;
+  readonly sent: { hello: Buffer; auth: Buffer | null };
+}
+
+/** Dials the listener by hand, as a (possibly misbehaving) peer would. */
+function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
+  const identity: HandshakeIdentity = {
+    cluster: o.cluster ?? 'test',
+    key: secretKey(o.secret ?? 'sesame'),
+    selfId: o.selfId ?? 'p2',
+    incarnation: o.inc ?? { startMs: 5000, nonce: 1 },
+    randomNonce: () => randomBytes(nonceBytes),
+  };
+  const hs = new DialerHandshake(identity, 'p0');
+  const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+  const hello = o.replay?.hello ?? encodeFrame((o.mutateHello ?? ((h) => h))(hs.hello(1)));
+  const sent: { hello: Buffer; auth: Buffer | null } = { hello, auth: null };
+  return new Promise((resolve, reject) => {
+    let outcome = 'closed';
+    ws.on('open', () => ws.send(hello));
+    ws.on('error', reject);
+    ws.on('close', () => resolve({ outcome, sent }));
+    ws.on('message', (data: Buffer) => {
+      const frame: Frame<TestPayload> = decodeFrame(data, isTestPayload);
+      if (frame.t === 'challenge') {
+        sent.auth = o.replay?.auth ?? encodeFrame(hs.onChallenge(frame));
+        ws.send(sent.auth);
+      } else if (frame.t === 'welcome') {
+        hs.onWelcome(frame);
+        outcome = 'welcome';
+        if (o.authTwice === true && sent.auth !== null) ws.send(sent.auth);
+        else ws.close();
+      } else if (frame.t === 'refuse') {
+        outcome = frame.reason;
+      }
+    });
+  });
+}
+
+describe('handshake refusals', () => {
+  let m0: Mesh<TestPayload>;
+  let m1: Mesh<TestPayload>;
+  let rec0: Recorder;
+  let proxies: TcpProxy[];
+  let records: Record<string, unknown>[];
+
+  beforeAll(async () => {
+    proxies = [await TcpProxy.start(), await TcpProxy.start()];
+    const all = [peerAt(0, proxies[0]!.port), peerAt(1, proxies[1]!.port), peerAt(2, 1)];
+    const log = captureLogger();
+    records = log.records;
+    ({ mesh: m0, rec: rec0 } = await makeMesh({ self: all[0]!, peers: [all[1]!, all[2]!], logger: log.logger }));
+    ({ mesh: m1 } = await makeMesh({ self: all[1]!, peers: [all[0]!, all[2]!] }));
+    proxies[0]!.target = m0.port();
+    proxies[1]!.target = m1.port();
+    await waitFor('p0 and p1 connected', () => rec0.connected.has(1));
+  });
+
+  afterAll(async () => {
+    await Promise.all([m0.close(), m1.close()]);
+    await Promise.all(proxies.map((p) => p.close()));
+  });
+
+  /** The listener logged that refusal with its code. */
+  function logged(reason: string): boolean {
+    return records.some((r) => r['code'] === 'ERR_HANDSHAKE_REFUSED' && r['reason'] === reason);
+  }
+
+  it('accepts a configured peer with the right secret', async () => {
+    expect((await dialRaw(m0.port())).outcome).toBe('welcome');
+  });
+
+  it('refuses a wrong cluster name', async () => {
+    expect((await dialRaw(m0.port(), { cluster: 'other' })).outcome).toBe('wrong_cluster');
+    expect(logged('wrong_cluster')).toBe(true);
+  });
+
+  it('refuses an unknown peer id', async () => {
+    expect((await dialRaw(m0.port(), { selfId: 'mallory' })).outcome).toBe('unknown_peer');
+    expect(logged('unknown_peer')).toBe(true);
+  });
+
+  it('refuses a bad MAC (wrong secret)', async () => {
+    expect((await dialRaw(m0.port(), { secret: 'guess' })).outcome).toBe('bad_mac');
+    expect(logged('bad_mac')).toBe(true);
+  });
+
+  it('refuses a wrong protocol version', async () => {
+    expect((await dialRaw(m0.port(), { mutateHello: (h) => ({ ...h, v: 2 }) })).outcome).toBe('wrong_version');
+    expect(logged('wrong_version')).toBe(true);
+  });
+
+  it('refuses a replayed handshake, and a challenge answered twice', async () => {
+    const first = await dialRaw(m0.port(), { inc: { startMs: 6000, nonce: 1 } });
+    expect(first.outcome).toBe('welcome');
+    const replay = { hello: first.sent.hello, auth: first.sent.auth ?? Buffer.alloc(0) };
+    expect((await dialRaw(m0.port(), { replay })).outcome).toBe('replayed');
+    expect((await dialRaw(m0.port(), { inc: { startMs: 6000, nonce: 1 }, authTwice: true })).outcome).toBe('replayed');
+    expect(logged('replayed')).toBe(true);
+  });
+
+  it('refuses an incarnation older than one already seen from that peer id', async () => {
+    expect((await dialRaw(m0.port(), { selfId: 'p1', inc: { startMs: 1000, nonce: 7 } })).outcome).toBe('stale_incarnation');
+    expect(logged('stale_incarnation')).toBe(true);
+  });
+
+  it('refuses an evicted incarnation, and older ones, forever', async () => {
+    m0.refuseIncarnation(2, { startMs: 7000, nonce: 0 });
+    expect((await dialRaw(m0.port(), { inc: { startMs: 7000, nonce: 0 } })).outcome).toBe('evicted');
+    expect((await dialRaw(m0.port(), { inc: { startMs: 6999, nonce: 5 } })).outcome).toBe('evicted');
+    expect((await dialRaw(m0.port(), { inc: { startMs: 7001, nonce: 0 } })).outcome).toBe('welcome');
+  });
+
+  it('keeps serving the good peer after all the refusals', async () => {
+    const before = rec0.count(1);
+    m1.send(0, { n: 1 });
+    await waitFor('payload from p1', () => rec0.count(1) === before + 1);
+    expect(rec0.connected.has(1)).toBe(true);
+    expect(rec0.joined.filter((j) => j.peer === 1)).toHaveLength(1);
+  });
+});
