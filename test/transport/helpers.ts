@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Incarnation } from '../../src/core/types.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
 import { Mesh } from '../../src/transport/mesh.js';
+import { TcpProxy } from './tcp-proxy.js';
 
 /** A test payload: a counter and its origin. */
 export interface TestPayload {
@@ -150,13 +151,12 @@ export function peerAt(index: number, port: number): MeshPeer {
 export interface TestCluster {
   readonly meshes: Mesh<TestPayload>[];
   readonly recs: Recorder[];
-  readonly proxies: import('./tcp-proxy.js').TcpProxy[];
+  readonly proxies: TcpProxy[];
   close(): Promise<void>;
 }
 
 /** `n` meshes p0..p(n-1); peer i dials peer j through proxy j. */
 export async function startCluster(n: number, o: { heartbeatMs?: number; logger?: Logger } = {}): Promise<TestCluster> {
-  const { TcpProxy } = await import('./tcp-proxy.js');
   const proxies = await Promise.all(Array.from({ length: n }, () => TcpProxy.start()));
   const all = proxies.map((p, i) => peerAt(i, p.port));
   const meshes: Mesh<TestPayload>[] = [];
