@@ -84,12 +84,17 @@ export class HttpApi {
     });
   }
 
-  /** Stops accepting; open connections are closed by the holds ending. */
+  /** Stops accepting new connections; `closeAll` then ends the ones still open. */
   close(): Promise<void> {
     return new Promise((resolve) => {
       this.#server.close(() => resolve());
       this.#server.closeIdleConnections();
     });
+  }
+
+  /** Ends every open connection (after the holds were ended and answered). */
+  closeAll(): void {
+    this.#server.closeAllConnections();
   }
 
   #onError(res: ServerResponse, err: unknown): void {

@@ -171,7 +171,8 @@ export class PeerRuntime {
   #checkLease(): void {
     const valid = this.#lease.valid(performance.now());
     if (valid !== this.#machine.leaseValid) {
-      this.#log.warn({ valid }, valid ? 'lease regained: a majority echoes our heartbeats' : 'lease lost: ending local holds');
+      const level = this.#machine.synced ? 'warn' : 'info';
+      this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
       this.#step({ type: 'lease', valid });
     }
   }
@@ -429,6 +430,17 @@ export class PeerRuntime {
     return { ...this.#machine.stats(), clock: this.#machine.clock };
   }
 
+  /** Waits (bounded) until every connected peer acknowledged what we sent, e.g. our releases. */
+  async #drainLinks(boundMs: number): Promise<void> {
+    const deadline = performance.now() + boundMs;
+    await new Promise((r) => setImmediate(r));
+    while (performance.now() < deadline) {
+      if (this.#mesh.status().every((s) => !s.connected || s.unackedBytes === 0)) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    this.#log.warn('stopping with releases not yet acknowledged by every peer');
+  }
+
   /**
    * Graceful stop (DESIGN section 7): refuse new requests, end local holds with reason
    * `shutdown`, fail waiters, send the releases, give the links a moment to deliver them.
@@ -441,6 +453,7 @@ export class PeerRuntime {
       else this.#fail(req, new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'), 'shutdown', true);
     }
     if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
+    await this.#drainLinks(2000);
     await this.#mesh.close();
     this.#clockStore?.reserve(this.#machine.clock);
     this.#log.info('peer stopped');

@@ -48,6 +48,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
       stopping ??= (async () => {
         const closed = api.close();
         await runtime.stop();
+        api.closeAll();
         await closed;
       })();
       return stopping;

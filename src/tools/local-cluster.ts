@@ -18,17 +18,21 @@ export function peerBinPath(): string {
   return join(root, 'dist', 'bin', 'lamport-peer.js');
 }
 
-/** A free TCP port on 127.0.0.1 (bound then released: good enough for local tests). */
-export function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const srv = createServer();
-    srv.on('error', rej);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => res(port));
+/**
+ * A free TCP port on 127.0.0.1, drawn below Linux's ephemeral range (32768+) so that the
+ * outgoing connections of running peers cannot take it between this probe and the bind.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((res) => {
+      const srv = createServer();
+      srv.once('error', () => res(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error('no free port found in 100 attempts');
 }
 
 /** Timings and options of a local cluster. */

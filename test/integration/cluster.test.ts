@@ -1,0 +1,116 @@
+/**
+ * Real peer processes under contention and restarts: overlapping holds and token order are
+ * checked on the whole recorded history (DESIGN section 9, invariants 1 and 2).
+ */
+import { performance } from 'node:perf_hooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LockClient, LockError } from '../../src/client/lock-client.js';
+import { checkHistory } from '../../src/tools/history-check.js';
+import type { HoldRecord } from '../../src/tools/history-check.js';
+import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { acquire, call, holders, release, waitFor, waiters } from './helpers.js';
+
+let cluster: LocalCluster | undefined;
+
+afterEach(async () => {
+  await cluster?.stop();
+  cluster = undefined;
+});
+
+async function contend(c: LocalCluster, opts: { workers: number; rounds: number; locks: string[] }): Promise<HoldRecord[]> {
+  const history: HoldRecord[] = [];
+  await Promise.all(Array.from({ length: opts.workers }, async (_, n) => {
+    const peer = c.peers[n % c.peers.length];
+    if (peer === undefined) throw new Error('no peer');
+    const client = new LockClient({ peer: c.url(peer.id) });
+    for (let i = 0; i < opts.rounds; i++) {
+      const lock = opts.locks[(n + i) % opts.locks.length] ?? 'x';
+      const hold = await client.acquire(lock, { timeoutMs: 20_000, owner: `w${n}` });
+      const start = performance.now();
+      await new Promise((r) => setImmediate(r));
+      const end = performance.now();
+      await client.release(lock, hold.id);
+      history.push({ lock, token: hold.token, mode: 'exclusive', limit: 1, permits: 1, start, end, who: `w${n}@${peer.id}` });
+    }
+    client.close();
+  }));
+  return history;
+}
+
+describe('contention across peers', () => {
+  for (const peers of [3, 5]) {
+    it(`keeps ${peers} peers mutually exclusive with increasing tokens`, async () => {
+      cluster = await LocalCluster.start({ peers, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+      const history = await contend(cluster, { workers: 2 * peers, rounds: 40, locks: ['hot', 'warm'] });
+      expect(history).toHaveLength(2 * peers * 40);
+      expect(checkHistory(history)).toEqual([]);
+    });
+  }
+
+  it('detects a planted overlap (the checker can fail)', () => {
+    const h = (who: string, token: bigint, start: number, end: number): HoldRecord => ({ lock: 'x', token, mode: 'exclusive', limit: 1, permits: 1, start, end, who });
+    expect(checkHistory([h('a', 1n, 0, 10), h('b', 2n, 5, 15)])).toHaveLength(1);
+    expect(checkHistory([h('a', 2n, 0, 10), h('b', 1n, 11, 15)])).toHaveLength(1);
+    expect(checkHistory([h('a', 1n, 0, 10), h('b', 2n, 11, 15)])).toEqual([]);
+  });
+});
+
+describe('peer failures', () => {
+  it('after kill -9 and restart of a holder, its holds end, others proceed, and it grants again', async () => {
+    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    const [a, b] = [cluster.url('a'), cluster.url('b')];
+    const held = await acquire(a, 'k', { ttl_ms: 600_000 });
+    const waiting = acquire(b, 'k', { timeout_ms: 30_000 });
+    await waitFor('b queued', async () => (await waiters(b, 'k')).length === 1);
+    await cluster.stopPeer('a', 'SIGKILL');
+    const unreachable = await acquire(b, 'other', { timeout_ms: 300 });
+    expect(unreachable.status).toBe(503);
+    expect(unreachable.body).toMatchObject({ error: 'ERR_UNREACHABLE', unreachable_peers: ['a'] });
+    cluster.startPeer('a');
+    const got = await waiting;
+    expect(got.status).toBe(200);
+    expect(BigInt(String(got.body['token']))).toBeGreaterThan(BigInt(String(held.body['token'])));
+    await cluster.waitReady(30_000, ['a']);
+    await release(b, 'k', got.body['id']);
+    const again = await acquire(a, 'k', { timeout_ms: 10_000 });
+    expect(again.status).toBe(200);
+    expect(BigInt(String(again.body['token']))).toBeGreaterThan(BigInt(String(got.body['token'])));
+    const stale = await release(a, 'k', held.body['id']);
+    expect(stale.status).toBe(404);
+  });
+
+  it('a whole-cluster restart keeps tokens above the ones granted before (persisted clock floor)', async () => {
+    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    const before = await acquire(cluster.url('c'), 'floor');
+    await release(cluster.url('c'), 'floor', before.body['id']);
+    await Promise.all(cluster.peers.map((p) => cluster?.stopPeer(p.id, 'SIGKILL')));
+    for (const p of cluster.peers) cluster.startPeer(p.id);
+    await cluster.waitReady();
+    const after = await acquire(cluster.url('a'), 'floor');
+    expect(after.status).toBe(200);
+    expect(BigInt(String(after.body['token']))).toBeGreaterThan(BigInt(String(before.body['token'])));
+  });
+
+  it('on SIGTERM a peer ends its holds with reason shutdown, releases them and exits 0', async () => {
+    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    const client = new LockClient({ peer: cluster.url('a') });
+    const hold = await client.acquireOnConnection('bye', { ttlMs: 60_000 });
+    const next = acquire(cluster.url('b'), 'bye', { timeout_ms: 30_000 });
+    await waitFor('b queued', async () => (await waiters(cluster?.url('b') ?? '', 'bye')).length === 1);
+    expect(await cluster.stopPeer('a', 'SIGTERM')).toBe(0);
+    expect(await hold.ended).toBe('shutdown');
+    expect((await next).status).toBe(200);
+    expect((await holders(cluster.url('c'), 'bye')).map((h) => h['peer'])).toEqual(['b']);
+    await expect(client.refresh('bye', hold.id)).rejects.toBeInstanceOf(LockError);
+    client.close();
+  });
+});
+
+describe('a single peer', () => {
+  it('is ready alone and grants without waiting for anyone', async () => {
+    cluster = await LocalCluster.start({ peers: 1 });
+    expect((await call(cluster.url('a'), '/readyz')).status).toBe(200);
+    const r = await acquire(cluster.url('a'), 'solo', { timeout_ms: 0 });
+    expect(r.status).toBe(200);
+  });
+});
