@@ -120,7 +120,7 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
   const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3 });
   await withSystem(cluster, async () => {
-    state.memory = await measureMemory(cluster, sizes);
+    state.memory = await measureMemory(state.group, cluster, sizes);
   });
 }
 

@@ -3,17 +3,20 @@
  * cluster at rest, after many distinct lock names were acquired and released once, and
  * while many requests wait behind held locks. A waiting HTTP request is an open request
  * on its own socket (the API has no other way to wait), so the client needs one file
- * descriptor per waiter, the peers one per local waiter; the harness raises the limit
- * with prlimit where it may and measures with as many waiters as the limit allows.
+ * descriptor per waiter and each peer one per local waiter. The client side is split over
+ * forked waiter-client processes, each within its own open-files limit; the peers' limit
+ * is raised with prlimit where that is permitted, and otherwise bounds the waiters, which
+ * the report then says.
  */
-import { request } from 'node:http';
-import type { ClientRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { call } from './http-json.js';
-import { fileLimitOf, rssBytesOf, waitUntil } from './procs.js';
+import { fileLimitOf, logTail, rssBytesOf, waitUntil } from './procs.js';
+import type { Proc, ProcessGroup } from './procs.js';
 import { nowMs } from './stats.js';
 import type { LamportCluster, PeerHandle } from './systems/lamport.js';
 import type { Grant, LockSession } from './systems/types.js';
+import type { WaiterPlan, WaiterReport } from './waiter-client.js';
 
 /** Sizes of (f). */
 export interface MemorySizes {
@@ -42,18 +45,14 @@ export interface MemoryFigures {
   readonly notes: readonly string[];
 }
 
-/** Time the client gives one batch of waiters to be sent. */
-const batchDeadlineMs = 60_000;
-/** Waiters opened at once. */
-const batchSize = 2000;
 /** Waiting requests ask for this long a wait; they are cancelled well before. */
 const waiterTimeoutMs = 3_600_000;
 /** Polls of an unchanged waiter count after which it is taken as settled. */
 const settleStablePolls = 5;
-/** File descriptors the client keeps for everything but waiters. */
-const fdReserve = 2000;
-/** Source addresses for waiter sockets (destination stays 127.0.0.1), past the ephemeral port range of one. */
-const sourceAddresses = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
+/** File descriptors a process keeps for everything but waiters (links, logs, keep-alive sockets). */
+const fdReserve = 1000;
+/** How long the waiter-client children may take to send everything. */
+const openDeadlineMs = 300_000;
 
 /** RSS of every peer now. */
 export function sampleRss(peers: readonly PeerHandle[]): RssSample {
@@ -61,7 +60,7 @@ export function sampleRss(peers: readonly PeerHandle[]): RssSample {
 }
 
 /** Runs (f) against a fresh cluster. */
-export async function measureMemory(cluster: LamportCluster, sizes: MemorySizes): Promise<MemoryFigures> {
+export async function measureMemory(group: ProcessGroup, cluster: LamportCluster, sizes: MemorySizes): Promise<MemoryFigures> {
   const notes: string[] = [];
   await sleep(1000);
   const baseline = sampleRss(cluster.peers);
@@ -70,10 +69,15 @@ export async function measureMemory(cluster: LamportCluster, sizes: MemorySizes)
   const idleNamesDurationMs = nowMs() - t0;
   await sleep(1000);
   const afterIdleNames = sampleRss(cluster.peers);
-  const fdLimit = Math.min(fileLimitOf(process.pid), ...cluster.peers.map((p) => fileLimitOf(p.proc.pid) * cluster.peers.length));
-  const waitersAsked = Math.min(sizes.waiters, Math.max(0, fdLimit - fdReserve));
-  if (waitersAsked < sizes.waiters) notes.push(`open-files limit ${fdLimit} allows only ${waitersAsked} of ${sizes.waiters} waiting requests (one socket each)`);
-  const waiting = await holdWaiters(cluster, { waiters: waitersAsked, heldLocks: sizes.heldLocks }, notes);
+  const peerFdLimit = Math.min(...cluster.peers.map((p) => fileLimitOf(p.proc.pid)));
+  const waitersAsked = Math.min(sizes.waiters, Math.max(0, (peerFdLimit - fdReserve) * cluster.peers.length));
+  if (waitersAsked < sizes.waiters) {
+    notes.push(
+      `each peer may open only ${peerFdLimit} files (prlimit could not raise it: no CAP_SYS_RESOURCE), ` +
+        `so ${waitersAsked} of ${sizes.waiters} waiting requests were opened (one socket each, spread over the peers)`,
+    );
+  }
+  const waiting = await holdWaiters(group, cluster, { waiters: waitersAsked, heldLocks: sizes.heldLocks }, notes);
   return { baseline, idleNames: sizes.idleNames, idleNamesDurationMs, afterIdleNames, waitersAsked, heldLocks: sizes.heldLocks, notes, ...waiting };
 }
 
@@ -98,29 +102,79 @@ interface WaitingResult {
   readonly afterCancel: RssSample;
 }
 
-async function holdWaiters(cluster: LamportCluster, opts: { waiters: number; heldLocks: number }, notes: string[]): Promise<WaitingResult> {
+async function holdWaiters(
+  group: ProcessGroup,
+  cluster: LamportCluster,
+  opts: { waiters: number; heldLocks: number },
+  notes: string[],
+): Promise<WaitingResult> {
   const holder = await cluster.openSession(0);
   const locks = Array.from({ length: opts.heldLocks }, (_, i) => `bench-f-held-${i}`);
   const held: Grant[] = [];
   for (const lock of locks) held.push(await holder.acquire(lock, 20_000));
-  const pool = new WaiterPool(cluster.peers);
+  const children = forkWaiters(group, cluster, locks, opts.waiters);
   try {
-    for (let start = 0; start < opts.waiters; start += batchSize) {
-      const end = Math.min(opts.waiters, start + batchSize);
-      await pool.openBatch(start, end, (i) => locks[i % locks.length] ?? 'bench-f-held-0');
-    }
-    const waitersSeen = await settleWaiters(cluster.peers[0], locks, pool.opened, notes);
+    const sent = await Promise.all(children.map((c) => c.report));
+    const waitersOpened = sent.reduce((n, r) => n + r.opened, 0);
+    const waitersSeen = await settleWaiters(cluster.peers[0], locks, waitersOpened, notes);
     const whileWaiting = sampleRss(cluster.peers);
-    pool.cancelAll();
+    const final = await Promise.all(children.map((c) => c.cancel()));
     await settleWaiters(cluster.peers[0], locks, 0, []);
     await sleep(1000);
     const afterCancel = sampleRss(cluster.peers);
-    if (pool.failures.length > 0) notes.push(`first waiter failure: ${pool.failures[0]}`);
-    return { waitersOpened: pool.opened, waitersSeen, waitersFailed: pool.failures.length, whileWaiting, afterCancel };
+    const firstFailure = final.find((r) => r.firstFailure !== null)?.firstFailure;
+    if (firstFailure !== undefined && firstFailure !== null) notes.push(`first waiter failure: ${firstFailure}`);
+    const waitersFailed = final.reduce((n, r) => n + r.failed, 0);
+    return { waitersOpened, waitersSeen, waitersFailed, whileWaiting, afterCancel };
   } finally {
-    pool.cancelAll();
+    await Promise.all(children.map((c) => group.stop(c.proc)));
     for (const g of held) await holder.release(g).catch(() => undefined);
   }
+}
+
+/** One forked waiter-client. */
+interface WaiterChild {
+  readonly proc: Proc;
+  /** The report sent once every request of the child is sent. */
+  readonly report: Promise<WaiterReport>;
+  /** Asks the child to cancel everything; resolves with its final report. */
+  cancel(): Promise<WaiterReport>;
+}
+
+/** Forks as many waiter-clients as the harness's own open-files limit requires. */
+function forkWaiters(group: ProcessGroup, cluster: LamportCluster, locks: readonly string[], waiters: number): WaiterChild[] {
+  const perChild = Math.max(1, fileLimitOf(process.pid) - fdReserve);
+  const script = fileURLToPath(new URL('./waiter-client.js', import.meta.url));
+  const ports = cluster.peers.map((p) => p.ep.port);
+  const children: WaiterChild[] = [];
+  for (let first = 0; first < waiters; first += perChild) {
+    const plan: WaiterPlan = { ports, locks, first, count: Math.min(perChild, waiters - first), timeoutMs: waiterTimeoutMs };
+    const proc = group.spawn({ label: `waiters-${first}`, command: process.execPath, args: [script, JSON.stringify(plan)], ipc: true });
+    children.push(waiterChild(proc));
+  }
+  return children;
+}
+
+function waiterChild(proc: Proc): WaiterChild {
+  const nextReport = (deadlineMs: number): Promise<WaiterReport> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${proc.label} sent no report within ${deadlineMs} ms`)), deadlineMs);
+      proc.child.once('message', (msg: unknown) => {
+        clearTimeout(timer);
+        resolve(msg as WaiterReport);
+      });
+      void proc.exited.then((code) => reject(new Error(`${proc.label} exited (${code}) before reporting:\n${logTail(proc.logPath)}`)));
+    });
+  const report = nextReport(openDeadlineMs);
+  return {
+    proc,
+    report,
+    cancel: async () => {
+      const final = nextReport(60_000);
+      proc.child.send('cancel');
+      return final;
+    },
+  };
 }
 
 /**
@@ -156,59 +210,4 @@ async function countWaiters(peer: PeerHandle, locks: readonly string[]): Promise
     total += waiters.length;
   }
   return total;
-}
-
-/** Open waiting requests, one socket each, spread over the peers. */
-class WaiterPool {
-  readonly requests: ClientRequest[] = [];
-  readonly failures: string[] = [];
-  opened = 0;
-  private cancelled = false;
-
-  constructor(private readonly peers: readonly PeerHandle[]) {}
-
-  /** Opens waiters number `start` to `end - 1` and waits until each is sent or failed. */
-  async openBatch(start: number, end: number, lockOf: (i: number) => string): Promise<void> {
-    const sent: Promise<void>[] = [];
-    for (let i = start; i < end; i++) sent.push(this.open(i, lockOf(i)));
-    await Promise.race([Promise.all(sent), sleep(batchDeadlineMs)]);
-  }
-
-  cancelAll(): void {
-    this.cancelled = true;
-    for (const req of this.requests) req.destroy();
-    this.requests.length = 0;
-  }
-
-  private open(i: number, lock: string): Promise<void> {
-    const peer = this.peers[i % this.peers.length];
-    if (peer === undefined) return Promise.resolve();
-    const body = JSON.stringify({ timeout_ms: waiterTimeoutMs, ttl_ms: 60_000 });
-    return new Promise((resolve) => {
-      const req = request({
-        host: '127.0.0.1', port: peer.ep.port, method: 'POST', agent: false,
-        localAddress: sourceAddresses[Math.floor(i / this.peers.length) % sourceAddresses.length],
-        path: `/v1/locks/${encodeURIComponent(lock)}/acquire`,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      });
-      req.on('response', (res) => {
-        this.fail(`answered ${res.statusCode ?? 0} while the lock was held`);
-        res.resume();
-      });
-      req.on('error', (err) => {
-        this.fail(err.message);
-        resolve();
-      });
-      req.on('finish', () => {
-        this.opened++;
-        resolve();
-      });
-      this.requests.push(req);
-      req.end(body);
-    });
-  }
-
-  private fail(reason: string): void {
-    if (!this.cancelled) this.failures.push(reason);
-  }
 }

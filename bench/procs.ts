@@ -31,6 +31,8 @@ export interface SpawnOptions {
   readonly args: readonly string[];
   readonly cwd?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** Opens a Node IPC channel to the child (for `node` children that use process.send). */
+  readonly ipc?: boolean;
 }
 
 /** Every process the benchmark started, and the temp dir they live in. */
@@ -50,7 +52,7 @@ export class ProcessGroup {
     const child = spawn(opts.command, [...opts.args], {
       cwd: opts.cwd ?? this.dir,
       env: opts.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: opts.ipc === true ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);

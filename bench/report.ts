@@ -134,8 +134,28 @@ function memoryTable(m: MemoryFigures | null): string[] {
     rssRow(`${m.waitersOpened.toLocaleString('en-US')} requests waiting behind ${m.heldLocks} held locks (peer a sees ${seen}; ${m.waitersFailed} failed)`, m.whileWaiting),
     rssRow('after cancelling every waiter', m.afterCancel),
     '',
+    ...waiterCostLines(m),
     ...m.notes.map((n) => `- ${n}`),
   ];
+}
+
+/** Growth per waiting request, and a labelled linear extrapolation when fewer than 100000 could be opened. */
+function waiterCostLines(m: MemoryFigures): string[] {
+  if (m.waitersOpened === 0) return [];
+  const growth = Object.keys(m.whileWaiting).map((id) => {
+    const before = m.afterIdleNames[id];
+    const during = m.whileWaiting[id];
+    return before === null || before === undefined || during === null || during === undefined ? null : during - before;
+  });
+  const maxGrowth = maxOf(growth);
+  if (maxGrowth === null) return [];
+  const perWaiter = maxGrowth / m.waitersOpened;
+  const lines = [`- growth while waiting: ${mb(maxGrowth)} MB on the most loaded peer, ${fmt(perWaiter / 1024)} KB per waiting request (cluster-wide count)`];
+  if (m.waitersOpened < 100_000) {
+    const during = maxOf(Object.values(m.whileWaiting)) ?? 0;
+    lines.push(`- linear EXTRAPOLATION (not a measurement) to 100,000 waiting requests: about ${mb(during + perWaiter * (100_000 - m.waitersOpened))} MB per peer`);
+  }
+  return lines;
 }
 
 /** The whole Markdown report. */
