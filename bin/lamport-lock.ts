@@ -124,8 +124,8 @@ await yargs(hideBin(process.argv))
   .demandCommand(1)
   .strict()
   .fail((msg, err) => {
-    if (err !== undefined && err !== null) fail(err);
-    process.stderr.write(`lamport-lock: ${msg}\nTry lamport-lock --help\n`);
+    if (err instanceof LockError) fail(err);
+    process.stderr.write(`lamport-lock: ${err?.message ?? msg}\nTry lamport-lock --help\n`);
     process.exit(exitCodes.usage);
   })
   .parseAsync();

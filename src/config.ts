@@ -69,12 +69,15 @@ function checkPeers(raw: unknown, problems: string[]): PeerConfig[] {
   }
   if (raw.length > limits.peersMax) problems.push(`peers has ${raw.length} entries; at most ${limits.peersMax} are allowed`);
   const peers = raw.map((p, i) => checkPeer(p, i, problems)).filter((p): p is PeerConfig => p !== undefined);
-  const seen = new Map<string, string>();
-  for (const p of peers) {
-    for (const [what, key] of [['id', p.id], ['ws', p.ws], ['http', p.http]] as const) {
-      const tag = `${what}:${key}`;
-      if (seen.has(tag)) problems.push(`peers: ${what} ${JSON.stringify(key)} appears more than once`);
-      seen.set(tag, p.id);
+  // Duplicates are checked on the raw entries, so a peer with another problem still counts.
+  const seen = new Set<string>();
+  for (const p of raw) {
+    if (!isRecord(p)) continue;
+    for (const what of ['id', 'ws', 'http'] as const) {
+      const key = p[what];
+      if (typeof key !== 'string') continue;
+      if (seen.has(`${what}:${key}`)) problems.push(`peers: ${what} ${JSON.stringify(key)} appears more than once`);
+      seen.add(`${what}:${key}`);
     }
   }
   return peers;
