@@ -4,6 +4,7 @@
  * high-water mark). DESIGN sections 2 and 5.
  */
 import { randomBytes, randomInt } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
@@ -48,6 +49,25 @@ export interface QueueView {
   readonly id?: string;
 }
 
+/** A local hold began or ended: what the dashboard's "recent grants and ends" shows. */
+export interface HoldEvent {
+  readonly type: 'granted' | 'ended';
+  readonly lock: string;
+  readonly id: string;
+  readonly owner: string;
+  readonly mode: string;
+  readonly token: string;
+  readonly peer: string;
+  readonly reason: EndReason | null;
+  readonly at: number;
+}
+
+/** Events a runtime emits: `changed` after any step (queues or links may differ), `hold`. */
+export interface PeerEvents {
+  changed: [];
+  hold: [HoldEvent];
+}
+
 /** Bounded wait for acks of a no-wait (timeout_ms 0) request before answering 503. */
 const noWaitAckBoundMs = 2000;
 
@@ -58,6 +78,8 @@ export class PeerRuntime {
   readonly incarnation: Incarnation;
   readonly config: ClusterConfig;
   readonly metrics: PeerMetrics;
+  /** `changed` after every step; `hold` when a local hold begins or ends. */
+  readonly events = new EventEmitter<PeerEvents>();
   readonly #log: Logger;
   readonly #machine: Machine;
   readonly #mesh: Mesh<Packet>;
@@ -187,6 +209,7 @@ export class PeerRuntime {
     const effects = this.#machine.step(event);
     for (const effect of effects) this.#execute(effect);
     this.#clockStore?.reserve(this.#machine.clock);
+    if (event.type !== 'packet' || event.packet.m.length > 0) this.events.emit('changed');
   }
 
   #execute(effect: Effect): void {
@@ -249,9 +272,16 @@ export class PeerRuntime {
       req.expectedTimer = setTimeout(() => this.#onOverdue(req), req.opts.expectedMs);
     }
     this.metrics.onGranted(req);
+    this.#emitHold('granted', req, null);
     const settle = req.settle;
     req.settle = null;
     settle?.({ grant: req.grant });
+  }
+
+  #emitHold(type: HoldEvent['type'], req: LocalRequest, reason: EndReason | null): void {
+    if (this.events.listenerCount('hold') === 0) return;
+    const token = req.grant?.token.toString() ?? '';
+    this.events.emit('hold', { type, lock: req.lock, id: req.id, owner: req.spec.owner, mode: req.spec.mode, token, peer: this.id, reason, at: Date.now() });
   }
 
   #onOverdue(req: LocalRequest): void {
@@ -320,6 +350,7 @@ export class PeerRuntime {
     if (req.state !== 'held') return;
     this.#finish(req, reason);
     this.metrics.onHoldEnded(req, reason);
+    this.#emitHold('ended', req, reason);
     if (reason !== 'released') this.#log.info({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended');
     this.#step({ type: 'release', ref: req.ref });
     req.onEnd?.(reason);
@@ -331,6 +362,7 @@ export class PeerRuntime {
     if (req === undefined || req.state !== 'held') return;
     this.#finish(req, reason);
     this.metrics.onHoldEnded(req, reason);
+    this.#emitHold('ended', req, reason);
     this.#log.warn({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended by the peer');
     req.onEnd?.(reason);
   }
