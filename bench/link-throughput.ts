@@ -144,7 +144,9 @@ async function rawChannel(batch: number): Promise<Channel> {
   ch.send = (p) => {
     if (batch === 1) return client.send(packr.pack(p));
     queue.push(p);
-    if (!scheduled) (scheduled = true), setImmediate(flush);
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(flush);
   };
   ch.close = async () => {
     client.terminate();
