@@ -35,6 +35,7 @@ export class Clients {
   readonly #open = new Map<number, ClientRequest>();
   #nextRef = 1;
   #unresolved = 0;
+  readonly #openPerPeer = new Map<number, number>();
   onGranted: OnGranted = () => undefined;
 
   constructor(checker: Checker) {
@@ -51,10 +52,16 @@ export class Clients {
     return this.#open.size;
   }
 
+  /** Open requests and holds of one peer's clients. */
+  openOf(peer: number): number {
+    return this.#openPerPeer.get(peer) ?? 0;
+  }
+
   /** A client asks its peer for a lock. */
   create(opts: { peer: number; life: number; lock: string; spec: RequestSpec; noWait: boolean; nowMs: number }): ClientRequest {
     const req: ClientRequest = { ref: this.#nextRef++, ...opts, issuedMs: opts.nowMs, state: 'queued', outcome: '' };
     this.#open.set(req.ref, req);
+    this.#openPerPeer.set(req.peer, this.openOf(req.peer) + 1);
     this.#unresolved += 1;
     return req;
   }
@@ -107,5 +114,6 @@ export class Clients {
     req.state = 'done';
     req.outcome = outcome;
     this.#open.delete(req.ref);
+    this.#openPerPeer.set(req.peer, this.openOf(req.peer) - 1);
   }
 }

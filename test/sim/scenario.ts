@@ -31,6 +31,8 @@ export interface Scenario {
   readonly downMaxMs: number;
   readonly pauseMaxMs: number;
   readonly cutMaxMs: number;
+  /** Open requests and holds one peer's clients may have at once (a waiter limit). */
+  readonly openMaxPerPeer: number;
   /** Mean ms between acquires of one peer's clients. */
   readonly acquireEveryMs: number;
   /** Mean ms between bursts: several peers acquiring one lock in the same ms. */
@@ -67,7 +69,7 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
     delayMinMs,
     delayMaxMs: delayMinMs + rng.pick([1, 4, 10, 25]),
     delaySpikeChance: rng.pick([0, 0, 0.01, 0.05]),
-    heartbeatMs: rng.pick([5, 10, 20, 50]),
+    heartbeatMs: rng.pick([5, 10, 25, 50, 100]),
     connectMaxMs: rng.int(1, 30),
     safetyMs: rng.int(300, 1200),
     faultEveryMs: calm ? Number.POSITIVE_INFINITY : rng.pick([20, 50, 100, 250]),
@@ -77,6 +79,7 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
     downMaxMs: rng.int(2, 150),
     pauseMaxMs,
     cutMaxMs: rng.int(5, 100),
+    openMaxPerPeer: rng.pick([1, 2, 4, 8]),
     acquireEveryMs: rng.pick([3, 10, 20, 60]) * Math.max(1, peers / 4),
     burstEveryMs: rng.pick([15, 40, 100, Number.POSITIVE_INFINITY]),
     modeWeights: rng.pick<[number, number, number]>([

@@ -11,7 +11,6 @@ export class Transcript {
   readonly enabled: boolean;
   readonly #lines: string[] = [];
   readonly #keepLines: number;
-  #dropped = 0;
 
   constructor(opts: { enabled: boolean; keepLines?: number }) {
     this.enabled = opts.enabled;
@@ -23,7 +22,6 @@ export class Transcript {
     if (!this.enabled) return;
     if (this.#lines.length >= this.#keepLines) {
       this.#lines.shift();
-      this.#dropped += 1;
     }
     this.#lines.push(`${String(nowMs).padStart(6)}ms ${peer === null ? '  ' : `p${peer}`} ${what}`);
   }

@@ -77,6 +77,7 @@ export class Workload {
   #acquire(peer: number, lock: string, mode: Mode): void {
     const { cluster, clients, rng, schedule, time, scenario } = this.#o;
     if (!cluster.isUp(peer)) return; // A client cannot reach a peer that is down.
+    if (clients.openOf(peer) >= scenario.openMaxPerPeer) return; // The waiter limit: refused.
     const spec = this.#spec(lock, mode);
     const noWait = rng.chance(scenario.noWaitChance);
     const req = clients.create({ peer, life: cluster.lifeOf(peer), lock, spec, noWait, nowMs: time.nowMs });
