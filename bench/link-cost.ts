@@ -3,6 +3,7 @@
  * `GET /metrics`, summed over the peers, divided by the grants of the run. Heartbeats
  * sent during the run are included, as they would be in production.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spread } from './stats.js';
 import type { Spread } from './stats.js';
 import { sumCounters } from './systems/lamport.js';
@@ -15,7 +16,8 @@ export const linkCounters = {
   bytes: 'lamport_peer_bytes_sent_total',
 } as const;
 
-type CostKind = keyof typeof linkCounters;
+/** messages, frames or bytes. */
+export type CostKind = keyof typeof linkCounters;
 const costKinds = Object.keys(linkCounters) as CostKind[];
 
 /** Per-grant link cost over several runs; a kind is null when its counter is absent. */
@@ -41,6 +43,22 @@ export class LinkCostMeter {
     }
     return result;
   };
+
+  /**
+   * Link traffic per second with no client at all (heartbeats, acks of heartbeats), measured
+   * over `windowMs`, so that the per-grant figures at low load can be read net of it.
+   */
+  async idleRate(windowMs: number): Promise<Record<CostKind, number | null>> {
+    const before = await this.scrape();
+    await sleep(windowMs);
+    const after = await this.scrape();
+    const rate = (kind: CostKind): number | null => {
+      const b = before[kind];
+      const a = after[kind];
+      return a === null || b === null ? null : ((a - b) * 1000) / windowMs;
+    };
+    return { messages: rate('messages'), frames: rate('frames'), bytes: rate('bytes') };
+  }
 
   /** The spreads so far. */
   cost(): LinkCost {

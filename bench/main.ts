@@ -32,6 +32,9 @@ const defaultPeerBin = join(repoRoot, 'dist', 'bin', 'lamport-peer.js');
 /** Open files wanted for (f): one socket per waiting request, in the client and in the peers. */
 const fileLimitWanted = 400_000;
 
+/** Window over which the idle cluster's link traffic is measured. */
+const idleWindowMs = 1000;
+
 /** What the parts of one run fill in. */
 interface RunState {
   readonly group: ProcessGroup;
@@ -99,6 +102,7 @@ async function runLamportSize(state: RunState, peerCount: number): Promise<void>
     state.clients['lamport-lock'] = cluster.clientNote;
     const low = new LinkCostMeter(cluster.peers);
     const high = new LinkCostMeter(cluster.peers);
+    const linksIdlePerS = await low.idleRate(idleWindowMs);
     progress(`lamport-lock ${peerCount} peers: scenario a`);
     const a = await repeatUncontended(cluster, state.opts.sizes, low.around);
     progress(`lamport-lock ${peerCount} peers: scenario c`);
@@ -107,7 +111,7 @@ async function runLamportSize(state: RunState, peerCount: number): Promise<void>
       progress('lamport-lock 3 peers: scenario b');
       state.systems['lamport-lock'] = { a, b: await repeatHotLock(cluster, state.opts.sizes), c };
     }
-    state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost() });
+    state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost(), linksIdlePerS });
     const missing = [...new Set([...low.missingCounters(), ...high.missingCounters()])];
     if (missing.length > 0) state.notes.push(`(e) at ${peerCount} peers: /metrics lacks ${missing.join(', ')}; that link cost is not shown`);
   });

@@ -40,6 +40,7 @@ export class ProcessGroup {
   readonly dir: string;
   private readonly procs: Proc[] = [];
   private keepDir = false;
+  private stopping = false;
 
   constructor() {
     this.dir = mkdtempSync(join(tmpdir(), 'lamport-bench-'));
@@ -47,6 +48,7 @@ export class ProcessGroup {
 
   /** Spawns a process with stdout and stderr going to `<dir>/<label>.log`. */
   spawn(opts: SpawnOptions): Proc {
+    if (this.stopping) throw new Error(`not starting ${opts.label}: the benchmark is stopping`);
     const logPath = join(this.dir, `${opts.label}.log`);
     const log = createWriteStream(logPath);
     const child = spawn(opts.command, [...opts.args], {
@@ -78,6 +80,7 @@ export class ProcessGroup {
 
   /** Stops every process still running, newest first, then removes the temp dir. */
   async stopAll(): Promise<void> {
+    this.stopping = true;
     const running = [...this.procs].reverse();
     await Promise.all(running.map((p) => this.stop(p)));
     if (!this.keepDir) rmSync(this.dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@
  * The shape of `bench/results/latest.json`: everything one `npm run bench` measured,
  * with the notes that say what was skipped and why.
  */
-import type { LinkCost } from './link-cost.js';
+import type { CostKind, LinkCost } from './link-cost.js';
 import type { MemoryFigures } from './memory.js';
 import type { ManyNamesRun, UncontendedRun } from './scenarios.js';
 import type { Figures, Sizes, SystemFigures } from './suite.js';
@@ -17,6 +17,8 @@ export interface ScalingPoint {
   readonly linksLow: LinkCost;
   /** Link cost per grant during (c): 64 workers on 1000 names. */
   readonly linksHigh: LinkCost;
+  /** Link traffic per second of the idle cluster, summed over the peers (null: counter absent). */
+  readonly linksIdlePerS: Readonly<Record<CostKind, number | null>>;
 }
 
 /** Facts about the run, for reading the figures. */
