@@ -1,26 +1,56 @@
 /**
  * Prometheus metrics of one peer (prom-client, one registry per peer so several peers can
- * live in one test process). Counters are updated by the runtime as things happen; gauges
- * are collected from the runtime when scraped.
+ * live in one test process). Counters of things the runtime sees happen are incremented
+ * as they happen; values owned by another component (the mesh's link counters, the core's
+ * queue sizes, the clock) are read from it when the registry is scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EndReason } from '../core/types.js';
+import type { EndReason, Mode } from '../core/types.js';
+import { modes } from '../core/types.js';
 import type { LocalRequest } from './holds.js';
 
 /** The read-only view of a peer that the collectors need. */
 export interface MetricsSource {
   readonly id: string;
-  meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number };
-  meshStatus(): ReadonlyArray<{ id: string; connected: boolean }>;
+  meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
+  meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
   coreStats(): { locks: number; queued: number; own: number; waiting: number; clock: number };
   leaseValid(): boolean;
+}
+
+/** Reasons a hold ends other than a failed wait; pre-set to 0 so dashboards see every series. */
+const holdEndReasons: readonly EndReason[] = ['released', 'expired', 'lease_lost', 'evicted', 'shutdown'];
+
+/** Bucket bounds of the acquire-latency histogram, in seconds: 0.5 ms (uncontended) to 30 s. */
+const acquireBucketsSeconds = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** Bucket bounds of the hold-duration histogram, in seconds: 1 ms to an hour. */
+const holdBucketsSeconds = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 3600];
+
+/**
+ * A Prometheus counter mirroring a monotonic count that another component owns (the
+ * mesh's link counters). On each scrape it adds the growth since the previous scrape, so
+ * the exposed type is `counter` and rate() works. prom-client has no `set` on counters on
+ * purpose; its maintainers point to `collect()` for values kept elsewhere
+ * (prometheus/client_js#534) and call `reset()` a testing aid (#192), hence the delta.
+ */
+function mirroredCounter(registers: Registry[], name: string, help: string, read: () => number): Counter {
+  let last = 0;
+  return new Counter({
+    name, help, registers,
+    collect() {
+      const now = read();
+      if (now > last) this.inc(now - last);
+      last = Math.max(last, now);
+    },
+  });
 }
 
 /** The metrics of one peer. */
 export class PeerMetrics {
   readonly registry = new Registry();
   readonly acquireDuration: Histogram<'mode' | 'outcome'>;
-  readonly holdDuration: Histogram<'mode'>;
+  readonly holdDuration: Histogram<'mode' | 'reason'>;
   readonly grants: Counter<'mode'>;
   readonly holdsEnded: Counter<'reason'>;
   readonly messagesSent: Counter;
@@ -31,36 +61,52 @@ export class PeerMetrics {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.acquireDuration = new Histogram({
-      name: 'lamport_lock_acquire_duration_seconds', help: 'Time from acquire to grant or failure.',
-      labelNames: ['mode', 'outcome'], buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers,
+      name: 'lamport_lock_acquire_duration_seconds', help: 'Time from a local acquire to its grant, or to its failure (outcome = timeout, cancelled, shutdown ...).',
+      labelNames: ['mode', 'outcome'], buckets: acquireBucketsSeconds, registers,
     });
     this.holdDuration = new Histogram({
-      name: 'lamport_lock_hold_duration_seconds', help: 'Time a hold was kept.', labelNames: ['mode'],
-      buckets: [0.001, 0.01, 0.1, 1, 10, 60, 600, 3600], registers,
+      name: 'lamport_lock_hold_duration_seconds', help: 'Time a local hold was kept, from grant to its end, by end reason.',
+      labelNames: ['mode', 'reason'], buckets: holdBucketsSeconds, registers,
     });
     this.grants = new Counter({ name: 'lamport_lock_grants_total', help: 'Grants to local clients.', labelNames: ['mode'], registers });
-    this.holdsEnded = new Counter({ name: 'lamport_lock_holds_ended_total', help: 'Local holds ended, by reason.', labelNames: ['reason'], registers });
-    this.messagesSent = new Counter({ name: 'lamport_peer_messages_sent_total', help: 'Protocol messages sent to peers (an ack counts as one).', registers });
-    this.overdueHolds = new Counter({ name: 'lamport_lock_overdue_holds_total', help: 'Holds kept longer than their expected_ms.', registers });
-    this.#rtt = new Gauge({ name: 'lamport_peer_rtt_seconds', help: 'Heartbeat round trip per peer.', labelNames: ['peer'], registers });
-    this.#registerCollected(source, registers);
+    this.holdsEnded = new Counter({ name: 'lamport_lock_holds_ended_total', help: 'Local holds ended, by reason (released, expired, lease_lost, evicted, shutdown).', labelNames: ['reason'], registers });
+    this.messagesSent = new Counter({ name: 'lamport_peer_messages_sent_total', help: 'Protocol messages sent to peers (requests, releases, acks; a coalesced ack counts as one).', registers });
+    this.overdueHolds = new Counter({ name: 'lamport_lock_overdue_holds_total', help: 'Local holds kept longer than their expected_ms (each is also logged as a warning).', registers });
+    this.#rtt = new Gauge({ name: 'lamport_peer_rtt_seconds', help: 'Last heartbeat round trip to each peer.', labelNames: ['peer'], registers });
+    for (const mode of modes) this.grants.inc({ mode: mode satisfies Mode }, 0);
+    for (const reason of holdEndReasons) this.holdsEnded.inc({ reason }, 0);
+    this.#registerLinkCounters(source, registers);
+    this.#registerGauges(source, registers);
   }
 
-  #registerCollected(source: MetricsSource, registers: Registry[]): void {
+  #registerLinkCounters(source: MetricsSource, registers: Registry[]): void {
+    mirroredCounter(registers, 'lamport_peer_frames_sent_total', 'WebSocket frames sent to peers (one frame carries the messages of one event-loop turn).', () => source.meshStats().framesSent);
+    mirroredCounter(registers, 'lamport_peer_bytes_sent_total', 'Frame bytes sent to peers.', () => source.meshStats().bytesSent);
+    mirroredCounter(registers, 'lamport_peer_frames_received_total', 'WebSocket frames received from peers.', () => source.meshStats().framesReceived);
+    mirroredCounter(registers, 'lamport_peer_messages_dropped_total', 'Messages for a peer with no live stream (unknown or evicted incarnation).', () => source.meshStats().messagesDropped);
+  }
+
+  #registerGauges(source: MetricsSource, registers: Registry[]): void {
     const gauge = (name: string, help: string, read: () => number): void => {
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     };
-    gauge('lamport_peer_frames_sent_total', 'WebSocket frames sent to peers.', () => source.meshStats().framesSent);
-    gauge('lamport_peer_bytes_sent_total', 'Bytes sent to peers.', () => source.meshStats().bytesSent);
-    gauge('lamport_clock', 'The Lamport clock.', () => source.coreStats().clock);
-    gauge('lamport_lease_valid', '1 while this peer holds a lease.', () => (source.leaseValid() ? 1 : 0));
-    gauge('lamport_lock_waiters', 'Local requests waiting.', () => source.coreStats().waiting);
-    gauge('lamport_lock_holders', 'Local holds.', () => source.coreStats().own - source.coreStats().waiting);
+    gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
+    gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.leaseValid() ? 1 : 0));
+    gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);
+    gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().own - source.coreStats().waiting);
+    gauge('lamport_lock_queued_requests', 'Requests in this peer\'s queues, all peers\' (held and waiting).', () => source.coreStats().queued);
     gauge('lamport_lock_names', 'Lock names with a non-empty queue.', () => source.coreStats().locks);
     new Gauge({
       name: 'lamport_peer_connected', help: '1 while the link to a peer is up.', labelNames: ['peer'], registers,
       collect() {
         for (const s of source.meshStatus()) this.set({ peer: s.id }, s.connected ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'lamport_peer_last_heard_seconds', help: 'Seconds since anything was heard from each peer (absent until first contact).', labelNames: ['peer'], registers,
+      collect() {
+        const now = performance.now();
+        for (const s of source.meshStatus()) if (s.lastHeardMs !== null) this.set({ peer: s.id }, Math.max(0, now - s.lastHeardMs) / 1000);
       },
     });
   }
@@ -84,6 +130,6 @@ export class PeerMetrics {
   /** A local hold ended. */
   onHoldEnded(req: LocalRequest, reason: EndReason): void {
     this.holdsEnded.inc({ reason });
-    if (req.grant !== null) this.holdDuration.observe({ mode: req.spec.mode }, (Date.now() - req.grant.grantedAt) / 1000);
+    if (req.grant !== null) this.holdDuration.observe({ mode: req.spec.mode, reason }, (Date.now() - req.grant.grantedAt) / 1000);
   }
 }
