@@ -1,0 +1,181 @@
+/**
+ * Behaviour of the protocol core (DESIGN section 3 and the membership rules of section 4),
+ * one rule per test, driven by hand through the Net harness.
+ */
+import { describe, expect, it } from 'vitest';
+import { Machine } from '../../src/core/machine.js';
+import { tokenOf } from '../../src/core/types.js';
+import { Net, outcomes, spec } from './harness.js';
+
+describe('Machine: grants', () => {
+  it('grants a single peer immediately, with token ts * 1024 + peer index', () => {
+    const m = new Machine({ self: 0, peerCount: 1, clockFloor: 41 });
+    const effects = m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false });
+    expect(effects).toEqual([{ type: 'granted', ref: 1, lock: 'a', ts: 42, token: tokenOf(42, 0), mode: 'exclusive' }]);
+    expect(tokenOf(42, 0)).toBe(42n * 1024n);
+  });
+
+  it('needs the other peer\'s ack (a later timestamp) before it grants', () => {
+    const net = new Net(2);
+    net.joinAll();
+    expect(outcomes(net.acquire(0, 1, 'a'))).toEqual([]);
+    expect(net.pending(0, 1)).toHaveLength(1);
+    expect(outcomes(net.deliver(0, 1))).toEqual([]); // Peer 1 queues the request and owes an ack.
+    const ack = net.pending(1, 0)[0];
+    expect(ack?.m).toEqual([]);
+    expect(ack?.c).toBeGreaterThan(net.machine(0).clock - 1);
+    expect(outcomes(net.deliver(1, 0))).toEqual(['granted 1']);
+  });
+
+  it('grants two peers in timestamp order, the later one after the release', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a');
+    net.deliver(0, 1); // Peer 1's clock passes peer 0's request: its own request is later.
+    net.acquire(1, 2, 'a');
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    expect(net.release(0, 1).filter((f) => f.type === 'send')).toHaveLength(1);
+    expect(net.settle()).toEqual(['p1 granted 2']);
+  });
+
+  it('breaks a timestamp tie by peer index: the lower index goes first', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(1, 2, 'a');
+    net.acquire(0, 1, 'a');
+    const [req0] = net.pending(0, 1)[0]?.m ?? [];
+    const [req1] = net.pending(1, 0)[0]?.m ?? [];
+    expect(req0?.ts).toBe(req1?.ts);
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    net.release(0, 1);
+    expect(net.settle()).toEqual(['p1 granted 2']);
+  });
+
+  it('serves many lock names on one clock: an ack for one name unblocks another', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a');
+    net.acquire(0, 2, 'b');
+    expect(net.settle().sort()).toEqual(['p0 granted 1', 'p0 granted 2']);
+  });
+});
+
+describe('Machine: modes', () => {
+  it('grants shared beside shared, and an exclusive request is a barrier both ways', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a', spec('shared'));
+    net.acquire(1, 2, 'a', spec('shared'));
+    expect(net.settle().sort()).toEqual(['p0 granted 1', 'p1 granted 2']);
+    net.acquire(0, 3, 'a', spec('exclusive'));
+    net.settle();
+    net.acquire(1, 4, 'a', spec('shared')); // Later than the exclusive one: waits behind it.
+    expect(net.settle()).toEqual([]);
+    net.release(0, 1);
+    expect(net.settle()).toEqual([]);
+    net.release(1, 2);
+    expect(net.settle()).toEqual(['p0 granted 3']);
+    net.release(0, 3);
+    expect(net.settle()).toEqual(['p1 granted 4']);
+  });
+
+  it('lets a request admitted at capacity 6 coexist with one that believes 3 (canal lock)', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'canal', spec('semaphore', 6, 2));
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    net.acquire(1, 2, 'canal', spec('semaphore', 3, 1)); // 2 ahead + 1 <= 3: admitted.
+    expect(net.settle()).toEqual(['p1 granted 2']);
+    net.acquire(1, 3, 'canal', spec('semaphore', 3, 1)); // 3 ahead + 1 > 3: waits.
+    net.acquire(0, 4, 'canal', spec('semaphore', 6, 1)); // Behind a waiter it cannot pass? It can: 4 <= 6.
+    expect(net.settle()).toEqual(['p0 granted 4']);
+    net.release(0, 1); // 1 + 1 <= 3 now.
+    expect(net.settle()).toEqual(['p1 granted 3']);
+  });
+
+  it('refuses a no-wait request when something is ahead, once the acks are in', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a');
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    expect(outcomes(net.acquire(1, 2, 'a', spec(), true))).toEqual([]);
+    expect(net.settle()).toEqual(['p1 refused 2']);
+    expect(net.machine(0).queue('a').map((e) => e.ref)).toEqual([1]); // Its release reached peer 0.
+  });
+});
+
+describe('Machine: membership', () => {
+  it('sends no request before every peer of the view has joined (join gating)', () => {
+    const net = new Net(3);
+    net.join(0, 1);
+    const before = net.acquire(0, 1, 'a');
+    expect(before.filter((f) => f.type === 'send')).toEqual([]);
+    expect(net.machine(0).synced).toBe(false);
+    const sends = net.join(0, 2).filter((f) => f.type === 'send' && f.packet.m.some((m) => m.t === 'req'));
+    expect(sends.map((f) => (f.type === 'send' ? f.to : -1)).sort()).toEqual([1, 2]);
+  });
+
+  it('takes the handshake clock as a floor: requests after a join sort after it', () => {
+    const net = new Net(2);
+    net.restart(1, 1, 5000);
+    net.join(0, 1);
+    expect(net.machine(0).clock).toBeGreaterThan(5000);
+  });
+
+  it('drops the old incarnation\'s requests when a peer restarts', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(1, 1, 'a');
+    expect(net.settle()).toEqual(['p1 granted 1']);
+    net.acquire(0, 2, 'a');
+    expect(net.settle()).toEqual([]);
+    net.restart(1, 2, 0);
+    // The holder's request dies with its incarnation, so the waiter goes through at the join:
+    // safe, because every request of the new incarnation is stamped after our clock at the
+    // handshake, and our state transfer reaches it before anything else from us.
+    expect(outcomes(net.join(0, 1))).toEqual(['granted 2']);
+    expect(net.machine(0).queue('a').map((e) => e.peer)).toEqual([0]);
+    net.acquire(1, 3, 'a');
+    expect(net.settle()).toEqual([]); // The new incarnation queues behind the transferred hold.
+  });
+
+  it('transfers our outstanding requests to a joining incarnation first, before its own request', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a');
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    net.restart(1, 2, 0);
+    net.acquire(1, 2, 'a'); // Pending: peer 1 is not synced yet.
+    net.join(0, 1);
+    const first = net.pending(0, 1)[0];
+    expect(first?.m[0]).toMatchObject({ t: 'req', lock: 'a', mode: 'exclusive' });
+    expect(net.settle()).toEqual([]); // Peer 1 queued behind the held lock.
+    net.release(0, 1);
+    expect(net.settle()).toEqual(['p1 granted 2']);
+  });
+
+  it('drops an evicted peer\'s requests, leaves it out of the ack rule and ignores its later packets', () => {
+    const net = new Net(3);
+    net.joinAll();
+    net.acquire(2, 1, 'a');
+    expect(net.settle()).toEqual(['p2 granted 1']);
+    net.acquire(0, 2, 'a');
+    net.deliver(0, 1);
+    net.deliver(1, 0); // Peer 1 acked; peer 2 never hears of it.
+    expect(net.step(0, { type: 'evicted', peer: 2, inc: net.inc(2) }).filter((f) => f.type === 'granted')).toHaveLength(1);
+    const lastTs = net.machine(0).lastTs(2);
+    net.deliver(0, 2);
+    const late = net.deliver(2, 0); // Peer 2's ack, from the evicted incarnation.
+    expect(late).toEqual([]);
+    expect(net.machine(0).lastTs(2)).toBe(lastTs);
+    expect(net.machine(0).view()).toEqual([1]);
+  });
+
+  it('ends granted holds with lease_lost when the lease lapses, and grants nothing until it is back', () => {
+    const m = new Machine({ self: 0, peerCount: 1, clockFloor: 0 });
+    m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false });
+    expect(outcomes(m.step({ type: 'lease', valid: false }))).toEqual(['ended 1 lease_lost']);
+    expect(outcomes(m.step({ type: 'acquire', ref: 2, lock: 'a', spec: spec(), noWait: false }))).toEqual([]);
+    expect(outcomes(m.step({ type: 'lease', valid: true }))).toEqual(['granted 2']);
+  });
+});
