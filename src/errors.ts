@@ -18,6 +18,7 @@ export const ErrorCode = {
   ShuttingDown: 'ERR_SHUTTING_DOWN',
   NotReady: 'ERR_NOT_READY',
   PeerError: 'ERR_PEER',
+  Evicted: 'ERR_EVICTED',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -53,6 +54,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_SHUTTING_DOWN: 503,
   ERR_NOT_READY: 503,
   ERR_PEER: 502,
+  ERR_EVICTED: 503,
 };
 
 /** True when `value` is a LockError with the given code. */

@@ -225,7 +225,10 @@ export class Machine {
     if (current !== undefined) this.#dropPeerRequests(peer); // A restart: its clients died with it.
     this.#inc.set(peer, inc);
     this.#view.add(peer);
-    this.#lastTs[peer] = clock;
+    // The handshake clock only raises our clock; it is NOT an ack: the peer's earlier
+    // requests (its state transfer) may still be in flight on its own stream to us. Its
+    // first packet, sent from inside its join, brings lastTs up.
+    this.#lastTs[peer] = 0;
     if (!this.#faults.clockReset) this.#clock = Math.max(this.#clock, clock) + 1;
     if (!this.#faults.noStateTransfer) this.#transferState(peer);
     if (!wasSynced && this.synced) this.#issuePending();

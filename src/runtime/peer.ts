@@ -1,29 +1,26 @@
 /**
- * The peer runtime: wires the pure protocol core to the mesh of links, executes the
- * core's effects in order, and owns every timer (TTLs, wait deadlines, leases, the clock
- * high-water mark). DESIGN sections 2 and 5.
+ * The peer runtime: local holds (TTLs, wait deadlines, connection-bound holds) on top of a
+ * Session (core + mesh + lease + eviction for one incarnation). Owns every local timer,
+ * answers the HTTP API, and rejoins as a new incarnation when the majority evicted it.
+ * DESIGN sections 2, 5 and 6.
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
-import { wsListenAddress } from '../config.js';
-import { Machine } from '../core/machine.js';
-import type { Effect, MachineEvent, QueueEntry } from '../core/machine.js';
-import type { Packet } from '../core/messages.js';
-import { isPacket } from '../core/messages.js';
+import type { MachineEvent, QueueEntry } from '../core/machine.js';
 import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import { Mesh } from '../transport/mesh.js';
 import { ClockStore } from './clock-store.js';
 import type { AcquireOptions, Grant, LocalRequest } from './holds.js';
 import { EndedLog } from './holds.js';
-import { LeaseTracker } from './lease.js';
 import { PeerMetrics } from './peer-metrics.js';
+import { Session } from './session.js';
+import type { LocalEffect } from './session.js';
 
 /** How a peer process is started. */
 export interface PeerOptions {
@@ -75,24 +72,21 @@ const noWaitAckBoundMs = 2000;
 export class PeerRuntime {
   readonly id: string;
   readonly index: number;
-  readonly incarnation: Incarnation;
   readonly config: ClusterConfig;
   readonly metrics: PeerMetrics;
   /** `changed` after every step; `hold` when a local hold begins or ends. */
   readonly events = new EventEmitter<PeerEvents>();
   readonly #log: Logger;
-  readonly #machine: Machine;
-  readonly #mesh: Mesh<Packet>;
-  readonly #lease: LeaseTracker;
+  readonly #rootLog: Logger;
   readonly #clockStore: ClockStore | null;
   readonly #requests = new Map<string, LocalRequest>();
   readonly #byRef = new Map<number, LocalRequest>();
   readonly #ended = new EndedLog(10_000);
-  /** When each remote request was first seen here, by `peer:ts`. */
-  readonly #seenAt = new Map<string, number>();
   #nextRef = 1;
-  #leaseTimer: NodeJS.Timeout | null = null;
+  #session: Session;
   #stopping = false;
+  #rejoining: Promise<void> | null = null;
+  readonly #wsPort: number | undefined;
 
   constructor(opts: PeerOptions) {
     const index = opts.config.peers.findIndex((p) => p.id === opts.id);
@@ -100,124 +94,79 @@ export class PeerRuntime {
     this.id = opts.id;
     this.index = index;
     this.config = opts.config;
+    this.#rootLog = opts.logger;
     this.#log = opts.logger.child({ component: 'peer' });
+    this.#wsPort = opts.wsPort;
     this.#clockStore = opts.dataDir === undefined ? null : new ClockStore(opts.dataDir);
-    const floor = Math.max(Date.now(), this.#clockStore?.load() ?? 0);
-    this.incarnation = { startMs: Date.now(), nonce: randomInt(0, 2 ** 31) };
-    this.#machine = new Machine({ self: index, peerCount: opts.config.peers.length, clockFloor: floor });
-    this.#lease = new LeaseTracker({ self: index, peerCount: opts.config.peers.length, leaseMs: opts.config.leaseMs });
     this.metrics = new PeerMetrics(this);
-    this.#mesh = this.#createMesh(opts);
+    this.#session = this.#newSession(Math.max(Date.now(), this.#clockStore?.load() ?? 0));
   }
 
-  #createMesh(opts: PeerOptions): Mesh<Packet> {
-    const peers = opts.config.peers.map((p, index) => ({ id: p.id, index, ws: p.ws }));
-    const self = peers[this.index];
-    assert(self !== undefined, 'self is configured');
-    const listen = wsListenAddress(self.ws);
-    return new Mesh<Packet>(
-      {
-        cluster: opts.config.cluster,
-        secret: opts.config.secret,
-        self,
-        peers: peers.filter((p) => p.index !== this.index),
-        listen: { host: listen.host, port: opts.wsPort ?? listen.port },
-        incarnation: this.incarnation,
-        heartbeatMs: opts.config.heartbeatMs,
-        isPayload: isPacket,
-        clock: () => this.#machine.clock,
-        logger: opts.logger.child({ component: 'mesh' }),
-        ...(opts.config.tls === undefined ? {} : { tls: opts.config.tls }),
-      },
-      {
-        onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),
-        onPayload: (from, inc, packet) => this.#onPacket(from, inc, packet),
-        onHeartbeat: (from, inc, clock) => {
-          if (clock !== undefined) this.#step({ type: 'packet', from, inc, packet: { c: clock, m: [] } });
-        },
-        onEcho: (peer, sentAtMs, rttMs) => {
-          this.#lease.onEcho(peer, sentAtMs);
-          this.metrics.observeRtt(this.#peerId(peer), rttMs);
-          this.#checkLease();
-        },
-        onConnection: (peer, connected) => {
-          this.#log.info({ remote: this.#peerId(peer), connected }, connected ? 'link up' : 'link down');
-        },
-      },
-    );
+  #newSession(clockFloor: number): Session {
+    return new Session({ config: this.config, index: this.index, clockFloor, logger: this.#rootLog, wsPort: this.#wsPort }, {
+      onEffect: (effect) => this.#execute(effect),
+      onRejoin: (reason) => void this.#rejoin(reason),
+      onChanged: () => this.events.emit('changed'),
+      onSent: (n) => this.metrics.messagesSent.inc(n),
+      onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
+      onClock: (clock) => this.#clockStore?.reserve(clock),
+    });
   }
 
-  /** Starts the mesh and the lease clock. */
+  /** Starts the links and the timers. */
   async start(): Promise<void> {
-    await this.#mesh.start();
-    const tickMs = Math.max(10, Math.min(100, Math.floor(this.config.leaseMs / 20)));
-    this.#leaseTimer = setInterval(() => this.#checkLease(), tickMs);
-    this.#checkLease();
-    this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock }, 'peer started');
+    await this.#session.start();
   }
 
-  /** The ws port actually bound (tests bind port 0). */
-  wsPort(): number {
-    return this.#mesh.port();
+  /** This incarnation (it changes when the peer rejoins after an eviction). */
+  get incarnation(): Incarnation {
+    return this.#session.incarnation;
+  }
+
+  /**
+   * Ends this incarnation and starts a new one (DESIGN section 5): every local hold and
+   * waiter ends with reason `evicted`, and the new incarnation's clock starts above the
+   * old one's, so its requests sort after everything it has seen and tokens keep growing.
+   */
+  async #rejoin(reason: 'evicted' | 'link_overflow'): Promise<void> {
+    if (this.#rejoining !== null || this.#stopping) return;
+    const old = this.#session;
+    this.#rejoining = (async () => {
+      this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
+      this.#endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
+      await old.close();
+      this.#session = this.#newSession(Math.max(Date.now(), old.machine.clock + 1, this.#clockStore?.load() ?? 0));
+      await this.#session.start();
+      this.events.emit('changed');
+    })().finally(() => {
+      this.#rejoining = null;
+    });
+    return this.#rejoining;
+  }
+
+  /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
+  #endAll(reason: EndReason, error: LockError): void {
+    for (const req of [...this.#requests.values()]) {
+      if (req.state === 'held') this.#end(req, reason);
+      else this.#fail(req, error, reason, true);
+    }
   }
 
   #peerId(index: number): string {
     return this.config.peers[index]?.id ?? `#${index}`;
   }
 
-  #onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
-    this.#log.info({ remote: this.#peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted: dropping its old requests' : 'peer joined');
-    if (restarted) {
-      this.#lease.forget(peer);
-      this.#forgetSeen(peer);
-    }
-    this.#step({ type: 'joined', peer, inc, clock });
-  }
-
-  #onPacket(from: number, inc: Incarnation, packet: Packet): void {
-    const now = Date.now();
-    for (const m of packet.m) {
-      const key = `${from}:${m.ts}`;
-      if (m.t === 'req') {
-        if (!this.#seenAt.has(key)) this.#seenAt.set(key, now);
-      } else this.#seenAt.delete(key);
-    }
-    this.#step({ type: 'packet', from, inc, packet });
-  }
-
-  #forgetSeen(peer: number): void {
-    const prefix = `${peer}:`;
-    for (const key of this.#seenAt.keys()) if (key.startsWith(prefix)) this.#seenAt.delete(key);
-  }
-
-  #checkLease(): void {
-    const valid = this.#lease.valid(performance.now());
-    if (valid !== this.#machine.leaseValid) {
-      const level = this.#machine.synced ? 'warn' : 'info';
-      this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
-      this.#step({ type: 'lease', valid });
-    }
-  }
-
-  /** True while this peer holds a lease (readyz). */
+  /** True while this peer is synced with its view and holds a lease (readyz). */
   leaseValid(): boolean {
-    return this.#machine.leaseValid && this.#machine.synced;
+    return this.#session.machine.leaseValid && this.#session.machine.synced;
   }
 
-  /** Feeds one event to the core and executes its effects, in order. */
   #step(event: MachineEvent): void {
-    const effects = this.#machine.step(event);
-    for (const effect of effects) this.#execute(effect);
-    this.#clockStore?.reserve(this.#machine.clock);
-    if (event.type !== 'packet' || event.packet.m.length > 0) this.events.emit('changed');
+    this.#session.step(event);
   }
 
-  #execute(effect: Effect): void {
+  #execute(effect: LocalEffect): void {
     switch (effect.type) {
-      case 'send':
-        this.#mesh.send(effect.to, effect.packet);
-        this.metrics.messagesSent.inc(Math.max(1, effect.packet.m.length));
-        break;
       case 'granted':
         this.#onGranted(effect.ref, effect.token);
         break;
@@ -299,7 +248,7 @@ export class PeerRuntime {
   #onWaitTimeout(req: LocalRequest): void {
     req.waitTimer = null;
     if (req.state !== 'waiting') return;
-    const why = this.#machine.explain(req.ref);
+    const why = this.#session.machine.explain(req.ref);
     const missing = why?.missingPeers ?? [];
     const err = missing.length > 0
       ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${missing.map((p) => this.#peerId(p)).join(', ')}`, {
@@ -310,8 +259,8 @@ export class PeerRuntime {
   }
 
   #timeoutError(req: LocalRequest, message: string): LockError {
-    const position = this.#machine.explain(req.ref)?.position ?? 0;
-    const holders = this.#machine.queue(req.lock).filter((e) => e.held).map((e) => this.#view(e));
+    const position = this.#session.machine.explain(req.ref)?.position ?? 0;
+    const holders = this.#session.machine.queue(req.lock).filter((e) => e.held).map((e) => this.#view(e));
     return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders });
   }
 
@@ -404,7 +353,7 @@ export class PeerRuntime {
   #view(e: QueueEntry): QueueView {
     const local = e.peer === this.index;
     const req = local && e.ref !== undefined ? this.#byRef.get(e.ref) : undefined;
-    const since = local ? (req?.grant?.grantedAt ?? null) : (this.#seenAt.get(`${e.peer}:${e.ts}`) ?? null);
+    const since = local ? (req?.grant?.grantedAt ?? null) : (this.#session.seenAt(e.peer, e.ts));
     return {
       peer: this.#peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
       limit: e.limit, permits: e.permits, since, local, ...(req === undefined ? {} : { id: req.id }),
@@ -413,7 +362,7 @@ export class PeerRuntime {
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
   lock(name: string): { name: string; holders: QueueView[]; waiters: QueueView[] } {
-    const entries = this.#machine.queue(name);
+    const entries = this.#session.machine.queue(name);
     return {
       name,
       holders: entries.filter((e) => e.held).map((e) => this.#view(e)),
@@ -423,54 +372,44 @@ export class PeerRuntime {
 
   /** Every lock with a non-empty queue. */
   locks(): Array<ReturnType<PeerRuntime['lock']>> {
-    return this.#machine.lockNames().sort().map((n) => this.lock(n));
+    return this.#session.machine.lockNames().sort().map((n) => this.lock(n));
   }
 
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): Record<string, unknown> {
     const now = performance.now();
-    const view = new Set(this.#machine.view());
-    const links = new Map(this.#mesh.status().map((s) => [s.peer, s]));
+    const machine = this.#session.machine;
+    const view = new Set(machine.view());
+    const links = new Map(this.#session.meshStatus().map((s) => [s.peer, s]));
     return {
-      id: this.id, cluster: this.config.cluster, incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock,
-      synced: this.#machine.synced,
-      lease: { valid: this.#machine.leaseValid, valid_for_ms: Math.max(0, Math.round(this.#lease.validUntil(now) - now)) },
-      stats: this.#machine.stats(),
+      id: this.id, cluster: this.config.cluster, incarnation: formatIncarnation(this.incarnation), clock: machine.clock,
+      synced: machine.synced,
+      lease: { valid: machine.leaseValid, valid_for_ms: machine.leaseValid ? this.#session.leaseValidForMs() : 0 },
+      stats: machine.stats(),
       peers: this.config.peers.map((p, i) => {
         const s = links.get(i);
         return i === this.index
           ? { id: p.id, self: true }
           : { id: p.id, connected: s?.connected ?? false, last_heard_ms_ago: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
               rtt_ms: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
-              last_ts: this.#machine.lastTs(i) };
+              last_ts: machine.lastTs(i) };
       }),
     };
   }
 
   /** Link statistics for metrics. */
-  meshStats(): ReturnType<Mesh<Packet>['stats']> {
-    return this.#mesh.stats();
+  meshStats(): ReturnType<Session['meshStats']> {
+    return this.#session.meshStats();
   }
 
   /** Mesh link status for metrics. */
-  meshStatus(): ReturnType<Mesh<Packet>['status']> {
-    return this.#mesh.status();
+  meshStatus(): ReturnType<Session['meshStatus']> {
+    return this.#session.meshStatus();
   }
 
   /** The core's counts, for metrics. */
-  coreStats(): ReturnType<Machine['stats']> & { clock: number } {
-    return { ...this.#machine.stats(), clock: this.#machine.clock };
-  }
-
-  /** Waits (bounded) until every connected peer acknowledged what we sent, e.g. our releases. */
-  async #drainLinks(boundMs: number): Promise<void> {
-    const deadline = performance.now() + boundMs;
-    await new Promise((r) => setImmediate(r));
-    while (performance.now() < deadline) {
-      if (this.#mesh.status().every((s) => !s.connected || s.unackedBytes === 0)) return;
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    this.#log.warn('stopping with releases not yet acknowledged by every peer');
+  coreStats(): ReturnType<Session['machine']['stats']> & { clock: number } {
+    return { ...this.#session.machine.stats(), clock: this.#session.machine.clock };
   }
 
   /**
@@ -480,14 +419,11 @@ export class PeerRuntime {
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
-    for (const req of [...this.#requests.values()]) {
-      if (req.state === 'held') this.#end(req, 'shutdown');
-      else this.#fail(req, new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'), 'shutdown', true);
-    }
-    if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
-    await this.#drainLinks(2000);
-    await this.#mesh.close();
-    this.#clockStore?.reserve(this.#machine.clock);
+    await this.#rejoining;
+    this.#endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
+    if (!(await this.#session.drain(2000))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
+    await this.#session.close();
+    this.#clockStore?.reserve(this.#session.machine.clock);
     this.#log.info('peer stopped');
   }
 }

@@ -1,0 +1,173 @@
+/**
+ * Majority-confirmed eviction (DESIGN section 5), pure: time is an argument, so the
+ * simulator drives the same code as the runtime.
+ *
+ * When this peer has heard nothing from peer j's incarnation X for `evictMs`, it sends
+ * SUSPECT(j, X) to the others. A peer confirms only if it too has heard nothing from j
+ * (X or any newer incarnation it knows) for `evictMs`. With confirmations from a majority
+ * of the configured peers (itself included; j never counts), it sends EVICT(j, X) to
+ * everyone and applies it. Any two majorities intersect, so some peer both echoed X's last
+ * lease heartbeat and later confirmed X silent: X's lease lapsed before anyone acts. A
+ * two-peer cluster has no majority without both, so it never evicts.
+ */
+import type { Incarnation } from './types.js';
+import { compareIncarnation } from './types.js';
+
+/** The incarnation that stands for "never heard from": older than every real one. */
+export const unknownIncarnation: Incarnation = { startMs: 0, nonce: 0 };
+
+/** Membership messages between peers. */
+export type MembershipMessage =
+  | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation }
+  | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation }
+  | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation };
+
+/** What the runtime must do. */
+export type MembershipEffect =
+  | { readonly type: 'send'; readonly to: number; readonly msg: MembershipMessage }
+  | { readonly type: 'evict'; readonly peer: number; readonly inc: Incarnation };
+
+function isIncarnation(v: unknown): v is Incarnation {
+  if (typeof v !== 'object' || v === null) return false;
+  const { startMs, nonce } = v as Record<string, unknown>;
+  return Number.isSafeInteger(startMs) && Number.isSafeInteger(nonce);
+}
+
+/** Shape guard for a membership message decoded from the network. */
+export function isMembershipMessage(v: unknown): v is MembershipMessage {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const { t, peer, inc } = v as Record<string, unknown>;
+  return (t === 'suspect' || t === 'confirm' || t === 'evict') && Number.isSafeInteger(peer) && (peer as number) >= 0 && isIncarnation(inc);
+}
+
+/** Planted bugs for the simulator's mutation tests. */
+export interface MembershipFaults {
+  /** Evict on the suspecting peer's word alone, without a majority. */
+  readonly evictWithoutMajority: boolean;
+}
+
+interface PeerTrack {
+  inc: Incarnation;
+  lastHeardMs: number;
+  evictedUpTo: Incarnation | null;
+  /** Confirmations gathered for suspecting `inc`, by peer index. */
+  confirmations: Set<number>;
+}
+
+function key(inc: Incarnation): string {
+  return `${inc.startMs}.${inc.nonce}`;
+}
+
+/** One peer's view of who is alive, who is suspected and who was evicted. */
+export class Membership {
+  readonly #self: number;
+  readonly #peerCount: number;
+  readonly #evictMs: number;
+  readonly #faults: MembershipFaults;
+  readonly #peers: PeerTrack[] = [];
+
+  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; faults?: Partial<MembershipFaults> }) {
+    this.#self = opts.self;
+    this.#peerCount = opts.peerCount;
+    this.#evictMs = opts.evictMs;
+    this.#faults = { evictWithoutMajority: false, ...opts.faults };
+    for (let p = 0; p < opts.peerCount; p++) {
+      this.#peers.push({ inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Set() });
+    }
+  }
+
+  /** Peers (this one included) that make a majority of the configuration. */
+  get majority(): number {
+    return Math.floor(this.#peerCount / 2) + 1;
+  }
+
+  #track(peer: number): PeerTrack | undefined {
+    return peer === this.#self ? undefined : this.#peers[peer];
+  }
+
+  /** Anything arrived from `peer`'s incarnation `inc` (a payload, a heartbeat, a handshake). */
+  heard(peer: number, inc: Incarnation, nowMs: number): void {
+    const t = this.#track(peer);
+    if (t === undefined || this.isEvicted(peer, inc)) return;
+    const order = compareIncarnation(inc, t.inc);
+    if (order < 0) return;
+    if (order > 0) {
+      t.inc = inc;
+      t.confirmations.clear();
+    }
+    t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
+  }
+
+  /** True when `inc` of `peer` (or a newer one) was evicted. */
+  isEvicted(peer: number, inc: Incarnation): boolean {
+    const up = this.#track(peer)?.evictedUpTo ?? null;
+    return up !== null && compareIncarnation(inc, up) <= 0;
+  }
+
+  #silent(t: PeerTrack, nowMs: number): boolean {
+    return nowMs - t.lastHeardMs >= this.#evictMs;
+  }
+
+  /** Periodic check: suspect every peer silent for evictMs that is not evicted yet. */
+  tick(nowMs: number): MembershipEffect[] {
+    if (this.majority >= this.#peerCount && !this.#faults.evictWithoutMajority) return []; // Two peers never evict.
+    const out: MembershipEffect[] = [];
+    this.#peers.forEach((t, peer) => {
+      if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
+      t.confirmations.add(this.#self);
+      out.push(...this.#maybeEvict(peer, t));
+      if (this.isEvicted(peer, t.inc)) return;
+      for (let q = 0; q < this.#peerCount; q++) {
+        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc: t.inc } });
+      }
+    });
+    return out;
+  }
+
+  #maybeEvict(peer: number, t: PeerTrack): MembershipEffect[] {
+    const needed = this.#faults.evictWithoutMajority ? 1 : this.majority;
+    if (t.confirmations.size < needed) return [];
+    const out: MembershipEffect[] = this.#apply(peer, t.inc);
+    for (let q = 0; q < this.#peerCount; q++) {
+      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc: t.inc } });
+    }
+    return out;
+  }
+
+  #apply(peer: number, inc: Incarnation): MembershipEffect[] {
+    const t = this.#track(peer);
+    if (t === undefined || this.isEvicted(peer, inc)) return [];
+    t.evictedUpTo = inc;
+    t.confirmations.clear();
+    return [{ type: 'evict', peer, inc }];
+  }
+
+  /** A membership message from `from`. */
+  onMessage(from: number, msg: MembershipMessage, nowMs: number): MembershipEffect[] {
+    const t = this.#track(msg.peer);
+    if (t === undefined) return []; // About ourselves: the mesh tells us when we are refused.
+    switch (msg.t) {
+      case 'suspect': {
+        const newerAlive = compareIncarnation(t.inc, msg.inc) > 0 && !this.#silent(t, nowMs);
+        const agree = this.isEvicted(msg.peer, msg.inc) || (!newerAlive && this.#silent(t, nowMs));
+        return agree ? [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc } }] : [];
+      }
+      case 'confirm': {
+        if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
+        t.confirmations.add(from);
+        return this.#maybeEvict(msg.peer, t);
+      }
+      case 'evict':
+        return this.#apply(msg.peer, msg.inc);
+    }
+  }
+
+  /** EVICT notices for every eviction we know, for a peer that just joined. */
+  evictions(to: number): MembershipEffect[] {
+    const out: MembershipEffect[] = [];
+    this.#peers.forEach((t, peer) => {
+      if (t.evictedUpTo !== null && peer !== to) out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: t.evictedUpTo } });
+    });
+    return out;
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * GET /v1/events: the dashboard's live feed, as server-sent events. The page never polls:
+ * the peer pushes a `state` event (links + every lock's holders and waiters) after the
+ * runtime reports a change, at most once per `pushIntervalMs`, a `cluster` event (link
+ * state, RTT, lease) every `linkRefreshMs`, and `activity` events (local grants and ends,
+ * queue changes seen in this peer's queues).
+ *
+ * Everything is bounded: clients (503 past the limit), locks and waiters per snapshot,
+ * remembered activity. A client that cannot keep up is skipped, not buffered for: when its
+ * socket drains it gets one fresh snapshot. Listeners on the runtime exist only while at
+ * least one client is connected.
+ */
+import type { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { ErrorCode } from '../errors.js';
+import type { HoldEvent, PeerEvents, QueueView } from '../runtime/peer.js';
+import type { Activity } from './dashboard-activity.js';
+import { QueueDiff, activityOfHold } from './dashboard-activity.js';
+
+/** One lock as PeerRuntime.locks() reports it. */
+export interface LockView {
+  readonly name: string;
+  readonly holders: readonly QueueView[];
+  readonly waiters: readonly QueueView[];
+}
+
+/** What the feed reads of a peer (PeerRuntime fits). */
+export interface DashboardSource {
+  readonly events: EventEmitter<PeerEvents>;
+  cluster(): Record<string, unknown>;
+  locks(): LockView[];
+}
+
+/** Limits and rates of the feed. */
+export interface DashboardFeedOptions {
+  /** Concurrent SSE clients; more are answered 503. */
+  readonly clientsMax: number;
+  /** Least time between two `state` pushes. */
+  readonly pushIntervalMs: number;
+  /** Period of the `cluster` push (link state changes without a queue change). */
+  readonly linkRefreshMs: number;
+  /** Activity items remembered for a page that connects. */
+  readonly activityMax: number;
+  /** Locks in one snapshot (the rest are counted, not listed). */
+  readonly locksMax: number;
+  /** Waiters listed per lock in one snapshot. */
+  readonly waitersPerLockMax: number;
+}
+
+/** Defaults: a handful of operators' browsers, 10 pushes a second at most. */
+export const dashboardFeedDefaults: DashboardFeedOptions = {
+  clientsMax: 16,
+  pushIntervalMs: 100,
+  linkRefreshMs: 1000,
+  activityMax: 200,
+  locksMax: 500,
+  waitersPerLockMax: 100,
+};
+
+interface FeedClient {
+  readonly res: ServerResponse;
+  /** The socket buffer is full: skip pushes until it drains. */
+  blocked: boolean;
+  /** A push was skipped while blocked: send a fresh snapshot on drain. */
+  missed: boolean;
+}
+
+/** The SSE hub of one peer. */
+export class DashboardFeed {
+  readonly #source: DashboardSource;
+  readonly #opts: DashboardFeedOptions;
+  readonly #clients = new Set<FeedClient>();
+  readonly #activity: Activity[] = [];
+  readonly #pending: Activity[] = [];
+  readonly #diff = new QueueDiff();
+  #pushTimer: NodeJS.Timeout | null = null;
+  #linkTimer: NodeJS.Timeout | null = null;
+  #lastPushMs = -Infinity;
+  #closed = false;
+
+  constructor(source: DashboardSource, opts: Partial<DashboardFeedOptions> = {}) {
+    this.#source = source;
+    this.#opts = { ...dashboardFeedDefaults, ...opts };
+  }
+
+  /** Connected clients (tests, metrics). */
+  clientCount(): number {
+    return this.#clients.size;
+  }
+
+  /** The route handler for GET /v1/events. */
+  readonly route = (req: IncomingMessage, res: ServerResponse): void => {
+    if (this.#closed || this.#clients.size >= this.#opts.clientsMax) {
+      const body = JSON.stringify({ error: ErrorCode.LimitExceeded, message: `this peer already serves ${this.#opts.clientsMax} dashboard streams; close one or raise the limit` });
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
+    req.socket.setNoDelay(true);
+    const client: FeedClient = { res, blocked: false, missed: false };
+    if (this.#clients.size === 0) this.#subscribe();
+    this.#clients.add(client);
+    res.on('close', () => this.#remove(client));
+    res.on('drain', () => this.#onDrain(client));
+    this.#write(client, 'retry: 2000\n\n');
+    this.#send(client, 'activity', this.#activity);
+    this.#send(client, 'state', this.#state());
+  };
+
+  /** Ends every stream and drops the runtime listeners (server stop). */
+  close(): void {
+    this.#closed = true;
+    for (const c of [...this.#clients]) {
+      this.#remove(c);
+      c.res.end();
+    }
+  }
+
+  #subscribe(): void {
+    this.#source.events.on('changed', this.#onChanged);
+    this.#source.events.on('hold', this.#onHold);
+    this.#diff.reset(this.#source.locks());
+    this.#linkTimer = setInterval(this.#onLinkTick, this.#opts.linkRefreshMs);
+    this.#linkTimer.unref();
+  }
+
+  #unsubscribe(): void {
+    this.#source.events.off('changed', this.#onChanged);
+    this.#source.events.off('hold', this.#onHold);
+    if (this.#linkTimer !== null) clearInterval(this.#linkTimer);
+    if (this.#pushTimer !== null) clearTimeout(this.#pushTimer);
+    this.#linkTimer = null;
+    this.#pushTimer = null;
+    this.#pending.length = 0;
+  }
+
+  #remove(client: FeedClient): void {
+    if (!this.#clients.delete(client)) return;
+    if (this.#clients.size === 0) this.#unsubscribe();
+  }
+
+  /** Throttle: the first change after a quiet period is pushed on the next turn, then at most once per interval. */
+  readonly #onChanged = (): void => {
+    if (this.#pushTimer !== null) return;
+    const waitMs = Math.max(0, this.#lastPushMs + this.#opts.pushIntervalMs - performance.now());
+    this.#pushTimer = setTimeout(this.#push, waitMs);
+  };
+
+  readonly #onHold = (e: HoldEvent): void => {
+    this.#pending.push(activityOfHold(e));
+    if (this.#pending.length > this.#opts.activityMax) this.#pending.shift();
+    this.#onChanged();
+  };
+
+  readonly #push = (): void => {
+    this.#pushTimer = null;
+    this.#lastPushMs = performance.now();
+    const locks = this.#source.locks();
+    const reported = new Set(this.#pending.map((a) => a.token));
+    const fresh = [...this.#pending, ...this.#diff.next(locks, Date.now(), reported)];
+    this.#pending.length = 0;
+    if (fresh.length > 0) {
+      this.#remember(fresh);
+      this.#broadcast('activity', fresh);
+    }
+    this.#broadcast('state', this.#state(locks));
+  };
+
+  readonly #onLinkTick = (): void => {
+    this.#broadcast('cluster', { now: Date.now(), cluster: this.#source.cluster() });
+  };
+
+  #remember(items: readonly Activity[]): void {
+    this.#activity.push(...items);
+    const over = this.#activity.length - this.#opts.activityMax;
+    if (over > 0) this.#activity.splice(0, over);
+  }
+
+  #state(locks: LockView[] = this.#source.locks()): Record<string, unknown> {
+    const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({
+      name: l.name,
+      holders: l.holders,
+      waiters: l.waiters.slice(0, this.#opts.waitersPerLockMax),
+      waiters_total: l.waiters.length,
+    }));
+    return { now: Date.now(), cluster: this.#source.cluster(), locks: listed, locks_total: locks.length };
+  }
+
+  #broadcast(event: string, data: unknown): void {
+    if (this.#clients.size === 0) return;
+    const chunk = frame(event, data);
+    for (const c of this.#clients) {
+      if (c.blocked) c.missed = true;
+      else this.#write(c, chunk);
+    }
+  }
+
+  #send(client: FeedClient, event: string, data: unknown): void {
+    this.#write(client, frame(event, data));
+  }
+
+  #write(client: FeedClient, chunk: string): void {
+    if (client.res.destroyed) return;
+    if (!client.res.write(chunk)) client.blocked = true;
+  }
+
+  #onDrain(client: FeedClient): void {
+    client.blocked = false;
+    if (!client.missed) return;
+    client.missed = false;
+    this.#send(client, 'state', this.#state());
+  }
+}
+
+/** One SSE message; JSON never contains a raw newline, so `data:` is one line. */
+function frame(event: string, data: unknown): string {
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}

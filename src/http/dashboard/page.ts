@@ -1,0 +1,50 @@
+/**
+ * The dashboard's HTML: a static shell. Every value is filled in by the script with
+ * textContent, so nothing a client sends (owners, meta, lock names) is ever parsed as HTML.
+ */
+
+/** GET / */
+export const dashboardHtml = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>lamport-lock</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="dashboard/style.css">
+<script src="dashboard/app.js" defer></script>
+</head>
+<body>
+<header>
+  <h1>lamport-lock</h1>
+  <span class="crumb">cluster <b id="cluster-name">?</b></span>
+  <span class="crumb">peer <b id="peer-id">?</b></span>
+  <span class="crumb">clock <b id="clock">?</b></span>
+  <span id="lease" class="badge">lease ?</span>
+  <span id="stream" class="badge warn">connecting</span>
+</header>
+<main>
+  <section id="peers-section">
+    <h2>Peers</h2>
+    <table id="peers">
+      <thead><tr><th>peer</th><th>link</th><th>RTT</th><th>last heard</th><th>incarnation</th><th>lease</th><th>last ts</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
+  <section id="locks-section">
+    <h2>Locks <span id="locks-count" class="dim"></span></h2>
+    <p id="no-locks" class="dim">No lock is held or requested.</p>
+    <div id="locks"></div>
+  </section>
+  <section id="activity-section">
+    <h2>Recent grants and ends <span class="dim">(newest first)</span></h2>
+    <table id="activity">
+      <thead><tr><th>time</th><th>event</th><th>lock</th><th>peer</th><th>owner</th><th>mode</th><th>token</th><th>reason</th></tr></thead>
+      <tbody></tbody>
+    </table>
+  </section>
+</main>
+<footer class="dim">Live over server-sent events from <code>/v1/events</code>. Holders and waiters are this peer's view of the cluster-wide queues; grants and ends marked <i>local</i> are exact, the others are seen in the queues.</footer>
+</body>
+</html>
+`;
