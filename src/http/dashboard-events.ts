@@ -109,9 +109,14 @@ export class DashboardFeed {
     this.#send(client, 'state', this.#state());
   };
 
-  /** Ends every stream and drops the runtime listeners (server stop). */
+  /** Flushes a pending push (the holds ended by a shutdown), ends every stream, drops the runtime listeners. */
   close(): void {
+    if (this.#closed) return;
     this.#closed = true;
+    if (this.#pushTimer !== null) {
+      clearTimeout(this.#pushTimer);
+      this.#push();
+    }
     for (const c of [...this.#clients]) {
       this.#remove(c);
       c.res.end();

@@ -6,6 +6,7 @@ import type { ClusterConfig } from '../config.js';
 import { parseHostPort } from '../config.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { HttpApi } from '../http/api.js';
+import { registerDashboard } from '../http/dashboard.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { Logger } from '../log.js';
 import { PeerRuntime } from './peer.js';
@@ -36,6 +37,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const runtime = new PeerRuntime({ config: opts.config, id: opts.id, dataDir: opts.dataDir, logger: opts.logger });
   const api = new HttpApi(runtime, opts.logger);
   api.route('/metrics', metricsRoute(runtime.metrics.registry));
+  const dashboard = registerDashboard(api, runtime);
   await runtime.start();
   const bound = await api.listen(httpAddr.host, httpAddr.port);
   const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
@@ -48,6 +50,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
       stopping ??= (async () => {
         const closed = api.close();
         await runtime.stop();
+        dashboard.close();
         api.closeAll();
         await closed;
       })();
