@@ -82,7 +82,7 @@ export interface MeshEvents<P> {
   onEcho(peer: number, sentAtMs: number, rttMs: number): void;
   /** Both sockets with `peer` are up (true), or one of them went down (false). */
   onConnection(peer: number, connected: boolean): void;
-  /** `peer` refused us (or we refused it) with a reason; 'evicted' means we must rejoin. */
+  /** `peer` refused us with a reason; 'evicted' means our incarnation must rejoin. */
   onRefused?(peer: number, reason: string): void;
 }
 
@@ -332,7 +332,7 @@ export class Mesh<P> {
   #onWelcome(slot: PeerSlot<P>, sock: FrameSocket<P>, welcome: { inc: Incarnation; clock: number; delivered: number }): void {
     const verdict = this.#book.check(slot.peer.index, welcome.inc);
     if (verdict !== null) {
-      this.#events.onRefused?.(slot.peer.index, verdict);
+      // We refuse them: not news for the runtime (onRefused means THEY refused US).
       refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`);
     }
     this.#admit(slot, welcome.inc, welcome.clock);
