@@ -1,0 +1,90 @@
+/**
+ * Majority-confirmed eviction (DESIGN section 5), driven with explicit times.
+ */
+import { describe, expect, it } from 'vitest';
+import { Membership, isMembershipMessage, unknownIncarnation } from '../../src/core/membership.js';
+import type { MembershipEffect } from '../../src/core/membership.js';
+
+const X = { startMs: 1000, nonce: 7 };
+const Y = { startMs: 2000, nonce: 1 };
+const evictMs = 3000;
+
+function sends(effects: MembershipEffect[]): Array<{ to: number; t: string; peer: number }> {
+  return effects.flatMap((e) => (e.type === 'send' ? [{ to: e.to, t: e.msg.t, peer: e.msg.peer }] : []));
+}
+
+function evictions(effects: MembershipEffect[]): number[] {
+  return effects.flatMap((e) => (e.type === 'evict' ? [e.peer] : []));
+}
+
+function three(nowMs = 0): Membership[] {
+  return [0, 1, 2].map((self) => new Membership({ self, peerCount: 3, evictMs, nowMs }));
+}
+
+describe('Membership', () => {
+  it('suspects a peer silent for evict_ms, and evicts it with a majority of confirmations', () => {
+    const [m0, m1] = three();
+    for (const m of [m0, m1]) m?.heard(2, X, 0);
+    m0?.heard(1, Y, evictMs - 1);
+    expect(m0?.tick(evictMs - 1)).toEqual([]);
+    const suspect = m0?.tick(evictMs) ?? [];
+    expect(sends(suspect)).toEqual([{ to: 1, t: 'suspect', peer: 2 }]);
+    const confirm = m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs) ?? [];
+    expect(sends(confirm)).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+    const evict = m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs) ?? [];
+    expect(evictions(evict)).toEqual([2]);
+    expect(sends(evict)).toEqual([{ to: 1, t: 'evict', peer: 2 }]);
+    expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs) ?? [])).toEqual([2]);
+    expect(m1?.isEvicted(2, X)).toBe(true);
+    expect(m1?.isEvicted(2, Y)).toBe(false);
+  });
+
+  it('does not confirm while it still hears the suspect', () => {
+    const [, m1] = three();
+    m1?.heard(2, X, evictMs - 10);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs)).toEqual([]);
+  });
+
+  it('does not confirm an old incarnation when a newer one is alive', () => {
+    const [, m1] = three();
+    m1?.heard(2, Y, evictMs - 10);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs)).toEqual([]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: unknownIncarnation }, evictMs)).toEqual([]);
+  });
+
+  it('ignores a confirmation that arrives after the suspect was heard again', () => {
+    const [m0] = three();
+    m0?.heard(2, X, 0);
+    m0?.tick(evictMs);
+    m0?.heard(2, X, evictMs + 1);
+    expect(m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs + 2)).toEqual([]);
+  });
+
+  it('never evicts in a two-peer cluster', () => {
+    const m = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    expect(m.tick(10 * evictMs)).toEqual([]);
+  });
+
+  it('with the evict-without-majority fault, evicts on its own word (the mutant the simulator must catch)', () => {
+    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { evictWithoutMajority: true } });
+    expect(evictions(m.tick(evictMs))).toEqual([1, 2]);
+  });
+
+  it('passes its evictions to a peer that joins, except the peer itself', () => {
+    const [m0, m1] = three();
+    m0?.heard(2, X, 0);
+    m0?.tick(evictMs);
+    m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs);
+    expect(sends(m0?.evictions(1) ?? [])).toEqual([{ to: 1, t: 'evict', peer: 2 }]);
+    expect(sends(m0?.evictions(2) ?? [])).toEqual([]);
+    expect(m1).toBeDefined();
+  });
+
+  it('guards the shape of membership messages', () => {
+    expect(isMembershipMessage({ t: 'evict', peer: 1, inc: X })).toBe(true);
+    expect(isMembershipMessage({ t: 'evict', peer: -1, inc: X })).toBe(false);
+    expect(isMembershipMessage({ t: 'evict', peer: 1, inc: { startMs: 'x', nonce: 1 } })).toBe(false);
+    expect(isMembershipMessage({ t: 'join', peer: 1, inc: X })).toBe(false);
+    expect(isMembershipMessage([1, 2])).toBe(false);
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * Self-fencing leases (DESIGN section 5): valid while a majority echoed a heartbeat sent
+ * within lease_ms, measured from the send time.
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaseTracker } from '../../src/runtime/lease.js';
+
+describe('LeaseTracker', () => {
+  it('is valid with a majority of echoes and lapses lease_ms after the majority-th send time', () => {
+    const lease = new LeaseTracker({ self: 0, peerCount: 5, leaseMs: 1000 });
+    expect(lease.valid(0)).toBe(false);
+    lease.onEcho(1, 100);
+    expect(lease.valid(150)).toBe(false);
+    lease.onEcho(2, 200);
+    expect(lease.valid(250)).toBe(true);
+    expect(lease.validUntil(250)).toBe(1100);
+    expect(lease.valid(1099)).toBe(true);
+    expect(lease.valid(1100)).toBe(false);
+  });
+
+  it('measures from the send time, so a late echo cannot stretch the lease', () => {
+    const lease = new LeaseTracker({ self: 0, peerCount: 3, leaseMs: 1000 });
+    lease.onEcho(1, 0);
+    expect(lease.valid(999)).toBe(true);
+    lease.onEcho(1, -5);
+    expect(lease.validUntil(999)).toBe(1000);
+  });
+
+  it('forgets an evicted or restarted peer', () => {
+    const lease = new LeaseTracker({ self: 0, peerCount: 3, leaseMs: 1000 });
+    lease.onEcho(1, 0);
+    lease.forget(1);
+    expect(lease.valid(1)).toBe(false);
+  });
+
+  it('always holds in a single-peer cluster, never alone in a two-peer one', () => {
+    expect(new LeaseTracker({ self: 0, peerCount: 1, leaseMs: 1000 }).valid(1e9)).toBe(true);
+    expect(new LeaseTracker({ self: 0, peerCount: 2, leaseMs: 1000 }).valid(5)).toBe(false);
+  });
+});
