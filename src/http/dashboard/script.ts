@@ -53,7 +53,7 @@ export const dashboardScript = String.raw`'use strict';
     byId('clock').textContent = String(c.clock);
     var lease = byId('lease');
     var valid = c.lease && c.lease.valid && c.synced;
-    lease.textContent = valid ? 'lease ' + fmtMs(c.lease.valid_for_ms) : (c.synced ? 'no lease' : 'syncing');
+    lease.textContent = valid ? 'lease valid ' + fmtMs(c.lease.valid_for_ms) : (c.synced ? 'no lease' : 'syncing');
     lease.className = 'badge ' + (valid ? 'ok' : 'bad');
     document.title = 'lamport-lock \u00b7 ' + c.id;
   }
@@ -80,7 +80,7 @@ export const dashboardScript = String.raw`'use strict';
     cell(tr, fmtMs(p.rtt_ms), 'mono');
     cell(tr, p.last_heard_ms_ago === null ? 'never' : fmtMs(p.last_heard_ms_ago) + ' ago', 'mono');
     cell(tr, p.incarnation === null ? '\u2014' : p.incarnation, 'inc');
-    cell(tr, 'its own', 'dim');
+    cell(tr, '\u2014', 'dim').title = 'Each peer knows only its own lease: see its dashboard or lamport_lease_valid.';
     cell(tr, String(p.last_ts), 'mono');
     return tr;
   }

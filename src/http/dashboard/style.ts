@@ -19,14 +19,15 @@ th { text-align: left; font-weight: 600; color: var(--dim); font-size: 12px; tex
 th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 td { overflow-wrap: anywhere; }
 tr:last-child td { border-bottom: 0; }
+td.token { white-space: nowrap; }
 .mono, td.token, td.inc { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12.5px; }
 .dim { color: var(--dim); font-weight: normal; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e7e9ee; color: var(--ink); }
+.badge { display: inline-block; white-space: nowrap; padding: 1px 8px; border-radius: 10px; font-size: 12px; font-weight: 600; background: #e7e9ee; color: var(--ink); }
 .badge.ok { background: var(--ok-bg); color: var(--ok); }
 .badge.bad { background: var(--bad-bg); color: var(--bad); }
 .badge.warn { background: var(--warn-bg); color: var(--warn); }
 .badge.mode { background: #e6ecf8; color: var(--accent); }
-#locks { display: grid; gap: 10px; grid-template-columns: repeat(auto-fill, minmax(460px, 1fr)); }
+#locks { display: grid; gap: 10px; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); }
 .lock { border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; }
 .lock-head { display: flex; gap: 8px; align-items: baseline; margin-bottom: 6px; }
 .lock-head .counts { margin-left: auto; }

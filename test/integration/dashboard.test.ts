@@ -1,0 +1,136 @@
+/**
+ * The dashboard in a real browser: Debian's chromium, headless, driven by playwright-core
+ * (which never downloads a browser here: executablePath is set), against a 3-peer cluster
+ * of lamport-peer processes. Skipped with a note when /usr/bin/chromium is missing.
+ *
+ * With DASHBOARD_SCREENSHOT=path the last test stages a busy cluster and saves a
+ * screenshot there (docs/dashboard.png is made this way).
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { acquire, release, waitFor, waiters } from './helpers.js';
+
+const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const hasChromium = existsSync(chromiumPath);
+if (!hasChromium) {
+  process.stdout.write(`\n[dashboard.test] SKIPPED: no browser at ${chromiumPath}. Install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH.\n\n`);
+}
+
+const launchArgs = ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let cluster: LocalCluster;
+let browser: Browser;
+let page: Page;
+
+/** A CSS attribute selector value, quoted. */
+function q(value: string): string {
+  return JSON.stringify(value);
+}
+
+describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
+  beforeAll(async () => {
+    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    page.on('console', (m) => {
+      if (m.type() === 'error') errors.push(m.text());
+    });
+    await page.goto(cluster.url('a'));
+    await page.waitForSelector('#stream.ok', { timeout: 5000 });
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await cluster?.stop();
+  });
+
+  it('shows every peer with its link up and this peer\'s lease', async () => {
+    await waitFor('three peer rows', async () => (await page.locator('#peers tbody tr').count()) === 3, 2000);
+    expect(await page.textContent('#peer-id')).toBe('a');
+    expect(await page.textContent('#cluster-name')).toBe('test');
+    for (const id of ['b', 'c']) {
+      expect(await page.textContent(`#peers tr[data-peer=${q(id)}] [data-role=link]`)).toBe('up');
+    }
+    expect(await page.getAttribute('#lease', 'class')).toContain('ok');
+  });
+
+  it('shows a lock taken on peer b within a second, then its release', async () => {
+    const owner = '<img src=x onerror="window.pwned=1">';
+    const holder = `article[data-lock="dash-one"] tr[data-role=holder][data-peer="b"]`;
+    const started = Date.now();
+    const grant = await acquire(cluster.url('b'), 'dash-one', { owner, meta: { job: '<b>42</b>' }, ttl_ms: 30_000 });
+    expect(grant.status).toBe(200);
+    await page.waitForSelector(holder, { timeout: 1000 });
+    const seenMs = Date.now() - started;
+    expect(seenMs).toBeLessThan(1000);
+    // Owners and meta are user data: shown as text, never parsed as markup.
+    expect(await page.textContent(`${holder} [data-field=owner]`)).toBe(owner);
+    expect(await page.textContent(`${holder} [data-field=meta]`)).toBe('{"job":"<b>42</b>"}');
+    expect(await page.textContent(`${holder} td.token`)).toBe(grant.body['token']);
+    expect(await page.locator('#locks img, #locks b').count()).toBe(0);
+    expect(await page.evaluate('window.pwned')).toBeUndefined();
+    await page.waitForSelector(`#activity tr[data-type=held][data-lock="dash-one"][data-peer="b"]`, { timeout: 1000 });
+
+    const released = Date.now();
+    expect((await release(cluster.url('b'), 'dash-one', grant.body['id'])).status).toBe(200);
+    await page.waitForSelector('article[data-lock="dash-one"]', { state: 'detached', timeout: 1000 });
+    expect(Date.now() - released).toBeLessThan(1000);
+    await page.waitForSelector(`#activity tr[data-type=gone][data-lock="dash-one"][data-peer="b"]`, { timeout: 1000 });
+  });
+
+  it('lists the waiting queue in grant order and this peer\'s own grants with their end reason', async () => {
+    const held = await acquire(cluster.url('a'), 'dash-queue', { owner: 'first', ttl_ms: 30_000 });
+    const second = acquire(cluster.url('c'), 'dash-queue', { owner: 'second', timeout_ms: 10_000 });
+    // Once b has seen c's request, b's clock is past it: b's request sorts after c's.
+    await waitFor('c queued, as a and b see it', async () => (await waiters(cluster.url('a'), 'dash-queue')).length === 1 && (await waiters(cluster.url('b'), 'dash-queue')).length === 1);
+    const third = acquire(cluster.url('b'), 'dash-queue', { owner: 'third', timeout_ms: 10_000 });
+    const queued = page.locator('article[data-lock="dash-queue"] tr[data-role=waiter]');
+    await waitFor('two waiters shown', async () => (await queued.count()) === 2, 2000);
+    const order = await Promise.all((await queued.all()).map((row) => row.getAttribute('data-peer')));
+    expect(order).toEqual(['c', 'b']);
+    await page.waitForSelector(`#activity tr.local[data-type=granted][data-lock="dash-queue"]`, { timeout: 1000 });
+    await release(cluster.url('a'), 'dash-queue', held.body['id']);
+    await page.waitForSelector(`#activity tr.local[data-type=ended][data-lock="dash-queue"]`, { timeout: 1000 });
+    expect(await page.textContent(`#activity tr.local[data-type=ended][data-lock="dash-queue"] td:last-child`)).toBe('released');
+    const s = await second;
+    await release(cluster.url('c'), 'dash-queue', s.body['id']);
+    const t = await third;
+    await release(cluster.url('b'), 'dash-queue', t.body['id']);
+    await page.waitForSelector('article[data-lock="dash-queue"]', { state: 'detached', timeout: 1000 });
+  });
+
+  it('shows a stopped peer\'s link as down', async () => {
+    await cluster.stopPeer('c');
+    await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].bad`, { timeout: 3000 });
+    cluster.startPeer('c');
+    await cluster.waitReady(15_000, ['c']);
+    await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].ok`, { timeout: 3000 });
+  }, 30_000);
+
+  it.skipIf(process.env['DASHBOARD_SCREENSHOT'] === undefined)('saves a screenshot of a busy cluster', async () => {
+    const out = process.env['DASHBOARD_SCREENSHOT'] ?? '';
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => cluster.url(id)) as [string, string, string];
+    await acquire(b, 'billing/nightly-export', { owner: 'cron@host-b', meta: { job: 'export', run: 1182 }, ttl_ms: 120_000 });
+    const pending = [
+      acquire(c, 'billing/nightly-export', { owner: 'cron@host-c', meta: { job: 'export', run: 1183 }, timeout_ms: 20_000 }),
+      acquire(a, 'billing/nightly-export', { owner: 'deploy@host-a', timeout_ms: 20_000 }),
+    ];
+    await acquire(a, 'db/migrations', { owner: 'deploy@host-a', meta: { release: 'v2.4.1' }, ttl_ms: 120_000 });
+    for (const [peer, who] of [[a, 'reader-1'], [c, 'reader-2']] as const) await acquire(peer, 'reports/read', { mode: 'shared', owner: who, ttl_ms: 120_000 });
+    for (const [peer, who] of [[b, 'worker-7'], [c, 'worker-9']] as const) await acquire(peer, 'gpu-pool', { limit: 4, permits: 2, owner: who, ttl_ms: 120_000 });
+    const brief = await acquire(a, 'cache/rebuild', { owner: 'ops', ttl_ms: 300 });
+    expect(brief.status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1500));
+    mkdirSync(dirname(out), { recursive: true });
+    await page.screenshot({ path: out, fullPage: true });
+    process.stdout.write(`[dashboard.test] screenshot saved to ${out}\n`);
+    void Promise.allSettled(pending);
+  }, 30_000);
+});
