@@ -31,8 +31,12 @@ interface SimPeer {
   inc: Incarnation;
   paused: boolean;
   backlog: PeerEvent[];
-  /** Peers this incarnation has handshaked with, and the life it handshaked with. */
-  readonly links: Map<number, number>;
+  /** Peers whose hello this core has processed ('joined'), and their life. */
+  readonly joined: Map<number, number>;
+  /** Streams this incarnation has opened (hello sent), by target peer, and the target's life. */
+  readonly dialed: Map<number, number>;
+  /** Packets the core sent before their stream was open: they follow the hello. */
+  readonly held: Map<number, { life: number; packets: Delivery['packet'][] }>;
   /** Persisted clock high-water mark (the data dir of DESIGN section 4). */
   hwm: number;
 }
@@ -65,7 +69,9 @@ export class Cluster {
       inc: { startMs: 0, nonce: 0 },
       paused: false,
       backlog: [],
-      links: new Map<number, number>(),
+      joined: new Map<number, number>(),
+      dialed: new Map<number, number>(),
+      held: new Map<number, { life: number; packets: Delivery['packet'][] }>(),
       hwm: o.scenario.clockStyle === 'tiny' ? o.rng.int(0, 2) : 0,
     }));
   }
@@ -95,9 +101,9 @@ export class Cluster {
     return this.#peer(peer).life;
   }
 
-  /** True when every peer is up, unpaused and handshaked with every other's current life. */
+  /** True when every peer is up, unpaused and has joined every other's current life. */
   settled(): boolean {
-    return this.#peers.every((p) => p.machine !== null && !p.paused && this.#peers.every((q) => q === p || p.links.get(q.index) === q.life));
+    return this.#peers.every((p) => p.machine !== null && !p.paused && this.#peers.every((q) => q === p || p.joined.get(q.index) === q.life));
   }
 
   /** Runs one peer-bound event, or parks it while its peer is paused. */
@@ -111,8 +117,8 @@ export class Cluster {
     switch (ev.k) {
       case 'deliver':
         return this.#onDeliver(ev.d);
-      case 'connect':
-        return this.#onConnect(ev);
+      case 'dial':
+        return this.#onDial(target, ev);
       case 'heartbeat':
         return this.#onHeartbeat(target);
       case 'acquire':
@@ -130,11 +136,11 @@ export class Cluster {
         const alive = to.life === ev.d.toLife && this.#peer(ev.d.from).life === ev.d.fromLife;
         return alive && to.machine !== null ? to : null;
       }
-      case 'connect': {
-        const a = this.#peer(ev.a);
-        const b = this.#peer(ev.b);
-        if (a.life !== ev.aLife || b.life !== ev.bLife || a.machine === null || b.machine === null) return null;
-        return a.paused ? a : b; // Whichever is paused holds the handshake back.
+      case 'dial': {
+        const from = this.#peer(ev.from);
+        const to = this.#peer(ev.to);
+        const alive = from.life === ev.fromLife && to.life === ev.toLife && from.machine !== null && to.machine !== null;
+        return alive ? from : null;
       }
       case 'heartbeat': {
         const p = this.#peer(ev.peer);
@@ -151,34 +157,40 @@ export class Cluster {
 
   #onDeliver(d: Delivery): void {
     if (!this.#o.network.arrive(this.#o.time.nowMs, d)) return;
-    const from = this.#peer(d.from);
-    this.#step(this.#peer(d.to), { type: 'packet', from: d.from, inc: from.inc, packet: d.packet });
+    const to = this.#peer(d.to);
+    if (d.hello === null) {
+      this.#step(to, { type: 'packet', from: d.from, inc: this.#peer(d.from).inc, packet: d.packet });
+      return;
+    }
+    // The handshake of DESIGN section 4, one stream at a time: the receiver learns the
+    // opener's incarnation and its clock when it sent the hello; the stream's data follows.
+    to.joined.set(d.from, d.fromLife);
+    this.#step(to, { type: 'joined', peer: d.from, inc: d.hello.inc, clock: d.hello.clock });
   }
 
   /**
-   * The handshake of DESIGN section 4: each side learns the other's incarnation and current
-   * clock, atomically at one instant, so no packet of the new pair can precede either join.
+   * Peer `from` opens its stream to `to` (one socket per ordered pair): the hello carries its
+   * clock now, which may already be past requests its core queued for this stream before it
+   * was open; those follow the hello, in order.
    */
-  #onConnect(ev: Extract<PeerEvent, { k: 'connect' }>): void {
-    const a = this.#peer(ev.a);
-    const b = this.#peer(ev.b);
+  #onDial(from: SimPeer, ev: Extract<PeerEvent, { k: 'dial' }>): void {
     const now = this.#o.time.nowMs;
-    if (!this.#o.network.reachable(ev.a, ev.b, now)) {
-      this.#o.schedule(this.#o.network.healsAtMs(ev.a, ev.b), ev);
+    if (!this.#o.network.reachable(ev.from, ev.to, now)) {
+      this.#o.schedule(this.#o.network.healsAtMs(ev.from, ev.to), ev);
       return;
     }
-    const clockA = this.#machineOf(a).clock;
-    const clockB = this.#machineOf(b).clock;
-    a.links.set(b.index, b.life);
-    b.links.set(a.index, a.life);
-    this.#step(a, { type: 'joined', peer: b.index, inc: b.inc, clock: clockB });
-    this.#step(b, { type: 'joined', peer: a.index, inc: a.inc, clock: clockA });
+    from.dialed.set(ev.to, ev.toLife);
+    const hello = { inc: from.inc, clock: this.#machineOf(from).clock };
+    this.#o.network.send(now, { from: ev.from, to: ev.to, fromLife: ev.fromLife, toLife: ev.toLife, hello, packet: { c: hello.clock, m: [] } });
+    const held = from.held.get(ev.to);
+    from.held.delete(ev.to);
+    if (held !== undefined && held.life === ev.toLife) for (const packet of held.packets) this.#send(from, ev.to, ev.toLife, packet);
   }
 
   /** An empty packet carrying the clock: an ACK in this design (DESIGN section 4). */
   #onHeartbeat(p: SimPeer): void {
     const clock = this.#machineOf(p).clock;
-    for (const [q, life] of p.links) this.#send(p, q, life, { c: clock, m: [] });
+    for (const [q, life] of p.joined) if (p.dialed.get(q) === life) this.#send(p, q, life, { c: clock, m: [] });
     this.#o.schedule(this.#o.time.nowMs + this.#o.scenario.heartbeatMs, { k: 'heartbeat', peer: p.index, life: p.life });
   }
 
@@ -211,7 +223,7 @@ export class Cluster {
     const now = this.#o.time.nowMs;
     switch (f.type) {
       case 'send': {
-        const life = p.links.get(f.to);
+        const life = p.joined.get(f.to);
         if (life === undefined) throw new Error(`p${p.index} sent to p${f.to}, which it never joined`);
         return this.#send(p, f.to, life, f.packet);
       }
@@ -226,7 +238,14 @@ export class Cluster {
 
   #send(p: SimPeer, to: number, toLife: number, packet: Delivery['packet']): void {
     if (this.#peer(to).life !== toLife) return; // That incarnation is gone: so is its link.
-    this.#o.network.send(this.#o.time.nowMs, { from: p.index, to, fromLife: p.life, toLife, packet });
+    if (p.dialed.get(to) !== toLife) {
+      // The core joined `to` (its hello arrived) before our own stream to it is open.
+      const held = p.held.get(to);
+      if (held === undefined || held.life !== toLife) p.held.set(to, { life: toLife, packets: [packet] });
+      else held.packets.push(packet);
+      return;
+    }
+    this.#o.network.send(this.#o.time.nowMs, { from: p.index, to, fromLife: p.life, toLife, hello: null, packet });
   }
 
   /** Crash: the core and everything in flight to or from it are lost; holds end now. */
@@ -237,7 +256,9 @@ export class Cluster {
     p.life += 1;
     p.paused = false;
     p.backlog = [];
-    p.links.clear();
+    p.joined.clear();
+    p.dialed.clear();
+    p.held.clear();
     this.#o.clients.crashed(peer);
     this.#o.transcript.add(this.#o.time.nowMs, peer, 'CRASH');
   }
@@ -257,10 +278,12 @@ export class Cluster {
     p.inc = { startMs: Math.max(wallMs, p.inc.startMs + 1), nonce: this.#o.rng.u32() };
     p.machine = new Machine({ self: peer, peerCount: this.size, clockFloor: floor, faults: this.#o.faults });
     this.#o.transcript.add(now, peer, `START inc=${p.inc.startMs}.${p.inc.nonce} floor=${floor}`);
+    // Each direction is its own stream, dialed at its own time (DESIGN section 4).
     for (const q of this.#peers) {
       if (q === p || q.machine === null) continue;
-      const at = now + this.#o.rng.int(0, this.#o.scenario.connectMaxMs);
-      this.#o.schedule(at, { k: 'connect', a: peer, b: q.index, aLife: p.life, bLife: q.life });
+      const { rng, scenario } = this.#o;
+      this.#o.schedule(now + rng.int(0, scenario.connectMaxMs), { k: 'dial', from: peer, to: q.index, fromLife: p.life, toLife: q.life });
+      this.#o.schedule(now + rng.int(0, scenario.connectMaxMs), { k: 'dial', from: q.index, to: peer, fromLife: q.life, toLife: p.life });
     }
     this.#o.schedule(now + this.#o.rng.int(1, this.#o.scenario.heartbeatMs), { k: 'heartbeat', peer, life: p.life });
   }

@@ -4,14 +4,22 @@
  * recognised and dropped instead of reaching its successor.
  */
 import type { Packet } from '../../src/core/messages.js';
-import type { RequestSpec } from '../../src/core/types.js';
+import type { Incarnation, RequestSpec } from '../../src/core/types.js';
 
-/** A packet in flight from one incarnation to another. */
+/** The first frame of a stream (DESIGN section 4): who opens it and its clock at that moment. */
+export interface Hello {
+  readonly inc: Incarnation;
+  readonly clock: number;
+}
+
+/** A hello or a packet in flight from one incarnation to another. */
 export interface Delivery {
   readonly from: number;
   readonly to: number;
   readonly fromLife: number;
   readonly toLife: number;
+  /** Set on the stream's first frame only; the packet is then empty. */
+  readonly hello: Hello | null;
   readonly packet: Packet;
 }
 
@@ -21,7 +29,7 @@ export type ClientEnd = 'released' | 'expired' | 'cancelled';
 /** Events aimed at one peer: they wait in its backlog while it is paused. */
 export type PeerEvent =
   | { readonly k: 'deliver'; readonly d: Delivery }
-  | { readonly k: 'connect'; readonly a: number; readonly b: number; readonly aLife: number; readonly bLife: number }
+  | { readonly k: 'dial'; readonly from: number; readonly to: number; readonly fromLife: number; readonly toLife: number }
   | { readonly k: 'heartbeat'; readonly peer: number; readonly life: number }
   | { readonly k: 'acquire'; readonly peer: number; readonly ref: number; readonly lock: string; readonly spec: RequestSpec; readonly noWait: boolean }
   | { readonly k: 'release'; readonly peer: number; readonly ref: number; readonly end: ClientEnd };

@@ -112,7 +112,7 @@ function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; e
 function dispatch(parts: Parts, ev: SimEvent): void {
   switch (ev.k) {
     case 'deliver':
-    case 'connect':
+    case 'dial':
     case 'heartbeat':
     case 'acquire':
     case 'release':
