@@ -1,0 +1,170 @@
+/**
+ * The dashboard feed (GET /v1/events) against a fake runtime: snapshot on connect,
+ * throttled pushes, activity from hold events and queue diffs, the client limit, and the
+ * runtime listeners removed when the last client goes.
+ */
+import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Script } from 'node:vm';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DashboardFeed } from '../../src/http/dashboard-events.js';
+import type { LockView } from '../../src/http/dashboard-events.js';
+import { dashboardScript } from '../../src/http/dashboard/script.js';
+import type { HoldEvent, PeerEvents, QueueView } from '../../src/runtime/peer.js';
+
+class FakePeer {
+  readonly events = new EventEmitter<PeerEvents>();
+  lockList: LockView[] = [];
+  cluster(): Record<string, unknown> {
+    return { id: 'a', cluster: 't', peers: [] };
+  }
+  locks(): LockView[] {
+    return this.lockList;
+  }
+}
+
+function view(peer: string, token: string, local = false): QueueView {
+  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, local };
+}
+
+interface SseMessage {
+  readonly event: string;
+  readonly data: unknown;
+}
+
+/** Opens the stream; collects parsed messages until `close()`. */
+async function open(url: string): Promise<{ status: number; messages: SseMessage[]; close: () => void }> {
+  const ctl = new AbortController();
+  const res = await fetch(url, { signal: ctl.signal });
+  const messages: SseMessage[] = [];
+  if (res.status === 200 && res.body !== null) {
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = '';
+    void (async () => {
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done === true) return;
+        buf += value ?? '';
+        let cut: number;
+        while ((cut = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, cut);
+          buf = buf.slice(cut + 2);
+          const event = /^event: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (event !== undefined && data !== undefined) messages.push({ event, data: JSON.parse(data) });
+        }
+      }
+    })();
+  }
+  return { status: res.status, messages, close: () => ctl.abort() };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+let peer: FakePeer;
+let feed: DashboardFeed;
+let server: Server;
+let url: string;
+
+beforeEach(async () => {
+  peer = new FakePeer();
+  feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 100, linkRefreshMs: 50 });
+  server = createServer((req, res) => feed.route(req, res));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/events`;
+});
+
+afterEach(async () => {
+  feed.close();
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+describe('dashboard feed', () => {
+  it('sends the remembered activity and a full state on connect', async () => {
+    peer.lockList = [{ name: 'x', holders: [view('b', '11')], waiters: [] }];
+    const c = await open(url);
+    await sleep(30);
+    expect(c.messages.map((m) => m.event).slice(0, 2)).toEqual(['activity', 'state']);
+    expect(c.messages[1]?.data).toMatchObject({ locks: [{ name: 'x', holders: [{ peer: 'b', token: '11' }], waiters_total: 0 }], locks_total: 1 });
+    c.close();
+  });
+
+  it('pushes at most one state per interval however many changes arrive', async () => {
+    const c = await open(url);
+    await sleep(30);
+    const before = c.messages.filter((m) => m.event === 'state').length;
+    const started = performance.now();
+    while (performance.now() - started < 250) {
+      peer.events.emit('changed');
+      await sleep(1);
+    }
+    await sleep(120);
+    const pushed = c.messages.filter((m) => m.event === 'state').length - before;
+    expect(pushed).toBeGreaterThanOrEqual(2);
+    expect(pushed).toBeLessThanOrEqual(4);
+    c.close();
+  });
+
+  it('reports local hold events exactly and remote queue changes by diff', async () => {
+    const c = await open(url);
+    await sleep(30);
+    peer.lockList = [{ name: 'x', holders: [view('b', '21')], waiters: [view('c', '33')] }];
+    peer.events.emit('changed');
+    await sleep(130);
+    const hold: HoldEvent = { type: 'ended', lock: 'y', id: 'i', owner: 'me', mode: 'exclusive', token: '7', peer: 'a', reason: 'expired', at: 5 };
+    peer.lockList = [{ name: 'x', holders: [view('c', '33')], waiters: [] }];
+    peer.events.emit('hold', hold);
+    await sleep(130);
+    const lines = c.messages.filter((m) => m.event === 'activity').flatMap((m) => m.data as Array<Record<string, unknown>>);
+    expect(lines.map((l) => [l['type'], l['peer'], l['token']])).toEqual([
+      ['held', 'b', '21'], ['queued', 'c', '33'],
+      ['ended', 'a', '7'], ['held', 'c', '33'], ['gone', 'b', '21'],
+    ]);
+    expect(lines[2]).toMatchObject({ reason: 'expired', local: true });
+    c.close();
+  });
+
+  it('pushes link state periodically without any change', async () => {
+    const c = await open(url);
+    await sleep(180);
+    expect(c.messages.filter((m) => m.event === 'cluster').length).toBeGreaterThanOrEqual(2);
+    c.close();
+  });
+
+  it('answers 503 past the client limit and frees the slot when a client leaves', async () => {
+    const c1 = await open(url);
+    const c2 = await open(url);
+    const c3 = await open(url);
+    expect([c1.status, c2.status, c3.status]).toEqual([200, 200, 503]);
+    c1.close();
+    await sleep(50);
+    expect(feed.clientCount()).toBe(1);
+    const c4 = await open(url);
+    expect(c4.status).toBe(200);
+    c2.close();
+    c4.close();
+  });
+
+  it('listens to the runtime only while a client is connected', async () => {
+    expect(peer.events.listenerCount('changed')).toBe(0);
+    const c = await open(url);
+    await sleep(20);
+    expect(peer.events.listenerCount('changed')).toBe(1);
+    expect(peer.events.listenerCount('hold')).toBe(1);
+    c.close();
+    await sleep(50);
+    expect(peer.events.listenerCount('changed')).toBe(0);
+    expect(peer.events.listenerCount('hold')).toBe(0);
+  });
+});
+
+describe('dashboard script', () => {
+  it('is valid JavaScript and never writes markup from data', () => {
+    expect(() => new Script(dashboardScript)).not.toThrow();
+    expect(dashboardScript).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(/);
+    expect(dashboardScript).not.toMatch(/setInterval|setTimeout/);
+  });
+});
