@@ -184,6 +184,7 @@ export class PeerRuntime {
   /** Starts a request; resolves with the grant or rejects with a coded LockError. */
   acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal): Promise<Grant> {
     if (this.#stopping) return Promise.reject(new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
+    if (this.#rejoining !== null) return Promise.reject(new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again'));
     if (this.#requests.size >= limits.localRequestsMax) {
       return Promise.reject(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
     }
