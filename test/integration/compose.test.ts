@@ -1,0 +1,234 @@
+/**
+ * The docker compose demo and the Dockerfile, checked without a Docker engine:
+ * - docker-compose.yml is read by a strict parser of the plain block YAML it is written in
+ *   (anything outside that subset fails the test), then checked against the Dockerfile,
+ *   deploy/cluster.compose.json and deploy/demo.env: ids, hostnames, ports, mounts,
+ *   healthchecks, the workers' peers;
+ * - the Dockerfile's COPY sources exist and pass .dockerignore, its binaries exist in dist/,
+ *   and everything the binaries import at run time is a production dependency;
+ * - where a compose client exists (`docker compose` or `docker-compose`), `config -q` too.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const read = (path: string): string => readFileSync(join(root, path), 'utf8');
+
+type Yaml = string | number | null | Yaml[] | { [key: string]: Yaml };
+type YamlMap = { [key: string]: Yaml };
+
+interface Line {
+  readonly n: number;
+  readonly indent: number;
+  readonly text: string;
+}
+
+/** Plain scalars, double-quoted strings, and JSON-compatible flow sequences: nothing else. */
+function scalar(raw: string, n: number): Yaml {
+  if (raw.startsWith('"') || raw.startsWith('[')) {
+    try {
+      return JSON.parse(raw) as Yaml;
+    } catch {
+      throw new Error(`line ${n}: ${raw} is not a JSON-compatible YAML string or sequence`);
+    }
+  }
+  if (/^[{&*!|>'%@`#]/.test(raw) || raw.includes(': ') || raw.includes(' #')) throw new Error(`line ${n}: unsupported YAML: ${raw}`);
+  return /^\d+$/.test(raw) ? Number(raw) : raw;
+}
+
+function block(lines: readonly Line[], at: number, indent: number): [Yaml, number] {
+  const first = lines[at];
+  if (first === undefined || first.indent < indent) return [null, at];
+  if (first.indent !== indent) throw new Error(`line ${first.n}: unexpected indent`);
+  const isSeq = first.text.startsWith('- ');
+  const seq: Yaml[] = [];
+  const map: YamlMap = {};
+  let i = at;
+  while (i < lines.length) {
+    const line = lines[i] as Line;
+    if (line.indent < indent) break;
+    if (line.indent > indent) throw new Error(`line ${line.n}: unexpected indent`);
+    if (isSeq !== line.text.startsWith('- ')) throw new Error(`line ${line.n}: sequence and mapping mixed`);
+    if (isSeq) {
+      seq.push(scalar(line.text.slice(2), line.n));
+      i += 1;
+      continue;
+    }
+    const m = /^([A-Za-z0-9_.-]+):(?: (.+))?$/.exec(line.text);
+    if (m === null) throw new Error(`line ${line.n}: not a "key: value" line: ${line.text}`);
+    const key = m[1] as string;
+    if (key in map) throw new Error(`line ${line.n}: duplicate key ${key}`);
+    if (m[2] !== undefined) {
+      map[key] = scalar(m[2], line.n);
+      i += 1;
+    } else {
+      const [value, next] = block(lines, i + 1, (lines[i + 1]?.indent ?? 0) > indent ? (lines[i + 1] as Line).indent : indent + 2);
+      map[key] = value;
+      i = next;
+    }
+  }
+  return [isSeq ? seq : map, i];
+}
+
+/** Parses the compose file's YAML subset; throws on anything outside it. */
+function parseYamlSubset(text: string): YamlMap {
+  const lines: Line[] = [];
+  text.split('\n').forEach((raw, idx) => {
+    if (raw.includes('\t')) throw new Error(`line ${idx + 1}: tab`);
+    const trimmed = raw.trim();
+    if (trimmed === '' || trimmed.startsWith('#')) return;
+    lines.push({ n: idx + 1, indent: raw.length - raw.trimStart().length, text: trimmed });
+  });
+  const [doc, end] = block(lines, 0, 0);
+  if (end !== lines.length) throw new Error(`line ${lines[end]?.n ?? '?'}: unparsed`);
+  return doc as YamlMap;
+}
+
+function map(v: Yaml | undefined, what: string): YamlMap {
+  if (v === null || v === undefined || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${what} is not a mapping`);
+  return v;
+}
+
+function strings(v: Yaml | undefined, what: string): string[] {
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new Error(`${what} is not a list of strings`);
+  return v as string[];
+}
+
+/** Dockerfile instructions with continuation lines joined. */
+function dockerfile(): Array<{ op: string; args: string }> {
+  const joined = read('Dockerfile').split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n').replace(/\\\n/g, ' ');
+  return joined.split('\n').map((l) => l.trim()).filter((l) => l !== '').map((l) => {
+    const [op = '', ...rest] = l.split(/\s+/);
+    return { op: op.toUpperCase(), args: rest.join(' ') };
+  });
+}
+
+function dockerJson(op: string): string[] {
+  const line = dockerfile().find((d) => d.op === op);
+  if (line === undefined) throw new Error(`no ${op} in the Dockerfile`);
+  return JSON.parse(line.args) as string[];
+}
+
+const compose = parseYamlSubset(read('docker-compose.yml'));
+const services = map(compose['services'], 'services');
+const entrypoint = dockerJson('ENTRYPOINT');
+const flag = (name: string): string => entrypoint[entrypoint.indexOf(name) + 1] ?? '';
+const httpPort = flag('--http').split(':')[1] ?? '';
+const secret = /^LAMPORT_SECRET=(.+)$/m.exec(read('deploy/demo.env'))?.[1] ?? '';
+const config = parseConfig(JSON.parse(read('deploy/cluster.compose.json')), { LAMPORT_SECRET: secret });
+
+describe('docker-compose.yml', () => {
+  it('runs one healthy peer service per configured peer, reachable by its ws hostname', () => {
+    expect(config.peers.map((p) => p.id)).toEqual(['a', 'b', 'c']);
+    for (const p of config.peers) {
+      const s = map(services[`peer-${p.id}`], `services.peer-${p.id}`);
+      const ws = new URL(p.ws);
+      expect(ws.hostname).toBe(`peer-${p.id}`);
+      expect(s['hostname']).toBe(ws.hostname);
+      expect(dockerfile().find((d) => d.op === 'EXPOSE')?.args.split(' ')).toEqual(expect.arrayContaining([httpPort, ws.port]));
+      expect(s['build']).toBe('.');
+      expect(strings(s['command'], 'command')).toEqual(['--id', p.id]);
+      expect(strings(s['env_file'], 'env_file').every((f) => existsSync(join(root, f)))).toBe(true);
+      const volumes = strings(s['volumes'], 'volumes');
+      expect(volumes).toContain(`./deploy/cluster.compose.json:${flag('--config')}:ro`);
+      expect(volumes).toContain(`peer-${p.id}-data:${flag('--data-dir')}`);
+      expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain(`peer-${p.id}-data`);
+      for (const port of strings(s['ports'], 'ports')) expect(port).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+:${httpPort}$`));
+      const health = map(s['healthcheck'], 'healthcheck');
+      const test = strings(health['test'], 'healthcheck.test');
+      expect(test.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+      expect(test[3]).toContain(`fetch('http://127.0.0.1:${httpPort}/readyz')`);
+      expect(strings(s['networks'], 'networks').every((n) => n in map(compose['networks'], 'networks'))).toBe(true);
+    }
+    expect(secret.length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('runs a worker per peer that loops `lamport-lock run` against its own peer once it is healthy', () => {
+    for (const p of config.peers) {
+      const w = map(services[`worker-${p.id}`], `services.worker-${p.id}`);
+      expect(map(map(w['depends_on'], 'depends_on')[`peer-${p.id}`], 'depends_on.peer')['condition']).toBe('service_healthy');
+      expect(map(w['environment'], 'environment')['LAMPORT_PEER']).toBe(`http://peer-${p.id}:${httpPort}`);
+      expect(strings(w['entrypoint'], 'entrypoint')).toEqual(['/bin/sh', '-c']);
+      const [loop = ''] = strings(w['command'], 'command');
+      expect(loop).toMatch(/^while true; do lamport-lock run demo-job .* -- .*; done$/);
+      expect(map(w['healthcheck'], 'healthcheck')['disable']).toBe('true');
+      expect(w['image']).toBe(map(services['peer-a'], 'peer-a')['image']);
+    }
+  });
+
+  const client = ['docker compose', 'docker-compose'].find((c) => {
+    const [cmd = '', ...args] = c.split(' ');
+    try {
+      execFileSync(cmd, [...args, 'version'], { stdio: 'ignore', timeout: 10_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  if (client === undefined) process.stdout.write('\n[compose.test] NOTE: no compose client (`docker compose` / `docker-compose`): `config -q` not run; the structural checks above still ran.\n\n');
+  it.skipIf(client === undefined)('passes `docker compose config -q`', () => {
+    const [cmd = '', ...args] = (client ?? '').split(' ');
+    expect(() => execFileSync(cmd, [...args, '-f', 'docker-compose.yml', 'config', '-q'], { cwd: root, stdio: 'pipe', timeout: 30_000 })).not.toThrow();
+  });
+});
+
+describe('Dockerfile', () => {
+  it('copies only paths that exist and that .dockerignore lets through', () => {
+    const allowed = read('.dockerignore').split('\n').filter((l) => l.startsWith('!')).map((l) => l.slice(1).replace(/\/$/, ''));
+    const copies = dockerfile().filter((d) => d.op === 'COPY' && !d.args.startsWith('--from'));
+    expect(copies.length).toBeGreaterThan(0);
+    for (const c of copies) {
+      const sources = c.args.split(' ').slice(0, -1);
+      for (const s of sources) {
+        expect(existsSync(join(root, s)), `COPY source ${s}`).toBe(true);
+        expect(allowed, `.dockerignore lets ${s} through`).toContain(s);
+      }
+    }
+  });
+
+  it('runs binaries that the build produces, as a non-root user, checked by node fetch', () => {
+    const built = dockerfile().filter((d) => d.op === 'COPY' && d.args.startsWith('--from=build'));
+    for (const c of built) {
+      const [, from = ''] = c.args.split(' ');
+      expect(from).toMatch(/^\/build\/dist\//);
+      expect(existsSync(join(root, from.replace(/^\/build\//, ''))), `${from} after tsc`).toBe(true);
+    }
+    const bin = entrypoint[1] ?? '';
+    expect(entrypoint[0]).toBe('node');
+    expect(existsSync(join(root, bin.replace(/^\/app\//, '')))).toBe(true);
+    expect(existsSync(join(root, 'dist/bin/lamport-lock.js'))).toBe(true);
+    const user = dockerfile().filter((d) => d.op === 'USER').at(-1)?.args;
+    expect(user).toBe('node');
+    const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
+    expect(health).toContain(`fetch('http://127.0.0.1:${httpPort}/healthz')`);
+    expect(dockerfile().some((d) => d.op === 'RUN' && d.args.includes('npm ci --omit=dev'))).toBe(true);
+  });
+
+  it('needs nothing at run time beyond the production dependencies', () => {
+    const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
+    const builtins = new Set(builtinModules);
+    const seen = new Set<string>();
+    const bare = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(/(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm)) {
+        const spec = m[1] ?? m[2] ?? m[3] ?? '';
+        if (spec.startsWith('.')) visit(resolve(dirname(file), spec));
+        else bare.add(spec);
+      }
+    };
+    visit(join(root, 'dist/bin/lamport-peer.js'));
+    visit(join(root, 'dist/bin/lamport-lock.js'));
+    expect(seen.size).toBeGreaterThan(10);
+    const packages = [...bare].filter((s) => !s.startsWith('node:') && !builtins.has(s)).map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : (s.split('/')[0] ?? s)));
+    expect(packages.length).toBeGreaterThan(0);
+    for (const p of packages) expect(Object.keys(pkg.dependencies), `${p} is a production dependency`).toContain(p);
+  });
+});
