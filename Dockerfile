@@ -33,11 +33,14 @@ USER node
 # 7000: local HTTP API, dashboard and /metrics; 7100: the peer links (WebSocket).
 EXPOSE 7000 7100
 VOLUME ["/var/lib/lamport"]
+# The port the healthcheck asks; set it when --http is another port (e.g. host networking).
+ENV LAMPORT_HTTP_PORT=7000
 # Slim images have no curl: ask node's fetch. /healthz answers while the process serves.
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:7000/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# The config is mounted at /etc/lamport/cluster.json; the peer id comes from the command
-# (`--id`), the secret from LAMPORT_SECRET. HTTP listens on all container interfaces so
-# the healthcheck, the workers and a published port reach it.
-ENTRYPOINT ["node", "/app/dist/bin/lamport-peer.js", "--config", "/etc/lamport/cluster.json", "--http", "0.0.0.0:7000", "--data-dir", "/var/lib/lamport", "--no-log-pretty"]
-CMD ["--id", "a"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.LAMPORT_HTTP_PORT + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# The config is mounted at /etc/lamport/cluster.json and the secret comes from
+# LAMPORT_SECRET. Arguments after the image name replace CMD: the peer id, and where HTTP
+# listens (all container interfaces by default, so the healthcheck, other containers and a
+# published port reach it; without --http, the peer's "http" entry of the config is used).
+ENTRYPOINT ["node", "/app/dist/bin/lamport-peer.js", "--config", "/etc/lamport/cluster.json", "--data-dir", "/var/lib/lamport", "--no-log-pretty"]
+CMD ["--id", "a", "--http", "0.0.0.0:7000"]

@@ -8,13 +8,15 @@
  *   and everything the binaries import at run time is a production dependency;
  * - where a compose client exists (`docker compose` or `docker-compose`), `config -q` too.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
+import { freePort } from '../../src/tools/local-cluster.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
@@ -114,11 +116,24 @@ function dockerJson(op: string): string[] {
   return JSON.parse(line.args) as string[];
 }
 
+/** Runs the Dockerfile's HEALTHCHECK command (node -e ...) as Docker would, against `port`. */
+function healthcheck(port: number): boolean {
+  const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
+  const check = JSON.parse(health.slice(health.indexOf('CMD ') + 4)) as string[];
+  try {
+    execFileSync(process.execPath, check.slice(1), { env: { ...process.env, LAMPORT_HTTP_PORT: String(port) }, stdio: 'ignore', timeout: 5000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 const compose = parseYamlSubset(read('docker-compose.yml'));
 const services = map(compose['services'], 'services');
 const entrypoint = dockerJson('ENTRYPOINT');
-const flag = (name: string): string => entrypoint[entrypoint.indexOf(name) + 1] ?? '';
-const httpPort = flag('--http').split(':')[1] ?? '';
+const cmd = dockerJson('CMD');
+const flag = (args: readonly string[], name: string): string => (args.includes(name) ? (args[args.indexOf(name) + 1] ?? '') : '');
+const httpPort = flag(cmd, '--http').split(':')[1] ?? '';
 const secret = /^LAMPORT_SECRET=(.+)$/m.exec(read('deploy/demo.env'))?.[1] ?? '';
 const config = parseConfig(JSON.parse(read('deploy/cluster.compose.json')), { LAMPORT_SECRET: secret });
 
@@ -132,11 +147,11 @@ describe('docker-compose.yml', () => {
       expect(s['hostname']).toBe(ws.hostname);
       expect(dockerfile().find((d) => d.op === 'EXPOSE')?.args.split(' ')).toEqual(expect.arrayContaining([httpPort, ws.port]));
       expect(s['build']).toBe('.');
-      expect(strings(s['command'], 'command')).toEqual(['--id', p.id]);
+      expect(strings(s['command'], 'command')).toEqual(['--id', p.id, '--http', `0.0.0.0:${httpPort}`]);
       expect(strings(s['env_file'], 'env_file').every((f) => existsSync(join(root, f)))).toBe(true);
       const volumes = strings(s['volumes'], 'volumes');
-      expect(volumes).toContain(`./deploy/cluster.compose.json:${flag('--config')}:ro`);
-      expect(volumes).toContain(`peer-${p.id}-data:${flag('--data-dir')}`);
+      expect(volumes).toContain(`./deploy/cluster.compose.json:${flag(entrypoint, '--config')}:ro`);
+      expect(volumes).toContain(`peer-${p.id}-data:${flag(entrypoint, '--data-dir')}`);
       expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain(`peer-${p.id}-data`);
       for (const port of strings(s['ports'], 'ports')) expect(port).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+:${httpPort}$`));
       const health = map(s['healthcheck'], 'healthcheck');
@@ -205,9 +220,33 @@ describe('Dockerfile', () => {
     const user = dockerfile().filter((d) => d.op === 'USER').at(-1)?.args;
     expect(user).toBe('node');
     const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
-    expect(health).toContain(`fetch('http://127.0.0.1:${httpPort}/healthz')`);
+    expect(health).toContain(`fetch('http://127.0.0.1:' + process.env.LAMPORT_HTTP_PORT + '/healthz')`);
+    expect(dockerfile().some((d) => d.op === 'ENV' && d.args === `LAMPORT_HTTP_PORT=${httpPort}`)).toBe(true);
+    expect(httpPort).toMatch(/^\d+$/);
     expect(dockerfile().some((d) => d.op === 'RUN' && d.args.includes('npm ci --omit=dev'))).toBe(true);
   });
+
+  it('starts a peer with the image\'s entrypoint flags that its own HEALTHCHECK command finds healthy', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-docker-'));
+    const [httpPort, wsPort] = [await freePort(), await freePort()];
+    const configPath = join(dir, 'cluster.json');
+    writeFileSync(configPath, JSON.stringify({ cluster: 'img', secret: 'image-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${wsPort}`, http: `127.0.0.1:${httpPort}` }] }));
+    // The container's command line, with the container's paths replaced by temp ones.
+    const args = entrypoint.slice(1).map((a) => (a === flag(entrypoint, '--config') ? configPath : a === flag(entrypoint, '--data-dir') ? dir : a));
+    const peer = spawn(process.execPath, [join(root, 'dist/bin/lamport-peer.js'), ...args.slice(1), '--id', 'a'], { stdio: 'ignore' });
+    try {
+      const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
+      expect(health).toMatch(/CMD \["node", "-e", /);
+      const deadline = Date.now() + 10_000;
+      while (!healthcheck(httpPort) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(healthcheck(httpPort)).toBe(true);
+    } finally {
+      const exited = new Promise<number | null>((r) => peer.once('exit', (code) => r(code)));
+      peer.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+    expect(healthcheck(httpPort)).toBe(false);
+  }, 20_000);
 
   it('needs nothing at run time beyond the production dependencies', () => {
     const pkg = JSON.parse(read('package.json')) as { dependencies: Record<string, string> };
