@@ -1,15 +1,24 @@
 /**
  * Starts a lamport-lock cluster as real peer processes on 127.0.0.1: used by
  * `npm run demo` and the integration and fault tests. Each peer is `lamport-peer` from
- * dist/, with its own config file, data dir and log file under a temp dir.
+ * dist/, with its own data dir and log file under a temp dir.
+ *
+ * With `linkProxies`, every ORDERED peer link i -> j goes through its own TcpProxy, so a
+ * test can cut, stall or block one direction of one pair: peer i gets its own config file
+ * in which every other peer j's `ws` URL is the port of proxy (i, j), while i's own `ws`
+ * stays its real listen address. The handshake identifies peers by id, so the URLs may
+ * differ from one peer's config to the next. Peer i dials j for the stream i -> j and j's
+ * acks and heartbeat echoes come back on that socket (DESIGN section 4), so proxy (i, j)
+ * carries i's payloads to j and the echoes that keep i's lease.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TcpProxy } from './tcp-proxy.js';
 
 /** Absolute path of dist/bin/lamport-peer.js whether this file runs from src/ or dist/src/. */
 export function peerBinPath(): string {
@@ -45,6 +54,8 @@ export interface LocalClusterOptions {
   readonly configPath?: string;
   /** Log level of the peers (their logs go to files under the cluster dir). */
   readonly logLevel?: string;
+  /** Route every ordered peer link through its own TcpProxy (see `link`). Not with `configPath`. */
+  readonly linkProxies?: boolean;
 }
 
 /** One running (or stopped) peer process. */
@@ -62,6 +73,10 @@ export class LocalCluster {
   readonly configPath: string;
   readonly peers: LocalPeer[];
   readonly #logLevel: string;
+  /** Proxy of each ordered link, by `from>to`; empty without `linkProxies`. */
+  readonly #links = new Map<string, TcpProxy>();
+  /** Config file of each peer when it differs from `configPath` (proxied links). */
+  readonly #configs = new Map<string, string>();
 
   private constructor(dir: string, configPath: string, peers: LocalPeer[], logLevel: string) {
     this.dir = dir;
@@ -73,7 +88,9 @@ export class LocalCluster {
   /** Writes a config (or reads the given one) and starts every peer; waits until all are ready. */
   static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'lamport-cluster-'));
+    if (opts.linkProxies === true && opts.configPath !== undefined) throw new Error('linkProxies needs a generated config, not configPath');
     const cluster = opts.configPath === undefined ? await LocalCluster.#generate(dir, opts) : await LocalCluster.#fromFile(dir, opts.configPath);
+    if (opts.linkProxies === true) await cluster.#proxyLinks();
     for (const p of cluster.peers) cluster.startPeer(p.id);
     await cluster.waitReady();
     return cluster;
@@ -92,6 +109,50 @@ export class LocalCluster {
     const configPath = join(dir, 'cluster.json');
     writeFileSync(configPath, JSON.stringify(config, null, 2));
     return new LocalCluster(dir, configPath, peers, opts.logLevel ?? 'info');
+  }
+
+  /**
+   * Starts one proxy per ordered pair and writes one config per peer in which every other
+   * peer's `ws` is the proxy of that link (the file is otherwise the shared config).
+   */
+  async #proxyLinks(): Promise<void> {
+    const shared = JSON.parse(readFileSync(this.configPath, 'utf8')) as { peers: Array<{ id: string; ws: string; http: string }> };
+    for (const from of this.peers) {
+      const peers = [];
+      for (const to of this.peers) {
+        if (to.id === from.id) {
+          peers.push({ id: to.id, ws: to.ws, http: to.http });
+          continue;
+        }
+        const proxy = await TcpProxy.start();
+        proxy.target = Number(new URL(to.ws).port);
+        this.#links.set(`${from.id}>${to.id}`, proxy);
+        peers.push({ id: to.id, ws: `ws://127.0.0.1:${proxy.port}`, http: to.http });
+      }
+      const path = join(this.dir, `cluster-${from.id}.json`);
+      writeFileSync(path, JSON.stringify({ ...shared, peers }, null, 2));
+      this.#configs.set(from.id, path);
+    }
+  }
+
+  /** The proxy of the ordered link `from` -> `to` (needs `linkProxies`). */
+  link(from: string, to: string): TcpProxy {
+    const proxy = this.#links.get(`${from}>${to}`);
+    if (proxy === undefined) throw new Error(`no proxy for link ${from} -> ${to} (start the cluster with linkProxies)`);
+    return proxy;
+  }
+
+  /** Every link proxy, as [from, to, proxy]. */
+  links(): Array<[string, string, TcpProxy]> {
+    return [...this.#links].map(([key, proxy]) => {
+      const [from = '', to = ''] = key.split('>');
+      return [from, to, proxy];
+    });
+  }
+
+  /** The config file peer `id` is started with. */
+  configOf(id: string): string {
+    return this.#configs.get(id) ?? this.configPath;
   }
 
   static async #fromFile(dir: string, configPath: string): Promise<LocalCluster> {
@@ -117,7 +178,7 @@ export class LocalCluster {
   startPeer(id: string): void {
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
-    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configPath, '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty'], {
+    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout?.pipe(log);
@@ -157,14 +218,21 @@ export class LocalCluster {
     }
   }
 
-  /** Stops every peer (SIGTERM, then SIGKILL after a bound). */
+  /**
+   * Stops every peer (SIGTERM, then SIGKILL after a bound), then the link proxies: they
+   * are opened first so the peers' last releases get through.
+   */
   async stop(): Promise<void> {
+    for (const proxy of this.#links.values()) proxy.resume();
     await Promise.all(this.peers.map(async (p) => {
       const proc = p.proc;
       if (proc === null) return;
+      proc.kill('SIGCONT');
       const kill = setTimeout(() => proc.kill('SIGKILL'), 5000);
       await this.stopPeer(p.id, 'SIGTERM');
       clearTimeout(kill);
     }));
+    await Promise.all([...this.#links.values()].map((proxy) => proxy.close()));
+    this.#links.clear();
   }
 }

@@ -1,0 +1,157 @@
+/**
+ * Clients of a fault run: a few per peer, each talking HTTP to its own peer only (DESIGN
+ * section 6) in a loop: acquire one of the locks, then read-modify-write increments of that
+ * lock's fenced register under the grant's token, then release. Every step is recorded.
+ */
+import { performance } from 'node:perf_hooks';
+import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { FencedRegister } from './fenced-register.js';
+import type { AcquireOutcome, Op } from './history.js';
+import type { Rng } from './prng.js';
+
+/** Client loop parameters. */
+export interface ClientOptions {
+  readonly cluster: LocalCluster;
+  readonly registers: ReadonlyMap<string, FencedRegister>;
+  readonly history: Op[];
+  /** Asked with every acquire. */
+  readonly acquireTimeoutMs: number;
+  readonly ttlMs: number;
+  /** Extra time to wait for an HTTP answer beyond what the request asked for. */
+  readonly answerGraceMs: number;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+}
+
+async function post(url: string, body: unknown, waitMs: number): Promise<Answer> {
+  const res = await fetch(url, {
+    method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(waitMs),
+  });
+  const text = await res.text();
+  try {
+    return { status: res.status, body: JSON.parse(text) as Record<string, unknown> };
+  } catch {
+    return { status: res.status, body: { raw: text } };
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function outcomeOf(status: number): AcquireOutcome {
+  if (status === 200) return 'granted';
+  if (status === 423) return 'timeout';
+  if (status === 503) return 'unavailable';
+  return 'error';
+}
+
+/** One client bound to one peer. */
+export class Client {
+  readonly name: string;
+  readonly peer: string;
+  readonly #opts: ClientOptions;
+  readonly #rng: Rng;
+  #stopping = false;
+  #done: Promise<void> | null = null;
+
+  constructor(name: string, peer: string, rng: Rng, opts: ClientOptions) {
+    this.name = name;
+    this.peer = peer;
+    this.#rng = rng;
+    this.#opts = opts;
+  }
+
+  /** Starts the loop. */
+  start(): void {
+    this.#done = this.#loop();
+  }
+
+  /** Asks the loop to stop after its current operation and waits for it. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    await this.#done;
+  }
+
+  async #loop(): Promise<void> {
+    const locks = [...this.#opts.registers.keys()];
+    while (!this.#stopping) {
+      const op = await this.#acquire(this.#rng.pick(locks));
+      if (op.outcome === 'granted') await this.#hold(op);
+      else await sleep(op.outcome === 'no-answer' ? this.#rng.int(100, 300) : this.#rng.int(10, 100));
+    }
+  }
+
+  #base(): string {
+    return this.#opts.cluster.url(this.peer);
+  }
+
+  async #acquire(lock: string): Promise<Op> {
+    const op: Op = {
+      client: this.name, peer: this.peer, lock, invokedAt: performance.now(), completedAt: 0, outcome: null, status: null, token: null, id: null,
+      grantedAt: null, releasedAt: null, releaseDoneAt: null, end: null, reason: null, writesAccepted: 0, writesRejected: 0,
+    };
+    this.#opts.history.push(op);
+    const body = { timeout_ms: this.#opts.acquireTimeoutMs, ttl_ms: this.#opts.ttlMs, owner: this.name };
+    try {
+      const a = await post(`${this.#base()}/v1/locks/${lock}/acquire`, body, this.#opts.acquireTimeoutMs + this.#opts.answerGraceMs);
+      op.completedAt = performance.now();
+      op.status = a.status;
+      op.outcome = outcomeOf(a.status);
+      if (op.outcome === 'granted') {
+        op.grantedAt = op.completedAt;
+        op.token = BigInt(String(a.body['token']));
+        op.id = String(a.body['id']);
+      } else op.reason = typeof a.body['error'] === 'string' ? a.body['error'] : null;
+    } catch (err) {
+      op.completedAt = performance.now();
+      op.outcome = 'no-answer';
+      op.reason = (err as Error).name === 'TimeoutError' ? 'timeout' : String((err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).message);
+    }
+    return op;
+  }
+
+  /** While holding: 1-3 fenced read-modify-write increments, then the release. */
+  async #hold(op: Op): Promise<void> {
+    const register = this.#opts.registers.get(op.lock);
+    const token = op.token;
+    if (register === undefined || token === null) throw new Error('a granted op has a register and a token');
+    const increments = this.#rng.int(1, 3);
+    for (let i = 0; i < increments; i++) {
+      const value = register.read(token);
+      if (value === null) {
+        op.writesRejected++;
+        break;
+      }
+      // Leave the other clients time to interleave between the read and the write.
+      await sleep(this.#rng.int(0, 15));
+      if (register.write(token, value + 1)) op.writesAccepted++;
+      else {
+        op.writesRejected++;
+        break;
+      }
+    }
+    await sleep(this.#rng.int(0, 20));
+    await this.#release(op);
+  }
+
+  async #release(op: Op): Promise<void> {
+    op.releasedAt = performance.now();
+    try {
+      const a = await post(`${this.#base()}/v1/locks/${op.lock}/release`, { id: op.id }, 1000 + this.#opts.answerGraceMs);
+      op.releaseDoneAt = performance.now();
+      if (a.status === 200) op.end = 'released';
+      else {
+        op.end = a.status === 404 ? 'lost' : 'unanswered';
+        op.reason = typeof a.body['reason'] === 'string' ? a.body['reason'] : `status ${a.status}`;
+      }
+    } catch (err) {
+      op.releaseDoneAt = performance.now();
+      op.end = 'unanswered';
+      op.reason = (err as Error).name;
+    }
+  }
+}

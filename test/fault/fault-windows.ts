@@ -1,0 +1,100 @@
+/**
+ * Fault windows per peer: when a peer may have been without its lease, so that a hold
+ * its clients observed is not guaranteed exclusive (DESIGN section 5).
+ *
+ * A peer's lease needs echoes of its own heartbeats from a majority of the configured
+ * peers, itself included, and those echoes travel on the sockets it dials: through the
+ * proxies of its OUTGOING links (LocalCluster `linkProxies`). So peer p is "degraded" while
+ * p is paused or dead, or while fewer than a majority of {p} + {q running and link p -> q
+ * fully open} remain. The nemesis reports every change of a peer or a link here; the
+ * degraded intervals are recorded per peer id (across incarnations) on the test's clock.
+ *
+ * The model is deliberately coarse and errs towards "degraded": a link counts as broken
+ * the moment a fault touches it (the lease actually lapses up to lease_ms later) and
+ * healthy again the moment it is healed (the peer regains its lease only after new
+ * echoes). A peer that loses its lease without the model noticing (a reconnect that took
+ * too long) ends its holds with `lease_lost`, and the checker only trusts holds whose
+ * release answered 200, so such holds are excluded by the other rule.
+ */
+
+/** What a peer process is doing. */
+export type PeerStatus = 'up' | 'paused' | 'down';
+
+/** One interval, in ms on the test's clock. */
+export interface Window {
+  readonly start: number;
+  end: number;
+}
+
+/** Peer and link state, and the degraded windows it implies. */
+export class FaultWindows {
+  readonly #ids: readonly string[];
+  readonly #now: () => number;
+  readonly #status = new Map<string, PeerStatus>();
+  readonly #brokenLinks = new Set<string>();
+  readonly #windows = new Map<string, Window[]>();
+  readonly #open = new Map<string, Window>();
+
+  constructor(ids: readonly string[], now: () => number) {
+    this.#ids = ids;
+    this.#now = now;
+    for (const id of ids) {
+      this.#status.set(id, 'up');
+      this.#windows.set(id, []);
+    }
+  }
+
+  /** Peers, itself included, that make a majority of the configuration. */
+  get majority(): number {
+    return Math.floor(this.#ids.length / 2) + 1;
+  }
+
+  /** A peer was killed, paused, resumed or restarted. */
+  setPeer(id: string, status: PeerStatus): void {
+    this.#status.set(id, status);
+    this.#recompute();
+  }
+
+  /** The link `from` -> `to` (the socket `from` dials) was broken or healed. */
+  setLink(from: string, to: string, ok: boolean): void {
+    if (ok) this.#brokenLinks.delete(`${from}>${to}`);
+    else this.#brokenLinks.add(`${from}>${to}`);
+    this.#recompute();
+  }
+
+  /** True while `id` can keep its lease according to the model. */
+  hasMajority(id: string): boolean {
+    if (this.#status.get(id) !== 'up') return false;
+    let echoes = 1;
+    for (const q of this.#ids) {
+      if (q !== id && this.#status.get(q) === 'up' && !this.#brokenLinks.has(`${id}>${q}`)) echoes++;
+    }
+    return echoes >= this.majority;
+  }
+
+  #recompute(): void {
+    const now = this.#now();
+    for (const id of this.#ids) {
+      const open = this.#open.get(id);
+      const degraded = !this.hasMajority(id);
+      if (degraded && open === undefined) {
+        const w: Window = { start: now, end: Number.POSITIVE_INFINITY };
+        this.#open.set(id, w);
+        this.#windows.get(id)?.push(w);
+      } else if (!degraded && open !== undefined) {
+        open.end = now;
+        this.#open.delete(id);
+      }
+    }
+  }
+
+  /** True when `id` was degraded at some instant of [start, end] (bounds included). */
+  degradedDuring(id: string, start: number, end: number): boolean {
+    return (this.#windows.get(id) ?? []).some((w) => w.start <= end && start <= w.end);
+  }
+
+  /** The recorded windows of one peer (the last one may still be open: end Infinity). */
+  windowsOf(id: string): readonly Window[] {
+    return this.#windows.get(id) ?? [];
+  }
+}

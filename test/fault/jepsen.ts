@@ -1,0 +1,147 @@
+/**
+ * A Jepsen-style fault run against real peer processes (issue 5): 5 peers, every ordered
+ * link through its own TCP fault proxy, clients on every peer working on a few locks and
+ * their fenced registers, a seeded nemesis, then the heal and the checks. Shared by the
+ * CI test (test/fault/jepsen.test.ts) and the long-run script (test/fault/run.ts).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { checkSafety, excerpt } from './checker.js';
+import { Client } from './clients.js';
+import { FaultWindows } from './fault-windows.js';
+import { FencedRegister } from './fenced-register.js';
+import type { Op } from './history.js';
+import { opLine } from './history.js';
+import { checkLiveness } from './liveness.js';
+import type { FaultKind } from './nemesis.js';
+import { Nemesis } from './nemesis.js';
+import { Rng } from './prng.js';
+
+/** Peer timings of a run (config keys heartbeat_ms, lease_ms, evict_ms). */
+export interface RunTimings {
+  readonly heartbeatMs: number;
+  readonly leaseMs: number;
+  readonly evictMs: number;
+}
+
+/** The short timings of the fault tests. */
+export const shortTimings: RunTimings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 };
+
+/** What a run does. */
+export interface RunOptions {
+  readonly seed: number;
+  /** How long the nemesis injects faults. */
+  readonly faultMs: number;
+  readonly peers?: number;
+  readonly clientsPerPeer?: number;
+  readonly locks?: number;
+  readonly timings?: RunTimings;
+  /** Progress lines (nemesis events, phases). */
+  readonly log?: (line: string) => void;
+}
+
+/** What a run found. */
+export interface RunResult {
+  readonly seed: number;
+  readonly faults: Readonly<Record<FaultKind, number>>;
+  readonly faultsTotal: number;
+  readonly grants: number;
+  readonly validHolds: number;
+  readonly writesAccepted: number;
+  readonly writesRejected: number;
+  readonly violations: readonly string[];
+  readonly liveness: readonly string[];
+  /** The summary, one line each: what a runner prints last. */
+  readonly summary: readonly string[];
+  /** Where the peers' logs and the history (history.jsonl) are. */
+  readonly dir: string;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function countBy<T>(items: readonly T[], key: (t: T) => string | null): string {
+  const counts = new Map<string, number>();
+  for (const item of items) {
+    const k = key(item);
+    if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+/** Violation lines followed by the history of the locks and times they name. */
+function explain(history: readonly Op[], violations: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const v of violations.slice(0, 10)) {
+    out.push(`VIOLATION: ${v}`);
+    const tokens = [...v.matchAll(/token (\d+)/g)].map((m) => m[1]);
+    const ops = history.filter((op) => op.token !== null && tokens.includes(op.token.toString()));
+    const first = ops[0];
+    if (first === undefined) continue;
+    const start = Math.min(...ops.map((op) => op.invokedAt)) - 2000;
+    const end = Math.max(...ops.map((op) => op.releaseDoneAt ?? op.completedAt)) + 500;
+    out.push(...excerpt(history, first.lock, start, end).map((line) => `  ${line}`));
+  }
+  return out;
+}
+
+function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; registers: Map<string, FencedRegister>; history: Op[]; timings: RunTimings }): Client[] {
+  const clients: Client[] = [];
+  for (const p of cluster.peers) {
+    for (let i = 0; i < opts.perPeer; i++) {
+      const name = `${p.id}${i}`;
+      clients.push(new Client(name, p.id, rng.fork(clients.length), {
+        cluster, registers: opts.registers, history: opts.history,
+        acquireTimeoutMs: 2000, ttlMs: 3000, answerGraceMs: opts.timings.leaseMs,
+      }));
+    }
+  }
+  for (const c of clients) c.start();
+  return clients;
+}
+
+/** Runs the whole thing: start, work under faults, heal, check, stop. */
+export async function runJepsen(opts: RunOptions): Promise<RunResult> {
+  const log = opts.log ?? (() => undefined);
+  const timings = opts.timings ?? shortTimings;
+  const rng = new Rng(opts.seed);
+  const t0 = performance.now();
+  const now = (): number => performance.now() - t0;
+  const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, ...timings });
+  log(`cluster up in ${(now() / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
+  try {
+    const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
+    const registers = new Map(Array.from({ length: opts.locks ?? 3 }, (_, i) => [`lock-${i}`, new FencedRegister(`lock-${i}`)]));
+    const history: Op[] = [];
+    const clients = startClients(cluster, rng.fork(1000), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
+    await sleep(1000);
+    const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(2000), timings, now, log });
+    await nemesis.run(now() + opts.faultMs);
+    const liveness = await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now });
+    await sleep(2000); // The clients work a little on the healed cluster before they stop.
+    await Promise.all(clients.map((c) => c.stop()));
+    liveness.push(...(await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now, final: true })));
+    writeFileSync(join(cluster.dir, 'history.jsonl'), history.map(opLine).join('\n') + '\n');
+    const safety = checkSafety(history, windows, [...registers.values()]);
+    const summary = [
+      ...explain(history, safety.violations),
+      `faults: ${Object.entries(nemesis.counts).map(([k, n]) => `${k} ${n}`).join(', ')} (total ${nemesis.total}) in ${(opts.faultMs / 1000).toFixed(0)} s`,
+      `acquires: ${history.length} (${countBy(history, (op) => op.outcome)})`,
+      `grants: ${safety.grants}; valid holds checked for overlap: ${safety.validHolds}; hold ends: ${countBy(history, (op) => (op.end === null ? null : op.end === 'lost' ? `lost:${op.reason ?? '?'}` : op.end))}`,
+      `fenced writes: accepted ${[...registers.values()].reduce((s, r) => s + r.accepted, 0)}, refused ${[...registers.values()].reduce((s, r) => s + r.rejected, 0)}; registers ${[...registers.values()].map((r) => `${r.lock}=${r.value}`).join(' ')}`,
+      `liveness: ${liveness.length === 0 ? 'ok' : liveness.join('; ')}${nemesis.slowRestarts.length === 0 ? '' : `; slow restarts: ${nemesis.slowRestarts.join(', ')}`}`,
+      `violations: ${safety.violations.length}`,
+      `reproduce with FAULT_SEED=${opts.seed}`,
+    ];
+    return {
+      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, validHolds: safety.validHolds,
+      writesAccepted: [...registers.values()].reduce((s, r) => s + r.accepted, 0), writesRejected: [...registers.values()].reduce((s, r) => s + r.rejected, 0),
+      violations: safety.violations, liveness, summary, dir: cluster.dir,
+    };
+  } finally {
+    await cluster.stop();
+  }
+}
