@@ -33,7 +33,7 @@ const defaultPeerBin = join(repoRoot, 'dist', 'bin', 'lamport-peer.js');
 const fileLimitWanted = 400_000;
 
 /** Window over which the idle cluster's link traffic is measured. */
-const idleWindowMs = 1000;
+const idleWindowMs = 2000;
 
 /** What the parts of one run fill in. */
 interface RunState {

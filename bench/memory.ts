@@ -14,6 +14,7 @@ import { call } from './http-json.js';
 import { fileLimitOf, logTail, rssBytesOf, waitUntil } from './procs.js';
 import type { Proc, ProcessGroup } from './procs.js';
 import { nowMs } from './stats.js';
+import { lamportSession, sumCounters } from './systems/lamport.js';
 import type { LamportCluster, PeerHandle } from './systems/lamport.js';
 import type { Grant, LockSession } from './systems/types.js';
 import type { WaiterPlan, WaiterReport } from './waiter-client.js';
@@ -47,6 +48,10 @@ export interface MemoryFigures {
 
 /** Waiting requests ask for this long a wait; they are cancelled well before. */
 const waiterTimeoutMs = 3_600_000;
+/** TTL of the held locks the waiters queue behind: longer than the whole measurement. */
+const heldTtlMs = 3_600_000;
+/** Local waiting requests of one peer (a gauge of the daemon's /metrics). */
+const waitersGauge = 'lamport_lock_waiters';
 /** Polls of an unchanged waiter count after which it is taken as settled. */
 const settleStablePolls = 5;
 /** File descriptors a process keeps for everything but waiters (links, logs, keep-alive sockets). */
@@ -108,7 +113,7 @@ async function holdWaiters(
   opts: { waiters: number; heldLocks: number },
   notes: string[],
 ): Promise<WaitingResult> {
-  const holder = await cluster.openSession(0);
+  const holder = lamportSession(holderEp(cluster), { ttlMs: heldTtlMs });
   const locks = Array.from({ length: opts.heldLocks }, (_, i) => `bench-f-held-${i}`);
   const held: Grant[] = [];
   for (const lock of locks) held.push(await holder.acquire(lock, 20_000));
@@ -116,10 +121,10 @@ async function holdWaiters(
   try {
     const sent = await Promise.all(children.map((c) => c.report));
     const waitersOpened = sent.reduce((n, r) => n + r.opened, 0);
-    const waitersSeen = await settleWaiters(cluster.peers[0], locks, waitersOpened, notes);
+    const waitersSeen = await settleWaiters(cluster.peers, locks, waitersOpened, notes);
     const whileWaiting = sampleRss(cluster.peers);
     const final = await Promise.all(children.map((c) => c.cancel()));
-    await settleWaiters(cluster.peers[0], locks, 0, []);
+    await settleWaiters(cluster.peers, locks, 0, []);
     await sleep(1000);
     const afterCancel = sampleRss(cluster.peers);
     const firstFailure = final.find((r) => r.firstFailure !== null)?.firstFailure;
@@ -130,6 +135,12 @@ async function holdWaiters(
     await Promise.all(children.map((c) => group.stop(c.proc)));
     for (const g of held) await holder.release(g).catch(() => undefined);
   }
+}
+
+function holderEp(cluster: LamportCluster): PeerHandle['ep'] {
+  const peer = cluster.peers[0];
+  if (peer === undefined) throw new Error('cluster has no peer');
+  return peer.ep;
 }
 
 /** One forked waiter-client. */
@@ -178,29 +189,36 @@ function waiterChild(proc: Proc): WaiterChild {
 }
 
 /**
- * Waits until the peer reports `expected` waiters over `locks`, or until the count has not
- * moved for a few polls (bounded), and returns what it saw last.
+ * Waits until the cluster reports `expected` waiters, or until the count has not moved for
+ * a few polls (bounded), and returns what it saw last.
  */
-async function settleWaiters(peer: PeerHandle | undefined, locks: readonly string[], expected: number, notes: string[]): Promise<number | null> {
-  if (peer === undefined) return null;
+async function settleWaiters(peers: readonly PeerHandle[], locks: readonly string[], expected: number, notes: string[]): Promise<number | null> {
   let seen: number | null = null;
   let stablePolls = 0;
   await waitUntil(async () => {
     const previous = seen;
-    seen = await countWaiters(peer, locks);
+    seen = await countWaiters(peers, locks);
     stablePolls = seen === previous ? stablePolls + 1 : 0;
     return seen === null || seen === expected || stablePolls >= settleStablePolls;
   }, 60_000, 1000);
   if (seen === null) {
-    notes.push('GET /v1/locks/{name} shows no `waiters` array: waiter count not observable; measured 5 s after the last request was sent');
+    notes.push('neither the lamport_lock_waiters gauge nor a `waiters` array in GET /v1/locks/{name} is there: waiter count not observable; measured 5 s after the last request was sent');
     await sleep(5000);
   } else if (seen !== expected) {
-    notes.push(`peer a reports ${seen} waiters where ${expected} were expected`);
+    notes.push(`the peers report ${seen} waiters where ${expected} were expected`);
   }
   return seen;
 }
 
-async function countWaiters(peer: PeerHandle, locks: readonly string[]): Promise<number | null> {
+/**
+ * Waiters cluster-wide: the sum of every peer's `lamport_lock_waiters` gauge (cheap), or,
+ * without it, the `waiters` arrays of `GET /v1/locks/{name}` on the first peer.
+ */
+async function countWaiters(peers: readonly PeerHandle[], locks: readonly string[]): Promise<number | null> {
+  const gauge = (await sumCounters(peers, [waitersGauge]).catch(() => new Map<string, number | null>())).get(waitersGauge);
+  if (gauge !== null && gauge !== undefined) return gauge;
+  const peer = peers[0];
+  if (peer === undefined) return null;
   let total = 0;
   for (const lock of locks) {
     const answer = await call(peer.ep, { method: 'GET', path: `/v1/locks/${encodeURIComponent(lock)}`, deadlineMs: 30_000 });

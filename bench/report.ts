@@ -173,7 +173,7 @@ export function markdownReport(results: BenchResults, targetLines: readonly stri
     '## (d) scaling and (e) link cost per grant',
     '',
     'Link cost is the delta of `lamport_peer_{messages,frames,bytes}_sent_total` summed over the peers, divided by the grants of the run, heartbeats included. ' +
-      'Idle = the cluster with no client, per second (1 s window before the runs). Low load = (a), one client; high load = (c), 64 workers.',
+      'Idle = the cluster with no client, per second (2 s window before the runs). Low load = (a), one client; high load = (c), 64 workers.',
     '',
     ...scalingTable(results.scaling),
     '',

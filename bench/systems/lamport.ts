@@ -93,14 +93,15 @@ function lamportSystem(group: ProcessGroup, peers: readonly PeerHandle[]): Lampo
   };
 }
 
-/** A client of one peer's local HTTP API. */
-export function lamportSession(ep: Endpoint): LockSession {
+/** A client of one peer's local HTTP API; holds get `ttlMs` (default 60 s). */
+export function lamportSession(ep: Endpoint, opts: { ttlMs?: number } = {}): LockSession {
+  const ttlMs = opts.ttlMs ?? holdTtlMs;
   return {
     async acquire(lock: string, timeoutMs: number): Promise<Grant> {
       const answer = await call(ep, {
         method: 'POST',
         path: `/v1/locks/${encodeURIComponent(lock)}/acquire`,
-        body: { timeout_ms: timeoutMs, ttl_ms: holdTtlMs },
+        body: { timeout_ms: timeoutMs, ttl_ms: ttlMs },
         deadlineMs: timeoutMs + clientSlackMs,
       });
       const id = stringField(answer.body, 'id');
