@@ -129,8 +129,10 @@ describe('dashboard feed', () => {
 
   it('pushes link state periodically without any change', async () => {
     const c = await open(url);
-    await sleep(180);
+    const started = Date.now();
+    while (c.messages.filter((m) => m.event === 'cluster').length < 2 && Date.now() - started < 3000) await sleep(10);
     expect(c.messages.filter((m) => m.event === 'cluster').length).toBeGreaterThanOrEqual(2);
+    expect(c.messages.filter((m) => m.event === 'state').length).toBe(1);
     c.close();
   });
 

@@ -55,9 +55,9 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await waitFor('three peer rows', async () => (await page.locator('#peers tbody tr').count()) === 3, 2000);
     expect(await page.textContent('#peer-id')).toBe('a');
     expect(await page.textContent('#cluster-name')).toBe('test');
-    for (const id of ['b', 'c']) {
-      expect(await page.textContent(`#peers tr[data-peer=${q(id)}] [data-role=link]`)).toBe('up');
-    }
+    // Ready means a majority: the second link may come up a moment later.
+    for (const id of ['b', 'c']) await page.waitForSelector(`#peers tr[data-peer=${q(id)}] [data-role=link].ok`, { timeout: 3000 });
+    expect(await page.textContent(`#peers tr[data-peer="b"] [data-role=link]`)).toBe('up');
     expect(await page.getAttribute('#lease', 'class')).toContain('ok');
   });
 

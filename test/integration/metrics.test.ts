@@ -55,6 +55,9 @@ afterAll(async () => {
 
 describe('GET /metrics', () => {
   it('exposes every documented metric with its type', async () => {
+    // Ready means a lease (a majority): wait for both links and a heartbeat echo on each.
+    const linked = (x: Scrape): boolean => ['b', 'c'].every((p) => x.samples.get(`lamport_peer_connected{peer="${p}"}`) === 1 && x.samples.has(`lamport_peer_rtt_seconds{peer="${p}"}`));
+    await waitFor('links to b and c up with an RTT sample', async () => linked(await scrape(a)), 5000);
     const s = await scrape(a);
     const expected: Record<string, string> = {
       lamport_lock_acquire_duration_seconds: 'histogram',
