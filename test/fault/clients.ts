@@ -126,8 +126,10 @@ export class Client {
         op.writesRejected++;
         break;
       }
-      // Leave the other clients time to interleave between the read and the write.
-      await sleep(this.#rng.int(0, 15));
+      // Leave the other clients time to interleave between the read and the write; now and
+      // then a slow client (a GC pause, a slow disk) holds on for up to most of its TTL, so
+      // faults land in the middle of holds and stale holders meet the fence.
+      await sleep(this.#rng.float() < 0.01 ? this.#rng.int(200, this.#opts.ttlMs - 1500) : this.#rng.int(0, 15));
       if (register.write(token, value + 1)) op.writesAccepted++;
       else {
         op.writesRejected++;

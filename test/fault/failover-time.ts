@@ -1,0 +1,97 @@
+/**
+ * Failover time (issue 5 report): from kill -9 of a peer holding a lock to the first grant
+ * of that lock on the majority side, 3 times each with the short timings of the fault
+ * tests, the short ones of issue 5, and the defaults. Run after a build:
+ * `node dist/test/fault/failover-time.js [--trials 3]`; prints every trial and the medians.
+ * For comparison: etcd's default session TTL leaves a crashed holder's lock blocked for
+ * 60 s, Consul's lock-delay is 15 s.
+ */
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { LocalCluster } from '../../src/tools/local-cluster.js';
+
+interface Timings {
+  readonly name: string;
+  readonly heartbeatMs: number;
+  readonly leaseMs: number;
+  readonly evictMs: number;
+}
+
+const timingSets: readonly Timings[] = [
+  { name: 'short (heartbeat 100, lease 1000, evict 3000)', heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 },
+  { name: 'short of issue 5 (heartbeat 200, lease 1000, evict 3000)', heartbeatMs: 200, leaseMs: 1000, evictMs: 3000 },
+  { name: 'default (heartbeat 1000, lease 5000, evict 15000)', heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000 },
+];
+
+async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, boundMs: number): Promise<void> {
+  const deadline = performance.now() + boundMs;
+  while (!(await check().catch(() => false))) {
+    if (performance.now() > deadline) throw new Error(`timed out after ${boundMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function getJson(url: string): Promise<Record<string, unknown>> {
+  return (await (await fetch(url)).json()) as Record<string, unknown>;
+}
+
+/** One trial: `victim` holds, `waiter` waits, the victim is killed; ms until the waiter's grant. */
+async function trial(cluster: LocalCluster, victim: string, waiter: string, lock: string, t: Timings): Promise<number> {
+  const held = await post(`${cluster.url(victim)}/v1/locks/${lock}/acquire`, { ttl_ms: 600_000 });
+  if (held.status !== 200) throw new Error(`holder's acquire answered ${held.status}`);
+  const waiting = post(`${cluster.url(waiter)}/v1/locks/${lock}/acquire`, { timeout_ms: 10 * t.evictMs, ttl_ms: 60_000 });
+  await waitFor('the waiter queued', async () => ((await getJson(`${cluster.url(waiter)}/v1/locks/${lock}`))['waiters'] as unknown[]).length === 1, 10_000);
+  const killedAt = performance.now();
+  await cluster.stopPeer(victim, 'SIGKILL');
+  const got = await waiting;
+  const elapsedMs = performance.now() - killedAt;
+  if (got.status !== 200) throw new Error(`waiter's acquire answered ${got.status} ${JSON.stringify(got.body)}`);
+  await post(`${cluster.url(waiter)}/v1/locks/${lock}/release`, { id: got.body['id'] });
+  cluster.startPeer(victim);
+  await cluster.waitReady(10 * t.evictMs);
+  await waitFor(`${victim} back in ${waiter}'s view`, async () => {
+    const peers = (await getJson(`${cluster.url(waiter)}/v1/cluster`))['peers'] as Array<Record<string, unknown>>;
+    return peers.find((p) => p['id'] === victim)?.['evicted'] === false;
+  }, 10 * t.evictMs);
+  return elapsedMs;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] ?? 0) : ((s[mid - 1] ?? 0) + (s[mid] ?? 0)) / 2;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { trials: { type: 'string', default: '3' }, peers: { type: 'string', default: '5' } } });
+  const trials = Number(values.trials);
+  const peers = Number(values.peers);
+  const medians: string[] = [];
+  for (const t of timingSets) {
+    const cluster = await LocalCluster.start({ peers, heartbeatMs: t.heartbeatMs, leaseMs: t.leaseMs, evictMs: t.evictMs });
+    try {
+      const times: number[] = [];
+      for (let i = 0; i < trials; i++) {
+        const victim = cluster.peers[i % peers]?.id ?? 'a';
+        const waiter = cluster.peers[(i + 1) % peers]?.id ?? 'b';
+        const ms = await trial(cluster, victim, waiter, `failover-${i}`, t);
+        times.push(ms);
+        process.stdout.write(`${t.name}: trial ${i + 1}: kill -9 of ${victim} (holder) to the grant on ${waiter}: ${ms.toFixed(0)} ms\n`);
+      }
+      medians.push(`${t.name}: median ${median(times).toFixed(0)} ms over ${trials} trials (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)}), ${peers} peers`);
+    } finally {
+      await cluster.stop();
+    }
+  }
+  process.stdout.write(`\nkill -9 of the holder to the first grant on the majority side:\n${medians.join('\n')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`failover-time: ${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
