@@ -21,6 +21,8 @@ export interface Delivery {
   /** Set on the stream's first frame only; the packet is then empty. */
   readonly hello: Hello | null;
   readonly packet: Packet;
+  /** Below-the-link networks only: the frame's seq and connection, or a reconnect marker. */
+  readonly wire?: { readonly seq: number; readonly conn: number; readonly reconnect: boolean };
 }
 
 /** How a client's request or hold ends on the client's side. */

@@ -15,9 +15,10 @@ interface CliOptions {
   readonly peers: number | undefined;
   readonly mutant: MutantName | undefined;
   readonly verbose: boolean;
+  readonly net: 'fifo' | 'link';
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--verbose]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -32,6 +33,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let peers: number | undefined;
   let mutant: MutantName | undefined;
   let verbose = false;
+  let net: 'fifo' | 'link' = 'fifo';
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -40,16 +42,18 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--seed') seed = intArg('seed', value, 0, 2 ** 52);
     else if (flag === '--peers') peers = intArg('peers', value, 1, 64);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
+    else if (flag === '--net' && (value === 'fifo' || value === 'link')) net = value;
     else throw new Error(`unknown or invalid argument ${flag ?? ''}\n${usage}`);
     if (flag !== '--verbose') i++;
   }
-  return { seeds, seed, peers, mutant, verbose };
+  return { seeds, seed, peers, mutant, verbose, net };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
   return {
     seed,
     transcript,
+    net: cli.net,
     ...(cli.peers === undefined ? {} : { peers: cli.peers }),
     ...(cli.mutant === undefined ? {} : { mutant: cli.mutant }),
   };
@@ -58,7 +62,8 @@ function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOpti
 function reproduce(cli: CliOptions, seed: number): string {
   const peers = cli.peers === undefined ? '' : ` --peers ${cli.peers}`;
   const mutant = cli.mutant === undefined ? '' : ` --mutant ${cli.mutant}`;
-  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}`;
+  const net = cli.net === 'fifo' ? '' : ` --net ${cli.net}`;
+  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}`;
 }
 
 /** Prints a failure: the violation, the command that replays it, and the transcript's tail. */

@@ -12,6 +12,8 @@ import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
 import type { MutantName } from './mutants.js';
 import { machineFaultsOf, reordersLinks } from './mutants.js';
+import { LinkNetwork } from './link-network.js';
+import type { SimNetwork } from './network.js';
 import { FifoNetwork, randomDelays } from './network.js';
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
@@ -25,6 +27,12 @@ export interface RunOptions {
   readonly peers?: number;
   readonly mutant?: MutantName;
   readonly transcript?: boolean;
+  /**
+   * 'fifo' (default): the network itself is FIFO and lossless, as the link promises.
+   * 'link': the real link (src/transport/link.ts) runs over a wire that drops, duplicates
+   * and reorders frames, and the core must see no difference.
+   */
+  readonly net?: 'fifo' | 'link';
 }
 
 /** What one seed did. */
@@ -65,7 +73,18 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
     spikeChance: scenario.delaySpikeChance,
     reorder: reordersLinks(opts.mutant),
   });
-  const network = new FifoNetwork({ peers: scenario.peers, faults: delays, schedule });
+  // Its own stream, so turning the link mode on does not change what the rest of the seed draws.
+  const wireRng = new Prng(opts.seed).fork().fork();
+  const network: SimNetwork =
+    opts.net === 'link'
+      ? new LinkNetwork({
+          peers: scenario.peers,
+          delays,
+          schedule,
+          rng: wireRng,
+          wire: { dropChance: wireRng.pick([0.001, 0.005, 0.02]), duplicateChance: wireRng.pick([0, 0.01, 0.05]), reorderChance: wireRng.pick([0, 0.005, 0.02]), reconnectMaxMs: wireRng.int(1, 50) },
+        })
+      : new FifoNetwork({ peers: scenario.peers, faults: delays, schedule });
   const faults = machineFaultsOf(opts.mutant);
   const cluster = new Cluster({ scenario, rng: rng.fork(), faults, network, schedule, clients, transcript, time });
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule, time });
