@@ -266,6 +266,8 @@ describe('Dockerfile', () => {
     visit(join(root, 'dist/bin/lamport-peer.js'));
     visit(join(root, 'dist/bin/lamport-lock.js'));
     expect(seen.size).toBeGreaterThan(10);
+    // The image carries only dist/src and dist/bin.
+    for (const file of seen) expect(file.startsWith(join(root, 'dist/src/')) || file.startsWith(join(root, 'dist/bin/')), file).toBe(true);
     const packages = [...bare].filter((s) => !s.startsWith('node:') && !builtins.has(s)).map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : (s.split('/')[0] ?? s)));
     expect(packages.length).toBeGreaterThan(0);
     for (const p of packages) expect(Object.keys(pkg.dependencies), `${p} is a production dependency`).toContain(p);
