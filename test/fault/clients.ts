@@ -126,10 +126,7 @@ export class Client {
         op.writesRejected++;
         break;
       }
-      // Leave the other clients time to interleave between the read and the write; now and
-      // then a slow client (a GC pause, a slow disk) holds on for up to most of its TTL, so
-      // faults land in the middle of holds and stale holders meet the fence.
-      await sleep(this.#rng.float() < 0.01 ? this.#rng.int(200, this.#opts.ttlMs - 1500) : this.#rng.int(0, 15));
+      await sleep(this.#pauseMs());
       if (register.write(token, value + 1)) op.writesAccepted++;
       else {
         op.writesRejected++;
@@ -138,6 +135,20 @@ export class Client {
     }
     await sleep(this.#rng.int(0, 20));
     await this.#release(op);
+  }
+
+  /**
+   * How long to wait between a read and its write. Mostly a few ms, so the other clients
+   * interleave. Now and then a slow client (a GC pause, a slow disk) holds on for most of
+   * its TTL, so faults land in the middle of holds; and rarely a zombie sleeps past its TTL:
+   * the peer ends its hold, the next holder gets a higher token, and the zombie's write
+   * meets the fence (fencing is exercised even between faults).
+   */
+  #pauseMs(): number {
+    const x = this.#rng.float();
+    if (x < 0.004) return this.#opts.ttlMs + this.#rng.int(500, 2000);
+    if (x < 0.01) return this.#rng.int(200, this.#opts.ttlMs - 1500);
+    return this.#rng.int(0, 15);
   }
 
   async #release(op: Op): Promise<void> {
