@@ -89,6 +89,8 @@ export class Machine {
   readonly #ownByTs = new Map<number, OwnRequest>();
   /** Locks where we have requests waiting (ungranted, issued): the ones to re-check. */
   readonly #waitingLocks = new Map<string, number>();
+  /** Locks where some waiting request of ours is a no-wait one (their scans go to the end). */
+  readonly #noWaitLocks = new Map<string, number>();
   #leaseValid = true;
   // Per-step accumulators, emptied by flush().
   #effects: Effect[] = [];
@@ -169,6 +171,7 @@ export class Machine {
     own.state = 'waiting';
     this.#ownByTs.set(own.ts, own);
     this.#waitingLocks.set(own.lock, (this.#waitingLocks.get(own.lock) ?? 0) + 1);
+    if (own.noWait) this.#noWaitLocks.set(own.lock, (this.#noWaitLocks.get(own.lock) ?? 0) + 1);
     const request = { lock: own.lock, ts: own.ts, peer: this.self, ...own.spec };
     this.#queueOf(own.lock).insert(request);
     this.#broadcast(toRequestMessage(request));
@@ -186,7 +189,7 @@ export class Machine {
   #dropOwn(own: OwnRequest): void {
     this.#own.delete(own.ref);
     if (own.state === 'pending') return;
-    if (own.state === 'waiting') this.#decWaiting(own.lock);
+    if (own.state === 'waiting') this.#decWaiting(own);
     this.#ownByTs.delete(own.ts);
     this.#removeQueued(own.lock, own.ts, this.self);
     this.#clock += 1;
@@ -198,6 +201,7 @@ export class Machine {
     const fromLive = current !== undefined && compareIncarnation(current, inc) === 0 && this.#view.has(from);
     if (!fromLive && !this.#faults.acceptEvicted) return;
     this.#clock = Math.max(this.#clock, packet.c) + 1;
+    const minBefore = this.#minLastTs();
     if (packet.c > (this.#lastTs[from] ?? 0)) this.#lastTs[from] = packet.c;
     const touched = new Set<string>();
     for (const msg of packet.m) {
@@ -210,8 +214,9 @@ export class Machine {
         this.#removeQueued(msg.lock, msg.ts, from);
       }
     }
-    // lastTs[from] moved, so any waiting lock may now pass condition (a).
-    for (const lock of this.#waitingLocks.keys()) touched.add(lock);
+    // Condition (a) depends on the smallest lastTs only: when it moved, every waiting lock
+    // may now pass; otherwise only the locks this packet touched can change.
+    if (this.#minLastTs() > minBefore) for (const lock of this.#waitingLocks.keys()) touched.add(lock);
     for (const lock of touched) this.#recheck(lock);
   }
 
@@ -222,13 +227,14 @@ export class Machine {
     const current = this.#inc.get(peer);
     if (current !== undefined && compareIncarnation(inc, current) <= 0) return;
     const wasSynced = this.synced;
+    // The handshake clock only raises our clock; it is NOT an ack: the peer's earlier
+    // requests (its state transfer) may still be in flight on its own stream to us. Its
+    // first packet, sent from inside its join, brings lastTs up. Reset before the old
+    // incarnation's requests are dropped, so its old acks cannot grant anything.
+    this.#lastTs[peer] = 0;
     if (current !== undefined) this.#dropPeerRequests(peer); // A restart: its clients died with it.
     this.#inc.set(peer, inc);
     this.#view.add(peer);
-    // The handshake clock only raises our clock; it is NOT an ack: the peer's earlier
-    // requests (its state transfer) may still be in flight on its own stream to us. Its
-    // first packet, sent from inside its join, brings lastTs up.
-    this.#lastTs[peer] = 0;
     if (!this.#faults.clockReset) this.#clock = Math.max(this.#clock, clock) + 1;
     if (!this.#faults.noStateTransfer) this.#transferState(peer);
     if (!wasSynced && this.synced) this.#issuePending();
@@ -311,7 +317,7 @@ export class Machine {
         if (waitingLeft === 0) break;
       }
       addAhead(ahead, r);
-      if (blocksAll(ahead) && !this.#hasNoWait(lock)) break;
+      if (blocksAll(ahead) && !this.#noWaitLocks.has(lock)) break;
     }
     for (const { own, grant } of decided) this.#decide(own, grant);
     // A refused no-wait request left the queue, which may admit a later one of ours.
@@ -325,14 +331,9 @@ export class Machine {
       return;
     }
     own.state = 'granted';
-    this.#decWaiting(own.lock);
+    this.#decWaiting(own);
     const token = tokenOf(own.ts, this.self);
     this.#effects.push({ type: 'granted', ref: own.ref, lock: own.lock, ts: own.ts, token, mode: own.spec.mode });
-  }
-
-  #hasNoWait(lock: string): boolean {
-    for (const own of this.#own.values()) if (own.lock === lock && own.noWait && own.state === 'waiting') return true;
-    return false;
   }
 
   #minLastTs(): number {
@@ -341,11 +342,9 @@ export class Machine {
     return min;
   }
 
-  #decWaiting(lock: string): void {
-    const n = (this.#waitingLocks.get(lock) ?? 0) - 1;
-    assert(n >= 0, 'waiting count stays non-negative');
-    if (n === 0) this.#waitingLocks.delete(lock);
-    else this.#waitingLocks.set(lock, n);
+  #decWaiting(own: OwnRequest): void {
+    decrement(this.#waitingLocks, own.lock);
+    if (own.noWait) decrement(this.#noWaitLocks, own.lock);
   }
 
   #queueOf(lock: string): RequestQueue {
@@ -423,6 +422,13 @@ export class Machine {
   lastTs(peer: number): number {
     return this.#lastTs[peer] ?? 0;
   }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 0) - 1;
+  assert(n >= 0, 'counts stay non-negative');
+  if (n === 0) counts.delete(key);
+  else counts.set(key, n);
 }
 
 function toRequestMessage(r: QueuedRequest): RequestMessage {
