@@ -38,7 +38,10 @@ export interface LocalRequest {
   readonly lock: string;
   readonly spec: RequestSpec;
   readonly opts: AcquireOptions;
+  /** Monotonic ms of the acquire (durations). */
   readonly requestedAt: number;
+  /** Epoch ms of the acquire (what a viewer sees as "since" while it waits). */
+  readonly requestedAtWall: number;
   state: 'waiting' | 'held' | 'ended';
   grant: Grant | null;
   ttlTimer: NodeJS.Timeout | null;

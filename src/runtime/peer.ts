@@ -191,7 +191,7 @@ export class PeerRuntime {
     const ref = this.#nextRef++;
     const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta };
     const req: LocalRequest = {
-      ref, id: randomBytes(12).toString('hex'), lock, spec, opts, requestedAt: performance.now(),
+      ref, id: randomBytes(12).toString('hex'), lock, spec, opts, requestedAt: performance.now(), requestedAtWall: Date.now(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, settle: null, onEnd: null,
     };
     const promise = new Promise<Grant>((resolve, reject) => {
@@ -354,7 +354,7 @@ export class PeerRuntime {
   #view(e: QueueEntry): QueueView {
     const local = e.peer === this.index;
     const req = local && e.ref !== undefined ? this.#byRef.get(e.ref) : undefined;
-    const since = local ? (req?.grant?.grantedAt ?? null) : (this.#session.seenAt(e.peer, e.ts));
+    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWall ?? null) : this.#session.seenAt(e.peer, e.ts);
     return {
       peer: this.#peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
       limit: e.limit, permits: e.permits, since, local, ...(req === undefined ? {} : { id: req.id }),

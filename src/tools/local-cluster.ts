@@ -93,6 +93,7 @@ export class LocalCluster {
     if (opts.linkProxies === true) await cluster.#proxyLinks();
     for (const p of cluster.peers) cluster.startPeer(p.id);
     await cluster.waitReady();
+    await cluster.waitConnected();
     return cluster;
   }
 
@@ -214,6 +215,23 @@ export class LocalCluster {
         if (proc !== null && proc.exitCode !== null) throw new Error(`peer ${id} exited with ${proc.exitCode}; see ${join(this.dir, `${id}.log`)}`);
         if (Date.now() > deadline) throw new Error(`peer ${id} not ready within ${timeoutMs} ms; see ${join(this.dir, `${id}.log`)}`);
         await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  /**
+   * Waits until every running peer reports a live link to every other running peer
+   * (ready needs only a majority; tests that count on every link wait for this).
+   */
+  async waitConnected(timeoutMs = 30_000): Promise<void> {
+    const running = new Set(this.peers.filter((p) => p.proc !== null).map((p) => p.id));
+    const deadline = Date.now() + timeoutMs;
+    for (const id of running) {
+      for (;;) {
+        const body = await fetch(`${this.url(id)}/v1/cluster`).then((r) => r.json() as Promise<{ peers: Array<{ id: string; self?: boolean; connected?: boolean }> }>, () => null);
+        if (body !== null && body.peers.every((p) => p.self === true || !running.has(p.id) || p.connected === true)) break;
+        if (Date.now() > deadline) throw new Error(`peer ${id} did not connect to every running peer within ${timeoutMs} ms`);
+        await new Promise((r) => setTimeout(r, 20));
       }
     }
   }
