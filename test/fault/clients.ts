@@ -19,6 +19,12 @@ export interface ClientOptions {
   readonly ttlMs: number;
   /** Extra time to wait for an HTTP answer beyond what the request asked for. */
   readonly answerGraceMs: number;
+  /**
+   * How long to wait for the answer to a release: longer than a pause, so a release sent to
+   * a paused peer is answered after SIGCONT and shows whether the peer tells the client its
+   * hold was lost meanwhile (it must: 404 lease_lost or evicted, never 200).
+   */
+  readonly releaseWaitMs: number;
 }
 
 interface Answer {
@@ -154,7 +160,7 @@ export class Client {
   async #release(op: Op): Promise<void> {
     op.releasedAt = performance.now();
     try {
-      const a = await post(`${this.#base()}/v1/locks/${op.lock}/release`, { id: op.id }, 1000 + this.#opts.answerGraceMs);
+      const a = await post(`${this.#base()}/v1/locks/${op.lock}/release`, { id: op.id }, this.#opts.releaseWaitMs);
       op.releaseDoneAt = performance.now();
       if (a.status === 200) op.end = 'released';
       else {

@@ -95,7 +95,7 @@ function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; 
       const name = `${p.id}${i}`;
       clients.push(new Client(name, p.id, rng.fork(clients.length), {
         cluster, registers: opts.registers, history: opts.history,
-        acquireTimeoutMs: 2000, ttlMs: 3000, answerGraceMs: opts.timings.leaseMs,
+        acquireTimeoutMs: 2000, ttlMs: 3000, answerGraceMs: opts.timings.leaseMs, releaseWaitMs: 2 * opts.timings.evictMs + 3000,
       }));
     }
   }
