@@ -10,11 +10,18 @@ export class LeaseTracker {
   readonly #leaseMs: number;
   /** Latest echoed send time per peer, in the owner's monotonic ms; -Infinity when none. */
   readonly #echoedSentAt: number[];
+  /**
+   * The lease end, recomputed on every echo rather than on every check: this peer always
+   * counts for itself, so the lease ends `leaseMs` after the (majority-1)-th most recent
+   * echoed send time among the others.
+   */
+  #until: number;
 
   constructor(opts: { self: number; peerCount: number; leaseMs: number }) {
     this.#self = opts.self;
     this.#leaseMs = opts.leaseMs;
     this.#echoedSentAt = new Array<number>(opts.peerCount).fill(Number.NEGATIVE_INFINITY);
+    this.#until = this.majority === 1 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
   }
 
   /** Number of peers, this one included, that make a majority. */
@@ -24,26 +31,31 @@ export class LeaseTracker {
 
   /** A heartbeat we sent at `sentAtMs` came back from `peer`. */
   onEcho(peer: number, sentAtMs: number): void {
-    if (sentAtMs > (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) this.#echoedSentAt[peer] = sentAtMs;
+    if (peer === this.#self || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
+    this.#echoedSentAt[peer] = sentAtMs;
+    this.#recompute();
   }
 
   /** Forgets a peer (evicted or restarted): its old echoes no longer vouch for us. */
   forget(peer: number): void {
+    if (peer === this.#self) return;
     this.#echoedSentAt[peer] = Number.NEGATIVE_INFINITY;
+    this.#recompute();
   }
 
-  /**
-   * The instant (monotonic ms) until which the lease holds: the majority-th most recent
-   * echoed send time plus `leaseMs`. -Infinity when no majority ever echoed.
-   */
-  validUntil(nowMs: number): number {
-    const times = this.#echoedSentAt.map((t, p) => (p === this.#self ? nowMs : t)).sort((a, b) => b - a);
-    const kth = times[this.majority - 1] ?? Number.NEGATIVE_INFINITY;
-    return kth === nowMs && this.majority === 1 ? Number.POSITIVE_INFINITY : kth + this.#leaseMs;
+  #recompute(): void {
+    if (this.majority === 1) return;
+    const others = this.#echoedSentAt.filter((_, p) => p !== this.#self).sort((a, b) => b - a);
+    this.#until = (others[this.majority - 2] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs;
+  }
+
+  /** The instant (monotonic ms) until which the lease holds; -Infinity when no majority echoed. */
+  validUntil(): number {
+    return this.#until;
   }
 
   /** True while the lease holds at `nowMs`. */
   valid(nowMs: number): boolean {
-    return this.validUntil(nowMs) > nowMs;
+    return this.#until > nowMs;
   }
 }

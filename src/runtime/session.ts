@@ -230,7 +230,7 @@ export class Session {
   /** Milliseconds the lease still holds (0 when it does not). */
   leaseValidForMs(): number {
     const now = performance.now();
-    return Math.max(0, Math.round(Math.min(this.#lease.validUntil(now) - now, 1e12)));
+    return Math.max(0, Math.round(Math.min(this.#lease.validUntil() - now, 1e12)));
   }
 
   /** When a remote request was first seen here (epoch ms), if known. */

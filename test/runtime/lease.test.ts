@@ -13,7 +13,7 @@ describe('LeaseTracker', () => {
     expect(lease.valid(150)).toBe(false);
     lease.onEcho(2, 200);
     expect(lease.valid(250)).toBe(true);
-    expect(lease.validUntil(250)).toBe(1100);
+    expect(lease.validUntil()).toBe(1100);
     expect(lease.valid(1099)).toBe(true);
     expect(lease.valid(1100)).toBe(false);
   });
@@ -23,7 +23,7 @@ describe('LeaseTracker', () => {
     lease.onEcho(1, 0);
     expect(lease.valid(999)).toBe(true);
     lease.onEcho(1, -5);
-    expect(lease.validUntil(999)).toBe(1000);
+    expect(lease.validUntil()).toBe(1000);
   });
 
   it('forgets an evicted or restarted peer', () => {
