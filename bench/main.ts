@@ -21,7 +21,8 @@ import type { BenchMeta, BenchResults, ScalingPoint } from './results.js';
 import { repeatHotLock, repeatManyNames, repeatUncontended, runSuite } from './suite.js';
 import type { SystemFigures } from './suite.js';
 import { etcdBinary, etcdVersion, startEtcd } from './systems/etcd.js';
-import { peerBinExists, startLamport } from './systems/lamport.js';
+import { leaseLossCount, peerBinExists, startLamport } from './systems/lamport.js';
+import type { LamportCluster } from './systems/lamport.js';
 import { redisBinary, redisVersion, startRedis } from './systems/redis.js';
 import type { LockSystem, SystemName } from './systems/types.js';
 import { checkTargets, targetTable } from './targets.js';
@@ -91,6 +92,11 @@ async function withSystem(system: LockSystem, body: () => Promise<void>): Promis
   }
 }
 
+function noteLeaseLosses(state: RunState, label: string, peers: LamportCluster['peers']): void {
+  const losses = leaseLossCount(peers);
+  if (losses > 0) state.notes.push(`${label}: the peers logged ${losses} lease losses ("no lease: ..."), each ending that peer's local holds`);
+}
+
 function peerBinOf(state: RunState): string {
   return state.opts.peerBin ?? defaultPeerBin;
 }
@@ -111,6 +117,7 @@ async function runLamportSize(state: RunState, peerCount: number): Promise<void>
       progress('lamport-lock 3 peers: scenario b');
       state.systems['lamport-lock'] = { a, b: await repeatHotLock(cluster, state.opts.sizes), c };
     }
+    noteLeaseLosses(state, `${peerCount} peers`, cluster.peers);
     state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost(), linksIdlePerS });
     const missing = [...new Set([...low.missingCounters(), ...high.missingCounters()])];
     if (missing.length > 0) state.notes.push(`(e) at ${peerCount} peers: /metrics lacks ${missing.join(', ')}; that link cost is not shown`);
@@ -124,7 +131,11 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
   const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3 });
   await withSystem(cluster, async () => {
-    state.memory = await measureMemory(state.group, cluster, sizes);
+    try {
+      state.memory = await measureMemory(state.group, cluster, sizes);
+    } finally {
+      noteLeaseLosses(state, '(f) memory, 3 peers', cluster.peers);
+    }
   });
 }
 

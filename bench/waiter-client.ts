@@ -18,6 +18,8 @@ export interface WaiterPlan {
   readonly first: number;
   readonly count: number;
   readonly timeoutMs: number;
+  /** Requests this child has in flight at once; all children together stay under the peers' listen backlog. */
+  readonly batchSize: number;
 }
 
 /** What the child reports to its parent. */
@@ -27,8 +29,6 @@ export interface WaiterReport {
   readonly firstFailure: string | null;
 }
 
-/** Waiters opened at once. */
-const batchSize = 1000;
 /** Time one batch may take to be sent. */
 const batchDeadlineMs = 60_000;
 /** Source addresses for waiter sockets (destination stays 127.0.0.1), to stay clear of one address's ephemeral ports. */
@@ -72,6 +72,7 @@ function open(plan: WaiterPlan, i: number): Promise<void> {
 }
 
 async function openAll(plan: WaiterPlan): Promise<void> {
+  const batchSize = Math.max(1, plan.batchSize);
   for (let start = plan.first; start < plan.first + plan.count; start += batchSize) {
     const end = Math.min(plan.first + plan.count, start + batchSize);
     const sent: Promise<void>[] = [];

@@ -4,7 +4,7 @@
  * clients that use the local HTTP API of DESIGN section 6 with keep-alive sockets.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, closeEndpoint, endpoint, stringField } from '../http-json.js';
 import type { Endpoint } from '../http-json.js';
@@ -156,4 +156,17 @@ export function counterValue(text: string, metric: string): number | null {
     }
   }
   return found ? total : null;
+}
+
+/**
+ * Times the peers logged the loss of their lease (warn level, "no lease: ..."): under load
+ * that stalls a peer's event loop past lease_ms, its holds end with `lease_lost`.
+ */
+export function leaseLossCount(peers: readonly PeerHandle[]): number {
+  let count = 0;
+  for (const peer of peers) {
+    if (!existsSync(peer.proc.logPath)) continue;
+    for (const line of readFileSync(peer.proc.logPath, 'utf8').split('\n')) if (line.includes('"msg":"no lease')) count++;
+  }
+  return count;
 }
