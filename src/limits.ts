@@ -32,6 +32,8 @@ export const limits = {
   semaphoreLimitMax: 1_000_000,
   /** Peers in one cluster; the token reserves 10 bits for the peer index. */
   peersMax: 1024,
+  /** How long an inbound stream may wait before it acks what it received (acks are cumulative). */
+  linkAckDelayMs: 5,
   /** Reconnect backoff bounds. */
   backoffMsMin: 50,
   backoffMsMax: 5000,

@@ -83,6 +83,8 @@ export class PeerRuntime {
   readonly #byRef = new Map<number, LocalRequest>();
   readonly #ended = new EndedLog(10_000);
   #nextRef = 1;
+  /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
+  readonly #idPrefix = randomBytes(8).toString('hex');
   #session: Session;
   #stopping = false;
   #rejoining: Promise<void> | null = null;
@@ -191,7 +193,7 @@ export class PeerRuntime {
     const ref = this.#nextRef++;
     const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta };
     const req: LocalRequest = {
-      ref, id: randomBytes(12).toString('hex'), lock, spec, opts, requestedAt: performance.now(), requestedAtWall: Date.now(),
+      ref, id: `${this.#idPrefix}${ref.toString(16).padStart(8, '0')}`, lock, spec, opts, requestedAt: performance.now(), requestedAtWall: Date.now(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, settle: null, onEnd: null,
     };
     const promise = new Promise<Grant>((resolve, reject) => {

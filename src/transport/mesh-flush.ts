@@ -19,11 +19,39 @@ export class MeshFlusher<P> {
   readonly #stats: MeshStats;
   readonly #log: Logger;
   readonly #dirty = new Set<PeerSlot<P>>();
+  readonly #acksDue = new Set<PeerSlot<P>>();
+  readonly #ackDelayMs: number;
   #scheduled: NodeJS.Immediate | null = null;
+  #ackTimer: NodeJS.Timeout | null = null;
 
-  constructor(stats: MeshStats, log: Logger) {
+  constructor(stats: MeshStats, log: Logger, ackDelayMs: number = limits.linkAckDelayMs) {
     this.#stats = stats;
     this.#log = log;
+    this.#ackDelayMs = ackDelayMs;
+  }
+
+  /**
+   * An inbound stream owes a cumulative ack. Acks only free the sender's resend buffer,
+   * never gate the protocol, so they wait a few ms and cover every frame of that window:
+   * one ack frame per window instead of one per data frame.
+   */
+  ackDue(slot: PeerSlot<P>): void {
+    slot.ackDue = true;
+    this.#acksDue.add(slot);
+    this.#ackTimer ??= setTimeout(() => this.#flushAcks(), this.#ackDelayMs);
+  }
+
+  #flushAcks(): void {
+    this.#ackTimer = null;
+    const slots = [...this.#acksDue];
+    this.#acksDue.clear();
+    for (const slot of slots) {
+      if (!slot.ackDue) continue;
+      slot.ackDue = false;
+      const bytes = slot.in?.send({ t: 'ack', ack: slot.receiver.lastDelivered }) ?? 0;
+      if (bytes > 0) this.#stats.framesSent++;
+      this.#stats.bytesSent += bytes;
+    }
   }
 
   /** That peer has payloads or an ack waiting: flush it at the end of this turn. */
@@ -35,8 +63,11 @@ export class MeshFlusher<P> {
   /** Stops flushing (mesh closing). */
   cancel(): void {
     if (this.#scheduled !== null) clearImmediate(this.#scheduled);
+    if (this.#ackTimer !== null) clearTimeout(this.#ackTimer);
     this.#scheduled = null;
+    this.#ackTimer = null;
     this.#dirty.clear();
+    this.#acksDue.clear();
   }
 
   /** Encodes and writes one data frame (a new one, or a resend on resume). */
@@ -56,12 +87,6 @@ export class MeshFlusher<P> {
     const slots = [...this.#dirty];
     this.#dirty.clear();
     for (const slot of slots) {
-      if (slot.ackDue) {
-        slot.ackDue = false;
-        const bytes = slot.in?.send({ t: 'ack', ack: slot.receiver.lastDelivered }) ?? 0;
-        if (bytes > 0) this.#stats.framesSent++;
-        this.#stats.bytesSent += bytes;
-      }
       if (slot.pending.length > 0) this.#flushPending(slot);
     }
   }

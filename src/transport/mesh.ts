@@ -438,8 +438,7 @@ export class Mesh<P> {
         this.#events.onPayload(slot.peer.index, inc, payload);
         if (slot.in !== sock) return; // the runtime evicted that peer meanwhile
       }
-      slot.ackDue = true;
-      this.#flusher.markDirty(slot);
+      this.#flusher.ackDue(slot);
     } else if (frame.t === 'hb') {
       sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
       this.#events.onHeartbeat(slot.peer.index, inc, frame.clock);
