@@ -114,9 +114,15 @@ export class Machine {
     return this.#clock;
   }
 
-  /** True once every peer of the view has handshaked: only then may requests leave. */
+  /**
+   * True once every peer of the view has handshaked AND sent us a packet since: only then may
+   * requests leave. The handshake clock is not enough: a peer that had us out of its view
+   * (evicted) may have granted requests above it before it admitted this incarnation; its
+   * first packet is sent after it did (from inside its join), so its clock bounds them all
+   * and our requests sort after them. (Found by the simulator, seed 1371.)
+   */
   get synced(): boolean {
-    for (const p of this.#view) if (!this.#inc.has(p)) return false;
+    for (const p of this.#view) if (!this.#inc.has(p) || (this.#lastTs[p] ?? 0) === 0) return false;
     return true;
   }
 
@@ -202,7 +208,9 @@ export class Machine {
     if (!fromLive && !this.#faults.acceptEvicted) return;
     this.#clock = Math.max(this.#clock, packet.c) + 1;
     const minBefore = this.#minLastTs();
+    const wasSynced = this.synced;
     if (packet.c > (this.#lastTs[from] ?? 0)) this.#lastTs[from] = packet.c;
+    if (!wasSynced && this.synced) this.#issuePending();
     const touched = new Set<string>();
     for (const msg of packet.m) {
       touched.add(msg.lock);

@@ -114,6 +114,10 @@ export class Membership {
     const out: MembershipEffect[] = [];
     this.#peers.forEach((t, peer) => {
       if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
+      // Only an incarnation we have heard may be suspected. Evicting the placeholder of a
+      // peer nobody here has met would let us count it out of the view while its live
+      // incarnation (met by no confirmer, so never refused) still grants on stale acks.
+      if (compareIncarnation(t.inc, unknownIncarnation) === 0 && !this.#faults.evictWithoutMajority) return;
       t.confirmations.add(this.#self);
       out.push(...this.#maybeEvict(peer, t));
       if (this.isEvicted(peer, t.inc)) return;
@@ -148,8 +152,12 @@ export class Membership {
     if (t === undefined) return []; // About ourselves: the mesh tells us when we are refused.
     switch (msg.t) {
       case 'suspect': {
-        const newerAlive = compareIncarnation(t.inc, msg.inc) > 0 && !this.#silent(t, nowMs);
-        const agree = this.isEvicted(msg.peer, msg.inc) || (!newerAlive && this.#silent(t, nowMs));
+        // Never confirm an incarnation older than one we know, even when the newer one is
+        // silent too: EVICT(j, X) takes j out of the view of peers that know no newer
+        // incarnation, while peers that know the newer one keep it, and it may then regain a
+        // lease that nobody's silence ended. A silent newer one is evicted by its own suspicion.
+        const newerKnown = compareIncarnation(t.inc, msg.inc) > 0;
+        const agree = this.isEvicted(msg.peer, msg.inc) || (!newerKnown && this.#silent(t, nowMs));
         return agree ? [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc } }] : [];
       }
       case 'confirm': {

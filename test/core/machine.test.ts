@@ -111,7 +111,12 @@ describe('Machine: membership', () => {
     const before = net.acquire(0, 1, 'a');
     expect(before.filter((f) => f.type === 'send')).toEqual([]);
     expect(net.machine(0).synced).toBe(false);
-    const sends = net.join(0, 2).filter((f) => f.type === 'send' && f.packet.m.some((m) => m.t === 'req'));
+    net.join(0, 2);
+    // Joined, but no packet from 1 or 2 yet: their first packet, sent from inside their join,
+    // bounds what they granted while we were out of their view.
+    expect(net.machine(0).synced).toBe(false);
+    net.deliver(1, 0);
+    const sends = net.deliver(2, 0).filter((f) => f.type === 'send' && f.packet.m.some((m) => m.t === 'req'));
     expect(sends.map((f) => (f.type === 'send' ? f.to : -1)).sort()).toEqual([1, 2]);
   });
 
