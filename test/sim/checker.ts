@@ -6,10 +6,17 @@
  */
 import type { Mode } from '../../src/core/types.js';
 
-/** A valid hold: granted by a core, not released or ended, on a peer not crashed since. */
+/**
+ * A hold granted by a core and not released or ended. It counts for invariant 1 only while
+ * it is VALID: its peer's lease has held without a gap since the grant (`validity`).
+ */
 export interface Hold {
   readonly ref: number;
   readonly peer: number;
+  /** The incarnation counter of the peer that granted it. */
+  readonly life: number;
+  /** Virtual ms of the grant. */
+  readonly grantedMs: number;
   readonly lock: string;
   readonly ts: number;
   readonly mode: Mode;
@@ -41,6 +48,8 @@ export class Checker {
   readonly #holders = new Map<string, Map<number, Hold>>();
   readonly #lastExclusive = new Map<string, Grant>();
   readonly #dirty = new Set<string>();
+  /** Whether a hold is still valid at a time (the cluster knows the leases); all by default. */
+  validity: (h: Hold, nowMs: number) => boolean = () => true;
 
   /** A core granted a hold: record it, and check invariants 2 and 3 for exclusive grants. */
   grant(h: Hold, nowMs: number): void {
@@ -71,6 +80,11 @@ export class Checker {
     this.#dirty.clear();
   }
 
+  /** The self-fencing rule of DESIGN section 5 was broken. */
+  selfFence(nowMs: number, what: string): void {
+    this.#fail(nowMs, `self-fencing: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);
@@ -99,7 +113,9 @@ export class Checker {
    * Holders after h are bounded by their own limits, not by h's (the canal-lock case).
    */
   #checkHolders(lock: string, nowMs: number): void {
-    const holders = [...(this.#holders.get(lock)?.values() ?? [])];
+    const all = this.#holders.get(lock);
+    if (all === undefined || all.size < 2) return;
+    const holders = [...all.values()].filter((h) => this.validity(h, nowMs));
     if (holders.length < 2) return;
     const first = holders[0];
     if (first === undefined) return;

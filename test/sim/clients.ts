@@ -36,6 +36,7 @@ export class Clients {
   #nextRef = 1;
   #unresolved = 0;
   readonly #openPerPeer = new Map<number, number>();
+  readonly #heldPerPeer = new Map<number, number>();
   onGranted: OnGranted = () => undefined;
 
   constructor(checker: Checker) {
@@ -55,6 +56,11 @@ export class Clients {
   /** Open requests and holds of one peer's clients. */
   openOf(peer: number): number {
     return this.#openPerPeer.get(peer) ?? 0;
+  }
+
+  /** Holds of one peer's clients granted and not ended (the self-fencing check). */
+  heldOf(peer: number): number {
+    return this.#heldPerPeer.get(peer) ?? 0;
   }
 
   /** A client asks its peer for a lock. */
@@ -82,8 +88,10 @@ export class Clients {
     if (req === undefined || req.state !== 'waiting') throw new Error(`p${peer} granted ref ${f.ref}, which is not waiting`);
     req.state = 'held';
     this.#unresolved -= 1;
+    this.#heldPerPeer.set(peer, this.heldOf(peer) + 1);
     const { limit, permits } = req.spec;
-    this.#checker.grant({ ref: f.ref, peer, lock: f.lock, ts: f.ts, mode: f.mode, limit, permits, token: f.token }, nowMs);
+    const hold = { ref: f.ref, peer, life: req.life, lock: f.lock, ts: f.ts, mode: f.mode, limit, permits, token: f.token, grantedMs: nowMs };
+    this.#checker.grant(hold, nowMs);
     this.onGranted(req);
   }
 
@@ -98,9 +106,9 @@ export class Clients {
     this.#close(req, end);
   }
 
-  /** A peer crashed: its clients' requests and holds end with it. */
-  crashed(peer: number): void {
-    for (const req of [...this.#open.values()]) if (req.peer === peer) this.#close(req, 'crashed');
+  /** A peer's incarnation ended (crashed, or evicted and rejoining): its clients' requests and holds end. */
+  endAll(peer: number, outcome: 'crashed' | 'evicted'): void {
+    for (const req of [...this.#open.values()]) if (req.peer === peer) this.#close(req, outcome);
   }
 
   /** Requests still waiting, for the liveness report. */
@@ -109,8 +117,10 @@ export class Clients {
   }
 
   #close(req: ClientRequest, outcome: string): void {
-    if (req.state === 'held') this.#checker.end(req.lock, req.ref);
-    else this.#unresolved -= 1;
+    if (req.state === 'held') {
+      this.#checker.end(req.lock, req.ref);
+      this.#heldPerPeer.set(req.peer, this.heldOf(req.peer) - 1);
+    } else this.#unresolved -= 1;
     req.state = 'done';
     req.outcome = outcome;
     this.#open.delete(req.ref);

@@ -1,17 +1,25 @@
 /**
- * The simulated cluster: real protocol cores (`Machine`) inside a tiny simulated runtime
- * that owns incarnations, handshakes, heartbeats, crashes, restarts and pauses, executes
- * every effect, and reports grants to the client bookkeeping. Time is virtual.
+ * The simulated cluster: for every peer, the real protocol core (`Machine`), the real lease
+ * (`LeaseTracker`) and the real eviction logic (`Membership`), wired as src/runtime/
+ * session.ts wires them, over a simulated mesh (`SimMesh`) that behaves like the real one.
+ * The cluster owns incarnations: crashes, restarts, pauses and rejoins after an eviction.
+ * Time is virtual; each peer reads it through its own drifting monotonic clock.
  */
 import type { Effect, MachineEvent } from '../../src/core/machine.js';
 import { Machine } from '../../src/core/machine.js';
 import type { MachineFaults } from '../../src/core/faults.js';
-import type { Incarnation } from '../../src/core/types.js';
+import type { MembershipEffect, MembershipFaults } from '../../src/core/membership.js';
+import { Membership } from '../../src/core/membership.js';
+import { LeaseTracker } from '../../src/runtime/lease.js';
+import type { Checker, Hold } from './checker.js';
 import type { Clients } from './clients.js';
-import type { Delivery, PeerEvent, Schedule } from './events.js';
-import type { SimNetwork } from './network.js';
+import { PeerClock } from './clock.js';
+import type { Payload, PeerEvent, Schedule } from './events.js';
+import type { Wire } from './network.js';
 import type { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
+import { SimMesh } from './sim-mesh.js';
+import type { MeshHost } from './sim-mesh.js';
 import type { Transcript } from './transcript.js';
 import { formatEffects, formatEvent } from './transcript.js';
 
@@ -23,22 +31,23 @@ export interface SimTime {
 /** Wall clocks start here, so incarnations and 'wall' floors look like epoch ms. */
 const epochMs = 1_700_000_000_000;
 
+/** One peer process: its current incarnation's parts, and what survives incarnations. */
 interface SimPeer {
   readonly index: number;
-  machine: Machine | null;
-  /** Incarnation counter: bumped at each crash, so stale events are recognised. */
+  readonly clock: PeerClock;
+  /** Incarnation counter: bumped at each crash or rejoin, so stale events are recognised. */
   life: number;
-  inc: Incarnation;
+  machine: Machine | null;
+  lease: LeaseTracker;
+  membership: Membership;
+  mesh: SimMesh;
   paused: boolean;
   backlog: PeerEvent[];
-  /** Peers whose hello this core has processed ('joined'), and their life. */
-  readonly joined: Map<number, number>;
-  /** Streams this incarnation has opened (hello sent), by target peer, and the target's life. */
-  readonly dialed: Map<number, number>;
-  /** Packets the core sent before their stream was open: they follow the hello. */
-  readonly held: Map<number, { life: number; packets: Delivery['packet'][] }>;
   /** Persisted clock high-water mark (the data dir of DESIGN section 4). */
   hwm: number;
+  /** The lease as the checker sees it, in virtual ms: valid on [since, until) without a gap. */
+  leaseSinceMs: number;
+  leaseUntilMs: number;
 }
 
 /** What a cluster is built from. */
@@ -46,9 +55,11 @@ export interface ClusterOptions {
   readonly scenario: Scenario;
   readonly rng: Prng;
   readonly faults: Partial<MachineFaults>;
-  readonly network: SimNetwork;
+  readonly membershipFaults: Partial<MembershipFaults>;
+  readonly wire: Wire;
   readonly schedule: Schedule;
   readonly clients: Clients;
+  readonly checker: Checker;
   readonly transcript: Transcript;
   readonly time: SimTime;
 }
@@ -57,23 +68,36 @@ export interface ClusterOptions {
 export class Cluster {
   readonly #o: ClusterOptions;
   readonly #peers: SimPeer[];
+  readonly #host: MeshHost;
+  readonly #leaseTickMs: number;
   /** Off in the liveness phase: waiting requests must then be granted, not cancelled. */
   cancelsEnabled = true;
 
   constructor(o: ClusterOptions) {
     this.#o = o;
-    this.#peers = Array.from({ length: o.scenario.peers }, (_, index) => ({
-      index,
-      machine: null,
-      life: 0,
-      inc: { startMs: 0, nonce: 0 },
-      paused: false,
-      backlog: [],
-      joined: new Map<number, number>(),
-      dialed: new Map<number, number>(),
-      held: new Map<number, { life: number; packets: Delivery['packet'][] }>(),
-      hwm: o.scenario.clockStyle === 'tiny' ? o.rng.int(0, 2) : 0,
-    }));
+    const s = o.scenario;
+    // The session's lease timer period (src/runtime/session.ts).
+    this.#leaseTickMs = Math.max(10, Math.min(100, Math.floor(s.leaseMs / 20)));
+    this.#host = this.#meshHost();
+    this.#peers = Array.from({ length: s.peers }, (_, index) => {
+      const clock = new PeerClock({ rate: s.clockRates[index] ?? 1, offsetMs: s.clockOffsetsMs[index] ?? 0 });
+      const p: SimPeer = {
+        index,
+        clock,
+        life: 0,
+        machine: null,
+        lease: new LeaseTracker({ self: index, peerCount: s.peers, leaseMs: s.leaseMs }),
+        membership: new Membership({ self: index, peerCount: s.peers, evictMs: s.evictMs, nowMs: 0 }),
+        mesh: new SimMesh({ self: index, peers: s.peers, life: 0, inc: { startMs: 0, nonce: 0 }, host: this.#host }),
+        paused: false,
+        backlog: [],
+        hwm: s.clockStyle === 'tiny' ? o.rng.int(0, 2) : 0,
+        leaseSinceMs: Number.POSITIVE_INFINITY,
+        leaseUntilMs: Number.NEGATIVE_INFINITY,
+      };
+      return p;
+    });
+    o.checker.validity = (h, nowMs) => this.#holdValid(h, nowMs);
   }
 
   /** Number of configured peers. */
@@ -81,7 +105,7 @@ export class Cluster {
     return this.#peers.length;
   }
 
-  /** Starts every peer; handshakes follow after random delays. */
+  /** Starts every peer; handshakes follow from their first heartbeat ticks. */
   start(): void {
     for (const p of this.#peers) this.restart(p.index);
   }
@@ -101,9 +125,13 @@ export class Cluster {
     return this.#peer(peer).life;
   }
 
-  /** True when every peer is up, unpaused and has joined every other's current life. */
-  settled(): boolean {
-    return this.#peers.every((p) => p.machine !== null && !p.paused && this.#peers.every((q) => q === p || p.joined.get(q.index) === q.life));
+  /**
+   * True when some other running peer has met the current incarnation of `peer`: only then
+   * can it be evicted if it dies now (nobody suspects an incarnation nobody has heard).
+   */
+  isKnown(peer: number): boolean {
+    const d = this.#peer(peer);
+    return this.#peers.some((q) => q !== d && q.machine !== null && q.mesh.knownInc(peer) === d.mesh.inc);
   }
 
   /** Runs one peer-bound event, or parks it while its peer is paused. */
@@ -114,35 +142,37 @@ export class Cluster {
       target.backlog.push(ev);
       return;
     }
+    // The lease is checked before every event of a peer, as session.ts does in step().
+    this.#checkLease(target);
     switch (ev.k) {
-      case 'deliver':
-        return this.#onDeliver(ev.d);
-      case 'dial':
-        return this.#onDial(target, ev);
-      case 'heartbeat':
-        return this.#onHeartbeat(target);
+      case 'frame':
+        target.mesh.onFrame(ev.conn, ev.f);
+        break;
+      case 'tick':
+        this.#onTick(target);
+        break;
+      case 'leaseTick':
+        this.#o.schedule(this.#afterLocal(target, this.#leaseTickMs), { k: 'leaseTick', peer: target.index, life: target.life });
+        break;
       case 'acquire':
-        return this.#onAcquire(target, ev);
+        this.#onAcquire(target, ev);
+        break;
       case 'release':
-        return this.#onRelease(target, ev);
+        this.#onRelease(target, ev);
+        break;
     }
+    this.#checkSelfFence(target);
   }
 
   /** The peer an event must run on, or null when it is aimed at a dead incarnation. */
   #targetOf(ev: PeerEvent): SimPeer | null {
     switch (ev.k) {
-      case 'deliver': {
-        const to = this.#peer(ev.d.to);
-        const alive = to.life === ev.d.toLife && this.#peer(ev.d.from).life === ev.d.fromLife;
-        return alive && to.machine !== null ? to : null;
-      }
-      case 'dial': {
-        const from = this.#peer(ev.from);
+      case 'frame': {
         const to = this.#peer(ev.to);
-        const alive = from.life === ev.fromLife && to.life === ev.toLife && from.machine !== null && to.machine !== null;
-        return alive ? from : null;
+        return to.life === ev.toLife && to.machine !== null && ev.conn.state !== 'closed' ? to : null;
       }
-      case 'heartbeat': {
+      case 'tick':
+      case 'leaseTick': {
         const p = this.#peer(ev.peer);
         return p.life === ev.life && p.machine !== null ? p : null;
       }
@@ -155,43 +185,12 @@ export class Cluster {
     }
   }
 
-  #onDeliver(d: Delivery): void {
-    if (!this.#o.network.arrive(this.#o.time.nowMs, d)) return;
-    const to = this.#peer(d.to);
-    if (d.hello === null) {
-      this.#step(to, { type: 'packet', from: d.from, inc: this.#peer(d.from).inc, packet: d.packet });
-      return;
-    }
-    // The handshake of DESIGN section 4, one stream at a time: the receiver learns the
-    // opener's incarnation and its clock when it sent the hello; the stream's data follows.
-    to.joined.set(d.from, d.fromLife);
-    this.#step(to, { type: 'joined', peer: d.from, inc: d.hello.inc, clock: d.hello.clock });
-  }
-
-  /**
-   * Peer `from` opens its stream to `to` (one socket per ordered pair): the hello carries its
-   * clock now, which may already be past requests its core queued for this stream before it
-   * was open; those follow the hello, in order.
-   */
-  #onDial(from: SimPeer, ev: Extract<PeerEvent, { k: 'dial' }>): void {
-    const now = this.#o.time.nowMs;
-    if (!this.#o.network.reachable(ev.from, ev.to, now)) {
-      this.#o.schedule(this.#o.network.healsAtMs(ev.from, ev.to), ev);
-      return;
-    }
-    from.dialed.set(ev.to, ev.toLife);
-    const hello = { inc: from.inc, clock: this.#machineOf(from).clock };
-    this.#o.network.send(now, { from: ev.from, to: ev.to, fromLife: ev.fromLife, toLife: ev.toLife, hello, packet: { c: hello.clock, m: [] } });
-    const held = from.held.get(ev.to);
-    from.held.delete(ev.to);
-    if (held !== undefined && held.life === ev.toLife) for (const packet of held.packets) this.#send(from, ev.to, ev.toLife, packet);
-  }
-
-  /** An empty packet carrying the clock: an ACK in this design (DESIGN section 4). */
-  #onHeartbeat(p: SimPeer): void {
-    const clock = this.#machineOf(p).clock;
-    for (const [q, life] of p.joined) if (p.dialed.get(q) === life) this.#send(p, q, life, { c: clock, m: [] });
-    this.#o.schedule(this.#o.time.nowMs + this.#o.scenario.heartbeatMs, { k: 'heartbeat', peer: p.index, life: p.life });
+  /** The session's heartbeat-period timer: the mesh's heartbeats and watchdogs, then eviction. */
+  #onTick(p: SimPeer): void {
+    const localMs = p.clock.local(this.#o.time.nowMs);
+    p.mesh.onTick(localMs);
+    if (p.machine !== null && p.life === p.mesh.life) this.#applyMembership(p, p.membership.tick(localMs));
+    if (p.machine !== null) this.#o.schedule(this.#afterLocal(p, this.#o.scenario.heartbeatMs), { k: 'tick', peer: p.index, life: p.life });
   }
 
   #onAcquire(p: SimPeer, ev: Extract<PeerEvent, { k: 'acquire' }>): void {
@@ -210,9 +209,11 @@ export class Cluster {
     this.#step(p, { type: 'release', ref: ev.ref });
   }
 
-  /** One core step, then its effects in order. */
+  /** Session.step: the lease check first, then one core step and its effects in order. */
   #step(p: SimPeer, event: MachineEvent): void {
-    const machine = this.#machineOf(p);
+    const machine = p.machine;
+    if (machine === null) return;
+    if (event.type !== 'lease') this.#checkLease(p);
     const effects = machine.step(event);
     if (machine.clock > p.hwm) p.hwm = machine.clock;
     if (this.#o.transcript.enabled) this.#o.transcript.add(this.#o.time.nowMs, p.index, formatEvent(event) + formatEffects(effects));
@@ -222,11 +223,8 @@ export class Cluster {
   #execute(p: SimPeer, f: Effect): void {
     const now = this.#o.time.nowMs;
     switch (f.type) {
-      case 'send': {
-        const life = p.joined.get(f.to);
-        if (life === undefined) throw new Error(`p${p.index} sent to p${f.to}, which it never joined`);
-        return this.#send(p, f.to, life, f.packet);
-      }
+      case 'send':
+        return p.mesh.send(f.to, f.packet);
       case 'granted':
         return this.#o.clients.granted(p.index, f, now);
       case 'refused':
@@ -236,59 +234,187 @@ export class Cluster {
     }
   }
 
-  #send(p: SimPeer, to: number, toLife: number, packet: Delivery['packet']): void {
-    if (this.#peer(to).life !== toLife) return; // That incarnation is gone: so is its link.
-    if (p.dialed.get(to) !== toLife) {
-      // The core joined `to` (its hello arrived) before our own stream to it is open.
-      const held = p.held.get(to);
-      if (held === undefined || held.life !== toLife) p.held.set(to, { life: toLife, packets: [packet] });
-      else held.packets.push(packet);
-      return;
-    }
-    this.#o.network.send(this.#o.time.nowMs, { from: p.index, to, fromLife: p.life, toLife, hello: null, packet });
+  /** Session.#checkLease: tell the core when the lease changed. */
+  #checkLease(p: SimPeer): void {
+    if (p.machine === null) return;
+    const valid = p.lease.valid(p.clock.local(this.#o.time.nowMs));
+    if (valid !== p.machine.leaseValid) this.#step(p, { type: 'lease', valid });
   }
 
-  /** Crash: the core and everything in flight to or from it are lost; holds end now. */
+  /** Session.#applyMembership: sends, or an eviction applied everywhere it matters. */
+  #applyMembership(p: SimPeer, effects: readonly MembershipEffect[]): void {
+    for (const e of effects) {
+      if (e.type === 'send') {
+        p.mesh.send(e.to, e.msg);
+        continue;
+      }
+      this.#o.transcript.add(this.#o.time.nowMs, p.index, `EVICT p${e.peer} inc=${e.inc.startMs}.${e.inc.nonce}`);
+      p.mesh.refuseIncarnation(e.peer, e.inc);
+      p.lease.forget(e.peer);
+      this.#leaseChanged(p);
+      this.#step(p, { type: 'evicted', peer: e.peer, inc: e.inc });
+    }
+  }
+
+  /** What the simulated mesh of each peer reports to its runtime (Session's mesh events). */
+  #meshHost(): MeshHost {
+    const live = (peer: number, life: number): SimPeer | null => {
+      const p = this.#peer(peer);
+      return p.life === life && p.machine !== null ? p : null;
+    };
+    return {
+      wire: this.#o.wire,
+      rng: this.#o.rng,
+      schedule: this.#o.schedule,
+      nowMs: () => this.#o.time.nowMs,
+      localMs: (peer) => this.#peer(peer).clock.local(this.#o.time.nowMs),
+      heartbeatMs: this.#o.scenario.heartbeatMs,
+      lifeOf: (peer) => this.#peer(peer).life,
+      isUp: (peer) => this.#peer(peer).machine !== null,
+      clockOf: (peer) => this.#peer(peer).machine?.clock ?? 0,
+      onPeerJoined: (self, life, peer, inc, clock, restarted) => {
+        const p = live(self, life);
+        if (p === null) return;
+        p.membership.heard(peer, inc, p.clock.local(this.#o.time.nowMs));
+        if (restarted) {
+          p.lease.forget(peer);
+          this.#leaseChanged(p);
+        }
+        this.#step(p, { type: 'joined', peer, inc, clock });
+        this.#applyMembership(p, p.membership.evictions(peer));
+      },
+      onPayload: (self, life, from, inc, payload: Payload) => {
+        const p = live(self, life);
+        if (p === null) return;
+        const localMs = p.clock.local(this.#o.time.nowMs);
+        p.membership.heard(from, inc, localMs);
+        if ('t' in payload) this.#applyMembership(p, p.membership.onMessage(from, payload, localMs));
+        else this.#step(p, { type: 'packet', from, inc, packet: payload });
+      },
+      onHeartbeat: (self, life, from, inc, clock) => {
+        const p = live(self, life);
+        if (p === null) return;
+        p.membership.heard(from, inc, p.clock.local(this.#o.time.nowMs));
+        this.#step(p, { type: 'packet', from, inc, packet: { c: clock, m: [] } });
+      },
+      onEcho: (self, life, peer, sentAtMs) => {
+        const p = live(self, life);
+        if (p === null) return;
+        p.lease.onEcho(peer, sentAtMs);
+        this.#leaseChanged(p);
+        this.#checkLease(p);
+      },
+      onEvicted: (self, life) => {
+        const p = live(self, life);
+        if (p !== null) this.#rejoin(p);
+      },
+      log: (peer, what) => this.#o.transcript.add(this.#o.time.nowMs, peer, what),
+    };
+  }
+
+  /**
+   * Tracks the lease for the checker: the virtual time until which it holds, and since when
+   * it has held without a gap (a lapse between two events counts even if nobody looked).
+   */
+  #leaseChanged(p: SimPeer): void {
+    const now = this.#o.time.nowMs;
+    const untilLocal = p.lease.validUntil();
+    const until = Number.isFinite(untilLocal) ? p.clock.global(untilLocal) : untilLocal;
+    if (until > now && !(p.leaseUntilMs > now)) p.leaseSinceMs = now;
+    p.leaseUntilMs = until;
+  }
+
+  /**
+   * A hold is valid while its peer's lease has held without a gap since the grant (and the
+   * hold is not ended: the checker forgets ended holds). A tiny margin absorbs the rounding
+   * of clock conversions.
+   */
+  #holdValid(h: Hold, nowMs: number): boolean {
+    const p = this.#peer(h.peer);
+    return p.life === h.life && p.leaseSinceMs <= h.grantedMs && p.leaseUntilMs > nowMs + 1e-6;
+  }
+
+  /** The self-fencing rule: a running peer without a lease has no holds after its event. */
+  #checkSelfFence(p: SimPeer): void {
+    if (p.machine === null || p.paused) return;
+    if (p.lease.valid(p.clock.local(this.#o.time.nowMs))) return;
+    const held = this.#o.clients.heldOf(p.index);
+    if (held > 0) this.#o.checker.selfFence(this.#o.time.nowMs, `p${p.index} has no lease but ${held} hold(s) still granted after its event`);
+  }
+
+  #afterLocal(p: SimPeer, ms: number): number {
+    const now = this.#o.time.nowMs;
+    return Math.max(now, p.clock.global(p.clock.local(now) + ms));
+  }
+
+  /** Crash: the core, its links and everything in flight to or from it are lost. */
   crash(peer: number): void {
     const p = this.#peer(peer);
     if (p.machine === null) return;
     p.machine = null;
+    p.mesh.closeAll();
     p.life += 1;
     p.paused = false;
     p.backlog = [];
-    p.joined.clear();
-    p.dialed.clear();
-    p.held.clear();
-    this.#o.clients.crashed(peer);
+    this.#o.clients.endAll(peer, 'crashed');
     this.#o.transcript.add(this.#o.time.nowMs, peer, 'CRASH');
+  }
+
+  /**
+   * Peer.#rejoin: the majority evicted this incarnation. Its clients' holds and waiters end
+   * with reason `evicted`, and a new incarnation starts at once, its clock above the old one's.
+   */
+  #rejoin(p: SimPeer): void {
+    const old = p.machine;
+    if (old === null) return;
+    this.#o.transcript.add(this.#o.time.nowMs, p.index, 'REJOIN: this incarnation was evicted');
+    this.#o.clients.endAll(p.index, 'evicted');
+    p.mesh.closeAll();
+    p.machine = null;
+    p.life += 1;
+    this.#startIncarnation(p, Math.max(this.#wallFloor(p), old.clock + 1, p.hwm));
   }
 
   /**
    * (Re)start with a new incarnation and the clock floor of DESIGN section 4: the wall
    * clock or the persisted high-water mark, whichever is higher; handshake clocks raise it
-   * further inside the core. Handshakes with every running peer follow.
+   * further inside the core.
    */
   restart(peer: number): void {
     const p = this.#peer(peer);
     if (p.machine !== null) return;
-    const now = this.#o.time.nowMs;
-    const wallMs = epochMs + now + (this.#o.scenario.skewMs[peer] ?? 0);
-    const floor = Math.max(this.#o.scenario.clockStyle === 'wall' ? wallMs : 0, p.hwm);
-    // A real restart takes more than a millisecond: the new incarnation is strictly newer.
-    p.inc = { startMs: Math.max(wallMs, p.inc.startMs + 1), nonce: this.#o.rng.u32() };
-    p.machine = new Machine({ self: peer, peerCount: this.size, clockFloor: floor, faults: this.#o.faults });
-    this.#o.transcript.add(now, peer, `START inc=${p.inc.startMs}.${p.inc.nonce} floor=${floor}`);
-    // Each direction is its own stream, dialed at its own time (DESIGN section 4).
-    for (const q of this.#peers) {
-      if (q === p || q.machine === null) continue;
-      const { rng, scenario } = this.#o;
-      this.#o.schedule(now + rng.int(0, scenario.connectMaxMs), { k: 'dial', from: peer, to: q.index, fromLife: p.life, toLife: q.life });
-      this.#o.schedule(now + rng.int(0, scenario.connectMaxMs), { k: 'dial', from: q.index, to: peer, fromLife: q.life, toLife: p.life });
-    }
-    this.#o.schedule(now + this.#o.rng.int(1, this.#o.scenario.heartbeatMs), { k: 'heartbeat', peer, life: p.life });
+    this.#startIncarnation(p, Math.max(this.#wallFloor(p), p.hwm));
   }
 
-  /** Stops a peer's processing: its events wait, nothing is lost. */
+  #wallFloor(p: SimPeer): number {
+    return this.#o.scenario.clockStyle === 'wall' ? this.#wallMs(p) : 0;
+  }
+
+  #wallMs(p: SimPeer): number {
+    return Math.floor(epochMs + this.#o.time.nowMs + (this.#o.scenario.skewMs[p.index] ?? 0));
+  }
+
+  #startIncarnation(p: SimPeer, floor: number): void {
+    const { scenario: s, rng, time } = this.#o;
+    const now = time.nowMs;
+    const localMs = p.clock.local(now);
+    // A real restart takes more than a millisecond: the new incarnation is strictly newer.
+    const inc = { startMs: Math.max(this.#wallMs(p), p.mesh.inc.startMs + 1), nonce: rng.u32() };
+    p.machine = new Machine({ self: p.index, peerCount: s.peers, clockFloor: floor, faults: this.#o.faults });
+    p.lease = new LeaseTracker({ self: p.index, peerCount: s.peers, leaseMs: s.leaseMs });
+    p.membership = new Membership({ self: p.index, peerCount: s.peers, evictMs: s.evictMs, nowMs: localMs, faults: this.#o.membershipFaults });
+    p.mesh = new SimMesh({ self: p.index, peers: s.peers, life: p.life, inc, host: this.#host });
+    p.paused = false;
+    p.backlog = [];
+    p.leaseUntilMs = Number.NEGATIVE_INFINITY;
+    this.#leaseChanged(p);
+    this.#o.transcript.add(now, p.index, `START inc=${inc.startMs}.${inc.nonce} floor=${floor}`);
+    this.#checkLease(p); // Session.start: a new incarnation holds no lease until echoes come.
+    this.#o.schedule(now + rng.int(0, Math.min(s.connectMaxMs, s.heartbeatMs)), { k: 'tick', peer: p.index, life: p.life });
+    this.#o.schedule(this.#afterLocal(p, this.#leaseTickMs), { k: 'leaseTick', peer: p.index, life: p.life });
+  }
+
+  /** Stops a peer's processing: its events and timers wait, nothing is lost. */
   pause(peer: number, forMs: number): void {
     const p = this.#peer(peer);
     if (p.machine === null || p.paused) return;
@@ -297,12 +423,14 @@ export class Cluster {
     this.#o.schedule(this.#o.time.nowMs + forMs, { k: 'resume', peer, life: p.life });
   }
 
-  /** Ends a pause: the peer runs its backlog in arrival order. */
+  /** Ends a pause: the lease check runs first (as in the runtime), then the backlog in order. */
   resume(peer: number, life: number): void {
     const p = this.#peer(peer);
     if (p.life !== life || !p.paused) return;
     p.paused = false;
     this.#o.transcript.add(this.#o.time.nowMs, peer, `RESUME (${p.backlog.length} events waited)`);
+    this.#checkLease(p);
+    this.#checkSelfFence(p);
     const backlog = p.backlog;
     p.backlog = [];
     for (const ev of backlog) this.handle(ev);
@@ -312,10 +440,5 @@ export class Cluster {
     const p = this.#peers[index];
     if (p === undefined) throw new Error(`no peer ${index}`);
     return p;
-  }
-
-  #machineOf(p: SimPeer): Machine {
-    if (p.machine === null) throw new Error(`p${p.index} is down`);
-    return p.machine;
   }
 }

@@ -1,38 +1,60 @@
 /**
  * Every kind of event the simulator's agenda holds. Peer-bound events carry the `life`
- * (incarnation counter) they were meant for, so an event aimed at a crashed incarnation is
+ * (incarnation counter) they were meant for, so an event aimed at a dead incarnation is
  * recognised and dropped instead of reaching its successor.
  */
+import type { MembershipMessage } from '../../src/core/membership.js';
 import type { Packet } from '../../src/core/messages.js';
 import type { Incarnation, RequestSpec } from '../../src/core/types.js';
 
-/** The first frame of a stream (DESIGN section 4): who opens it and its clock at that moment. */
-export interface Hello {
-  readonly inc: Incarnation;
-  readonly clock: number;
+/** What travels on a link between two runtimes: core packets and membership messages. */
+export type Payload = Packet | MembershipMessage;
+
+/** The state of one simulated socket (one per ORDERED pair, dialed by `dialer`). */
+export type ConnState = 'handshake' | 'up' | 'closing' | 'closed';
+
+/**
+ * One simulated socket between two incarnations, as the mesh has them (DESIGN section 4):
+ * the dialer's stream to the listener rides on it, and the listener's acks and heartbeat
+ * echoes come back on it. Both ends share this object; `closed` is seen by both at once.
+ */
+export interface Conn {
+  readonly dialer: number;
+  readonly listener: number;
+  readonly dialerLife: number;
+  readonly listenerLife: number;
+  readonly dialerInc: Incarnation;
+  /** Learned from the welcome. */
+  listenerInc: Incarnation | null;
+  state: ConnState;
+  /** Local ms at which each end last received a frame on it (the silence watchdog). */
+  heardByDialerMs: number;
+  heardByListenerMs: number;
+  /** Local ms (dialer) at which the dial started, for the handshake deadline. */
+  readonly dialedAtMs: number;
 }
 
-/** A hello or a packet in flight from one incarnation to another. */
-export interface Delivery {
-  readonly from: number;
-  readonly to: number;
-  readonly fromLife: number;
-  readonly toLife: number;
-  /** Set on the stream's first frame only; the packet is then empty. */
-  readonly hello: Hello | null;
-  readonly packet: Packet;
-  /** Below-the-link networks only: the frame's seq and connection, or a reconnect marker. */
-  readonly wire?: { readonly seq: number; readonly conn: number; readonly reconnect: boolean };
-}
+/** The frames of the simulated mesh; which end sends which is fixed by the protocol. */
+export type Frame =
+  | { readonly t: 'hello'; readonly clock: number }
+  | { readonly t: 'welcome'; readonly inc: Incarnation; readonly clock: number; readonly delivered: number }
+  | { readonly t: 'refuse'; readonly reason: 'evicted' | 'stale_incarnation' }
+  | { readonly t: 'data'; readonly seq: number; readonly payloads: readonly Payload[] }
+  | { readonly t: 'ack'; readonly upTo: number }
+  | { readonly t: 'hb'; readonly sentAtMs: number; readonly clock: number }
+  | { readonly t: 'echo'; readonly sentAtMs: number }
+  /** The listener closed the socket (it refused the dialer's incarnation): the FIN. */
+  | { readonly t: 'close' };
 
 /** How a client's request or hold ends on the client's side. */
 export type ClientEnd = 'released' | 'expired' | 'cancelled';
 
 /** Events aimed at one peer: they wait in its backlog while it is paused. */
 export type PeerEvent =
-  | { readonly k: 'deliver'; readonly d: Delivery }
-  | { readonly k: 'dial'; readonly from: number; readonly to: number; readonly fromLife: number; readonly toLife: number }
-  | { readonly k: 'heartbeat'; readonly peer: number; readonly life: number }
+  | { readonly k: 'frame'; readonly to: number; readonly toLife: number; readonly conn: Conn; readonly f: Frame }
+  /** Heartbeat period: heartbeats, membership tick, silence watchdog, redials. */
+  | { readonly k: 'tick'; readonly peer: number; readonly life: number }
+  | { readonly k: 'leaseTick'; readonly peer: number; readonly life: number }
   | { readonly k: 'acquire'; readonly peer: number; readonly ref: number; readonly lock: string; readonly spec: RequestSpec; readonly noWait: boolean }
   | { readonly k: 'release'; readonly peer: number; readonly ref: number; readonly end: ClientEnd };
 

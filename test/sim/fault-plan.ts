@@ -1,11 +1,14 @@
 /**
  * The safety phase's faults, drawn from the seed at the seed's own rate: crashes with
- * state loss (a restart follows after a random down time), pauses (everything aimed at the
- * peer waits) and cuts between two peers (traffic held back until the cut heals).
+ * state loss (a restart follows after a random down time), pauses (the peer processes
+ * nothing and its timers wait; sometimes longer than evict_ms), cuts between two peers,
+ * and partitions: two groups (symmetric), some directions cut (asymmetric), or one peer
+ * bridging two sides that do not see each other. Some last longer than evict_ms, so the
+ * majority evicts and the cut-off peers self-fence and rejoin.
  */
 import type { Cluster, SimTime } from './cluster.js';
 import type { Schedule } from './events.js';
-import type { SimNetwork } from './network.js';
+import type { Wire } from './network.js';
 import type { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
 
@@ -14,7 +17,7 @@ export interface FaultPlanOptions {
   readonly scenario: Scenario;
   readonly rng: Prng;
   readonly cluster: Cluster;
-  readonly network: SimNetwork;
+  readonly wire: Wire;
   readonly schedule: Schedule;
   readonly time: SimTime;
 }
@@ -23,6 +26,8 @@ export interface FaultPlanOptions {
 export class FaultPlan {
   readonly #o: FaultPlanOptions;
   #active = true;
+  /** A peer kept dead through the liveness phase (the majority must evict it), or null. */
+  #dead: number | null = null;
 
   constructor(o: FaultPlanOptions) {
     this.#o = o;
@@ -38,26 +43,52 @@ export class FaultPlan {
     if (!this.#active) return;
     const { scenario: s, rng, cluster } = this.#o;
     const peer = rng.int(0, s.peers - 1);
-    const x = rng.float() * (s.crashWeight + s.pauseWeight + s.cutWeight);
+    const x = rng.float() * (s.crashWeight + s.pauseWeight + s.cutWeight + s.partitionWeight);
     if (x < s.crashWeight) this.#crash(peer);
-    else if (x < s.crashWeight + s.pauseWeight) cluster.pause(peer, rng.int(1, s.pauseMaxMs));
-    else this.#cut(peer);
+    else if (x < s.crashWeight + s.pauseWeight) cluster.pause(peer, this.#duration(s.pauseMaxMs));
+    else if (x < s.crashWeight + s.pauseWeight + s.cutWeight) this.#cut(peer);
+    else this.#partition();
     this.#next();
   }
 
-  /** A scheduled restart; in the liveness phase every peer is already back. */
+  /** A scheduled restart; in the liveness phase every peer but the dead one is already back. */
   onRestart(peer: number): void {
-    this.#o.cluster.restart(peer);
+    if (peer !== this.#dead) this.#o.cluster.restart(peer);
   }
 
-  /** The liveness phase: no more faults; every peer restarted and resumed now. */
-  heal(): void {
+  /**
+   * The liveness phase: no more faults; cuts heal, every peer is restarted and resumed now,
+   * except, in some seeds, one peer that stays dead: the others must evict it and go on.
+   * Returns the dead peer, if any.
+   */
+  heal(): number | null {
     this.#active = false;
-    const { cluster } = this.#o;
+    const { cluster, wire, time, rng, scenario: s } = this.#o;
+    wire.healAll(time.nowMs);
+    // Two peers never evict, so a dead one would block the other forever: by design.
+    if (s.peers >= 3 && rng.chance(s.deadPeerChance)) {
+      // A peer nobody has met cannot be evicted (by design: see Membership.tick), so the dead
+      // one is a running peer whose incarnation some other peer knows.
+      const candidate = rng.int(0, s.peers - 1);
+      if (cluster.isUp(candidate) && cluster.isKnown(candidate)) this.#dead = candidate;
+    }
     for (let peer = 0; peer < cluster.size; peer++) {
+      if (peer === this.#dead) {
+        cluster.crash(peer);
+        continue;
+      }
       cluster.restart(peer);
       if (cluster.isPaused(peer)) cluster.resume(peer, cluster.lifeOf(peer));
     }
+    return this.#dead;
+  }
+
+  /** Short, or (at the seed's rate) longer than evict_ms in the slowest clock. */
+  #duration(shortMaxMs: number): number {
+    const { rng, scenario: s } = this.#o;
+    if (!rng.chance(s.longFaultChance)) return rng.int(1, shortMaxMs);
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    return rng.int(Math.ceil(evictGlobalMs), Math.ceil(3 * evictGlobalMs));
   }
 
   #crash(peer: number): void {
@@ -69,16 +100,39 @@ export class FaultPlan {
   }
 
   #cut(a: number): void {
-    const { scenario, rng, network, time } = this.#o;
+    const { scenario, rng, wire, time } = this.#o;
     if (scenario.peers < 2) return;
     const b = (a + rng.int(1, scenario.peers - 1)) % scenario.peers;
-    network.cut(a, b, time.nowMs + rng.int(1, scenario.cutMaxMs));
+    const until = time.nowMs + this.#duration(scenario.cutMaxMs);
+    wire.cut(a, b, until);
+    wire.cut(b, a, until);
+  }
+
+  /** Symmetric (two groups), asymmetric (some directions), or a bridge. */
+  #partition(): void {
+    const { scenario: s, rng, wire, time } = this.#o;
+    if (s.peers < 2) return;
+    const until = time.nowMs + this.#duration(s.cutMaxMs);
+    const side = Array.from({ length: s.peers }, () => rng.chance(0.5));
+    const kind = rng.int(0, 2);
+    const bridge = kind === 2 ? rng.int(0, s.peers - 1) : -1;
+    const oneWay = kind === 1;
+    for (let a = 0; a < s.peers; a++) {
+      for (let b = 0; b < s.peers; b++) {
+        if (a === b || side[a] === side[b] || a === bridge || b === bridge) continue;
+        if (oneWay && (!side[a] || !rng.chance(0.7))) continue; // Only some links, one way.
+        wire.cut(a, b, until);
+      }
+    }
   }
 
   #next(): void {
-    const { scenario, rng, schedule, time } = this.#o;
-    if (!Number.isFinite(scenario.faultEveryMs) || scenario.crashWeight + scenario.pauseWeight + scenario.cutWeight === 0) return;
-    const gap = Math.max(1, Math.round(-Math.log(1 - rng.float()) * scenario.faultEveryMs));
+    const { scenario: s, rng, schedule, time } = this.#o;
+    const total = s.crashWeight + s.pauseWeight + s.cutWeight + s.partitionWeight;
+    if (!Number.isFinite(s.faultEveryMs) || total === 0) return;
+    // Fault rates are per evict period at least, so long faults do not pile up endlessly.
+    const meanMs = Math.max(s.faultEveryMs, s.evictMs / 8);
+    const gap = Math.max(1, Math.round(-Math.log(1 - rng.float()) * meanMs));
     schedule(time.nowMs + gap, { k: 'fault' });
   }
 }

@@ -1,12 +1,14 @@
 /**
- * The planted bugs the simulator must catch (issue 2, "Mutants"). Five live in the core
- * (`MachineFaults`); `no-fifo` lives in the simulated network, which then lets packets of
- * one link overtake each other, breaking the FIFO premise of the ack rule.
+ * The planted bugs the simulator must catch (issues 2 and 5, "Mutants"). Most live in the
+ * core (`MachineFaults`); `evict-without-majority` lives in the eviction logic
+ * (`MembershipFaults`); `no-fifo` lives in the simulated network, which then lets frames of
+ * one direction overtake each other, breaking the FIFO premise of the ack rule.
  */
 import type { MachineFaults } from '../../src/core/faults.js';
+import type { MembershipFaults } from '../../src/core/membership.js';
 
 /** Every mutant, in the order the mutation test runs them. */
-export const mutantNames = ['ack-ge', 'no-fifo', 'clock-reset', 'no-state-transfer', 'bad-tiebreak', 'semaphore-overcount'] as const;
+export const mutantNames = ['ack-ge', 'no-fifo', 'clock-reset', 'no-state-transfer', 'bad-tiebreak', 'semaphore-overcount', 'evict-without-majority', 'no-self-fence', 'accept-evicted'] as const;
 
 /** The name of one mutant, as `--mutant` takes it. */
 export type MutantName = (typeof mutantNames)[number];
@@ -21,7 +23,12 @@ export function machineFaultsOf(mutant: MutantName | undefined): Partial<Machine
   switch (mutant) {
     case undefined:
     case 'no-fifo':
+    case 'evict-without-majority':
       return {};
+    case 'no-self-fence':
+      return { noSelfFence: true };
+    case 'accept-evicted':
+      return { acceptEvicted: true };
     case 'ack-ge':
       return { ackGe: true };
     case 'clock-reset':
@@ -33,6 +40,11 @@ export function machineFaultsOf(mutant: MutantName | undefined): Partial<Machine
     case 'semaphore-overcount':
       return { semaphoreOvercount: true };
   }
+}
+
+/** The eviction faults a mutant turns on. */
+export function membershipFaultsOf(mutant: MutantName | undefined): Partial<MembershipFaults> {
+  return mutant === 'evict-without-majority' ? { evictWithoutMajority: true } : {};
 }
 
 /** True when the mutant lets the network reorder packets on one link. */

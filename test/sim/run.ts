@@ -11,10 +11,8 @@ import type { DriverEvent, SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
 import type { MutantName } from './mutants.js';
-import { machineFaultsOf, reordersLinks } from './mutants.js';
-import { LinkNetwork } from './link-network.js';
-import type { SimNetwork } from './network.js';
-import { FifoNetwork, randomDelays } from './network.js';
+import { machineFaultsOf, membershipFaultsOf, reordersLinks } from './mutants.js';
+import { Wire, randomDelays } from './network.js';
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
@@ -28,9 +26,10 @@ export interface RunOptions {
   readonly mutant?: MutantName;
   readonly transcript?: boolean;
   /**
-   * 'fifo' (default): the network itself is FIFO and lossless, as the link promises.
-   * 'link': the real link (src/transport/link.ts) runs over a wire that drops, duplicates
-   * and reorders frames, and the core must see no difference.
+   * Both modes run the real link (src/transport/link.ts) over FIFO connections that cuts
+   * and the silence watchdog close. 'link' also breaks connections at random (a seed-drawn
+   * rate per frame): the frames in flight are lost with the connection and the link's
+   * resume must deliver them exactly once, in order.
    */
   readonly net?: 'fifo' | 'link';
 }
@@ -75,20 +74,13 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   });
   // Its own stream, so turning the link mode on does not change what the rest of the seed draws.
   const wireRng = new Prng(opts.seed).fork().fork();
-  const network: SimNetwork =
-    opts.net === 'link'
-      ? new LinkNetwork({
-          peers: scenario.peers,
-          delays,
-          schedule,
-          rng: wireRng,
-          wire: { dropChance: wireRng.pick([0.001, 0.005, 0.02]), duplicateChance: wireRng.pick([0, 0.01, 0.05]), reorderChance: wireRng.pick([0, 0.005, 0.02]), reconnectMaxMs: wireRng.int(1, 50) },
-        })
-      : new FifoNetwork({ peers: scenario.peers, faults: delays, schedule });
+  const breakChance = opts.net === 'link' ? wireRng.pick([0.001, 0.005, 0.02]) : 0;
+  const wire = new Wire({ peers: scenario.peers, faults: delays, breakChance });
   const faults = machineFaultsOf(opts.mutant);
-  const cluster = new Cluster({ scenario, rng: rng.fork(), faults, network, schedule, clients, transcript, time });
+  const membershipFaults = membershipFaultsOf(opts.mutant);
+  const cluster = new Cluster({ scenario, rng: rng.fork(), faults, membershipFaults, wire, schedule, clients, checker, transcript, time });
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule, time });
-  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, network, schedule, time });
+  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule, time });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript };
 }
 
@@ -130,9 +122,9 @@ function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; e
 
 function dispatch(parts: Parts, ev: SimEvent): void {
   switch (ev.k) {
-    case 'deliver':
-    case 'dial':
-    case 'heartbeat':
+    case 'frame':
+    case 'tick':
+    case 'leaseTick':
     case 'acquire':
     case 'release':
       return parts.cluster.handle(ev);
@@ -161,17 +153,21 @@ function drive(parts: Parts, ev: DriverEvent): void {
 }
 
 /**
- * Faults stop, every peer comes back, clients stop asking and stop cancelling. Returns the
- * deadline by which every open request must be granted: time to reconnect, then for each
- * request that may be ahead of another, one hold plus a few (spiked) round trips.
+ * Faults stop, every peer comes back (but maybe one, which the others must evict), clients
+ * stop asking and stop cancelling. Returns the deadline by which every open request must be
+ * granted, refused or ended: time for the watchdogs to drop dead sockets, to evict the dead
+ * peer, for evicted peers to rejoin and leases to come back (all in the slowest clock), then
+ * for each request that may be ahead of another, one hold plus a few (spiked) round trips.
  */
 function startLiveness(parts: Parts, s: Scenario): number {
-  parts.faults.heal();
+  const dead = parts.faults.heal();
   parts.workload.stopIssuing();
   parts.cluster.cancelsEnabled = false;
-  parts.transcript.add(parts.time.nowMs, null, `LIVENESS phase: ${parts.clients.unresolved} request(s) open`);
-  const roundTripMs = 4 * 11 * s.delayMaxMs + 2 * s.heartbeatMs;
-  const recoveryMs = s.cutMaxMs + s.connectMaxMs + roundTripMs;
+  const deadNote = dead === null ? '' : `, p${dead} stays dead`;
+  parts.transcript.add(parts.time.nowMs, null, `LIVENESS phase: ${parts.clients.unresolved} request(s) open${deadNote}`);
+  const slowest = Math.min(...s.clockRates);
+  const roundTripMs = 4 * 11 * s.delayMaxMs + 2 * s.heartbeatMs / slowest;
+  const recoveryMs = (2 * s.evictMs + 12 * s.heartbeatMs) / slowest + s.connectMaxMs + 4 * roundTripMs;
   const perRequestMs = Math.min(s.holdMaxMs, s.ttlMs) + roundTripMs;
   return parts.time.nowMs + recoveryMs + (parts.clients.openCount + 1) * perRequestMs;
 }

@@ -4,6 +4,7 @@
  * across seeds the simulator visits calm clusters, stormy ones, tie-heavy ones and
  * restart-heavy ones without any seed needing to be hand-written.
  */
+import { clockRateMargin } from '../../src/config.js';
 import type { Prng } from './prng.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
@@ -18,7 +19,17 @@ export interface Scenario {
   readonly delayMaxMs: number;
   /** Chance that one message takes up to ten times the maximum delay. */
   readonly delaySpikeChance: number;
+  /** Heartbeat period of every peer, in its own local ms (DESIGN section 4). */
   readonly heartbeatMs: number;
+  /** Lease and eviction timings (DESIGN section 5), respecting the config's relation. */
+  readonly leaseMs: number;
+  readonly evictMs: number;
+  /**
+   * Each peer's monotonic clock rate (local ms per virtual ms) and offset. Any two rates
+   * differ by at most `clockRateMargin`, the bound the config assumes.
+   */
+  readonly clockRates: readonly number[];
+  readonly clockOffsetsMs: readonly number[];
   /** Handshake latency after a (re)start, per pair. */
   readonly connectMaxMs: number;
   /** Length of the safety phase (faults on), then the liveness phase starts. */
@@ -28,6 +39,12 @@ export interface Scenario {
   readonly crashWeight: number;
   readonly pauseWeight: number;
   readonly cutWeight: number;
+  /** Partitions: two groups (symmetric), some links cut one way (asymmetric), a bridge. */
+  readonly partitionWeight: number;
+  /** Chance that a pause, a cut or a partition outlasts evict_ms (eviction territory). */
+  readonly longFaultChance: number;
+  /** Chance that the liveness phase keeps one peer dead: the others must evict it. */
+  readonly deadPeerChance: number;
   readonly downMaxMs: number;
   readonly pauseMaxMs: number;
   readonly cutMaxMs: number;
@@ -63,25 +80,32 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);
   const pauseMaxMs = rng.int(5, 120);
+  const timing = drawTiming(rng, peers);
+  const safetyMs = Math.max(rng.int(300, 1200), Math.round(rng.int(3, 6) * timing.evictMs));
+  // The workload's rate scales down with a longer safety phase: about as many requests per seed.
+  const slow = Math.max(1, safetyMs / 1500);
   return {
+    ...timing,
     peers,
     locks: Array.from({ length: rng.int(2, 6) }, (_, i) => `L${i}`),
     delayMinMs,
     delayMaxMs: delayMinMs + rng.pick([1, 4, 10, 25]),
     delaySpikeChance: rng.pick([0, 0, 0.01, 0.05]),
-    heartbeatMs: rng.pick([5, 10, 25, 50, 100]),
     connectMaxMs: rng.int(1, 30),
-    safetyMs: rng.int(300, 1200),
+    safetyMs,
     faultEveryMs: calm ? Number.POSITIVE_INFINITY : rng.pick([20, 50, 100, 250]),
     crashWeight: rng.pick([0, 1, 2, 4]),
     pauseWeight: rng.pick([0, 1, 2]),
     cutWeight: rng.pick([0, 1, 2]),
+    partitionWeight: rng.pick([0, 1, 2, 4]),
+    longFaultChance: rng.pick([0, 0.1, 0.3, 0.6]),
+    deadPeerChance: rng.pick([0, 0.5]),
     downMaxMs: rng.int(2, 150),
     pauseMaxMs,
     cutMaxMs: rng.int(5, 100),
     openMaxPerPeer: rng.pick([1, 2, 4, 8]),
-    acquireEveryMs: rng.pick([3, 10, 20, 60]) * Math.max(1, peers / 4),
-    burstEveryMs: rng.pick([15, 40, 100, Number.POSITIVE_INFINITY]),
+    acquireEveryMs: rng.pick([3, 10, 20, 60]) * Math.max(1, peers / 4) * slow,
+    burstEveryMs: rng.pick([15, 40, 100, Number.POSITIVE_INFINITY]) * slow,
     modeWeights: rng.pick<[number, number, number]>([
       [1, 0, 0],
       [2, 1, 1],
@@ -98,6 +122,26 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
     clockStyle: rng.chance(0.5) ? 'tiny' : 'wall',
     skewMs: Array.from({ length: peers }, () => rng.int(-50, 50)),
   };
+}
+
+/**
+ * heartbeat, lease = 4..8 heartbeats, evict at the config's floor (lease * margin +
+ * heartbeat) or a little above, and clock rates spread within the margin (sometimes all
+ * equal, sometimes right at the bound).
+ */
+function drawTiming(rng: Prng, peers: number): Pick<Scenario, 'heartbeatMs' | 'leaseMs' | 'evictMs' | 'clockRates' | 'clockOffsetsMs'> {
+  const heartbeatMs = rng.pick([20, 25, 50, 50, 100, 200]);
+  const leaseMs = heartbeatMs * rng.int(4, 8);
+  const evictMs = Math.ceil(leaseMs * clockRateMargin + heartbeatMs) + rng.pick([0, 0, 1, heartbeatMs]);
+  const spread = rng.pick([1, 1.2, clockRateMargin, clockRateMargin]);
+  const slowest = 0.8;
+  const clockRates = Array.from({ length: peers }, (_, i) => {
+    // At the bound, pin one peer at each end so the worst pair really occurs.
+    if (spread === clockRateMargin && i < 2) return i === 0 ? slowest : slowest * spread;
+    return slowest * (1 + rng.float() * (spread - 1));
+  });
+  const clockOffsetsMs = Array.from({ length: peers }, () => rng.int(0, 1_000_000));
+  return { heartbeatMs, leaseMs, evictMs, clockRates, clockOffsetsMs };
 }
 
 function drawPeers(rng: Prng): number {

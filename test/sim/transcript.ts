@@ -23,7 +23,7 @@ export class Transcript {
     if (this.#lines.length >= this.#keepLines) {
       this.#lines.shift();
     }
-    this.#lines.push(`${String(nowMs).padStart(6)}ms ${peer === null ? '  ' : `p${peer}`} ${what}`);
+    this.#lines.push(`${nowMs.toFixed(1).padStart(8)}ms ${peer === null ? '  ' : `p${peer}`} ${what}`);
   }
 
   /** The last `n` lines. */
