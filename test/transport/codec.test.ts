@@ -2,11 +2,11 @@ import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { isPacket } from '../../src/core/messages.js';
 import type { Packet } from '../../src/core/messages.js';
-import { ErrorCode, LockError } from '../../src/errors.js';
+import { ErrorCode } from '../../src/errors.js';
 import { limits } from '../../src/limits.js';
 import type { Frame } from '../../src/transport/codec.js';
 import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
-import { prng, testSeed } from './helpers.js';
+import { codeOf, prng, testSeed } from './helpers.js';
 
 const plain = new Packr({ useRecords: false, mapsAsObjects: true });
 const packet: Packet = {
@@ -17,15 +17,6 @@ const packet: Packet = {
   ],
 };
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof LockError) return err.code;
-    throw err;
-  }
-  return 'no error';
-}
 
 describe('codec', () => {
   const frames: Frame<Packet>[] = [

@@ -6,6 +6,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { Incarnation } from '../../src/core/types.js';
+import { LockError } from '../../src/errors.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
 import { Mesh } from '../../src/transport/mesh.js';
 import { TcpProxy } from './tcp-proxy.js';
@@ -185,4 +186,15 @@ export async function startCluster(n: number, o: { heartbeatMs?: number; logger?
 export async function waitAllConnected(c: TestCluster, timeoutMs = 10_000): Promise<void> {
   const n = c.meshes.length;
   await waitFor('all peers connected', () => c.recs.every((r) => r.connected.size === n - 1), timeoutMs);
+}
+
+/** The code of the LockError `fn` throws, or 'no error'; anything else is rethrown. */
+export function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof LockError) return err.code;
+    throw err;
+  }
+  return 'no error';
 }

@@ -3,16 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import type { DataFrame } from '../../src/transport/link.js';
 import { LinkReceiver, LinkSender } from '../../src/transport/link.js';
+import { codeOf } from './helpers.js';
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof LockError) return err.code;
-    throw err;
-  }
-  return 'no error';
-}
 
 const sender = (unackedBytesMax = 1000): LinkSender<string> => new LinkSender<string>({ unackedBytesMax });
 
