@@ -271,6 +271,11 @@ export class Machine {
     if (current !== undefined && compareIncarnation(current, inc) > 0) return; // A newer one lives.
     const prev = this.#evictedInc.get(peer);
     if (prev === undefined || compareIncarnation(inc, prev) > 0) this.#evictedInc.set(peer, inc);
+    // An eviction of an incarnation we never met (a notice passed on at our join) refuses that
+    // incarnation, but must not take the peer out of our view: a newer incarnation we have
+    // not met yet may be alive, with requests older than ours (simulator seed 150336). We
+    // wait to meet the peer, as for any peer we have not met.
+    if (current === undefined) return;
     const wasSynced = this.synced;
     this.#view.delete(peer);
     this.#inc.delete(peer);

@@ -88,3 +88,20 @@ describe('Membership', () => {
     expect(isMembershipMessage([1, 2])).toBe(false);
   });
 });
+
+describe('Machine and evictions of incarnations it never met', () => {
+  it('refuses that incarnation but keeps the peer in its view (seed 150336)', async () => {
+    const { Machine } = await import('../../src/core/machine.js');
+    const m = new Machine({ self: 0, peerCount: 3, clockFloor: 100 });
+    m.step({ type: 'joined', peer: 1, inc: X, clock: 5 });
+    m.step({ type: 'evicted', peer: 2, inc: X });
+    expect(m.view()).toEqual([1, 2]);
+    expect(m.synced).toBe(false);
+    m.step({ type: 'joined', peer: 2, inc: X, clock: 5 });
+    expect(m.lastTs(2)).toBe(0);
+    m.step({ type: 'joined', peer: 2, inc: Y, clock: 5 });
+    m.step({ type: 'packet', from: 1, inc: X, packet: { c: 200, m: [] } });
+    m.step({ type: 'packet', from: 2, inc: Y, packet: { c: 200, m: [] } });
+    expect(m.synced).toBe(true);
+  });
+});
