@@ -56,6 +56,8 @@ export interface ClusterOptions {
   readonly rng: Prng;
   readonly faults: Partial<MachineFaults>;
   readonly membershipFaults: Partial<MembershipFaults>;
+  /** False only for the accept-evicted mutant: the mesh never refuses an evicted incarnation. */
+  readonly refuseEvicted: boolean;
   readonly wire: Wire;
   readonly schedule: Schedule;
   readonly clients: Clients;
@@ -134,10 +136,40 @@ export class Cluster {
     return this.#peers.some((q) => q !== d && q.machine !== null && q.mesh.knownInc(peer) === d.mesh.inc);
   }
 
+  /**
+   * True when `peer` can never sync because of the dead peer: its current incarnation never
+   * met any incarnation of `dead`, so by design (Machine.#onEvicted) it keeps waiting for
+   * it, even after the others evicted it. Its requests never leave; nobody waits for them.
+   */
+  cannotSync(peer: number, dead: number | null): boolean {
+    const p = this.#peer(peer);
+    const m = p.machine;
+    if (dead === null || m === null || m.synced || p.mesh.knownInc(dead) !== null) return false;
+    // Synced with everyone else: the dead peer is the only one it waits for.
+    return m.view().every((q) => q === dead || m.lastTs(q) > 0);
+  }
+
+  /** Why a request of a peer is not granted yet, as its core explains it (liveness reports). */
+  explain(peer: number, ref: number): string {
+    const p = this.#peer(peer);
+    const m = p.machine;
+    if (m === null) return 'peer down';
+    const e = m.explain(ref);
+    const lease = m.leaseValid ? 'lease' : 'no lease';
+    const view = m.view().map((q) => `p${q}`).join(',');
+    if (e === undefined) return `unknown to the core; ${lease}; view ${view}`;
+    return `${e.state} at ${e.position}, missing [${e.missingPeers.map((q) => `p${q}`).join(',')}]; ${lease}; synced ${m.synced}; view ${view}`;
+  }
+
   /** Runs one peer-bound event, or parks it while its peer is paused. */
   handle(ev: PeerEvent): void {
     const target = this.#targetOf(ev);
-    if (target === null) return;
+    if (target === null) {
+      // A frame for a process that is gone: its TCP stack answers with a reset, so the
+      // sender's socket closes (a dial to a dead peer fails fast, as in the real mesh).
+      if (ev.k === 'frame') ev.conn.state = 'closed';
+      return;
+    }
     if (target.paused) {
       target.backlog.push(ev);
       return;
@@ -249,7 +281,7 @@ export class Cluster {
         continue;
       }
       this.#o.transcript.add(this.#o.time.nowMs, p.index, `EVICT p${e.peer} inc=${e.inc.startMs}.${e.inc.nonce}`);
-      p.mesh.refuseIncarnation(e.peer, e.inc);
+      if (this.#o.refuseEvicted) p.mesh.refuseIncarnation(e.peer, e.inc);
       p.lease.forget(e.peer);
       this.#leaseChanged(p);
       this.#step(p, { type: 'evicted', peer: e.peer, inc: e.inc });
@@ -353,6 +385,8 @@ export class Cluster {
     if (p.machine === null) return;
     p.machine = null;
     p.mesh.closeAll();
+    // Sockets whose frames wait unread in a paused process are reset too (a dial among them).
+    for (const ev of p.backlog) if (ev.k === 'frame') ev.conn.state = 'closed';
     p.life += 1;
     p.paused = false;
     p.backlog = [];

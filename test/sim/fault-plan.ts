@@ -33,6 +33,11 @@ export class FaultPlan {
     this.#o = o;
   }
 
+  /** The peer kept dead through the liveness phase, or null. */
+  get dead(): number | null {
+    return this.#dead;
+  }
+
   /** Schedules the first fault, if the seed has any. */
   start(): void {
     this.#next();

@@ -47,6 +47,18 @@ export function membershipFaultsOf(mutant: MutantName | undefined): Partial<Memb
   return mutant === 'evict-without-majority' ? { evictWithoutMajority: true } : {};
 }
 
+/**
+ * False for the accept-evicted mutant: the whole planted bug, as a real implementation would
+ * have it. The mesh does not refuse an evicted incarnation (no refusal at the handshake, the
+ * streams with it are kept), and the core processes its packets (`acceptEvicted`). A zombie
+ * (a peer paused or cut off past evict_ms, back with its old incarnation) then reconnects,
+ * resumes its streams, is never told it was evicted, regains a lease from the echoes and
+ * grants on the acks of peers that no longer send it their requests.
+ */
+export function refusesEvicted(mutant: MutantName | undefined): boolean {
+  return mutant !== 'accept-evicted';
+}
+
 /** True when the mutant lets the network reorder packets on one link. */
 export function reordersLinks(mutant: MutantName | undefined): boolean {
   return mutant === 'no-fifo';

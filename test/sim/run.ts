@@ -11,7 +11,7 @@ import type { DriverEvent, SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
 import type { MutantName } from './mutants.js';
-import { machineFaultsOf, membershipFaultsOf, reordersLinks } from './mutants.js';
+import { machineFaultsOf, membershipFaultsOf, refusesEvicted, reordersLinks } from './mutants.js';
 import { Wire, randomDelays } from './network.js';
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
@@ -78,7 +78,8 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const wire = new Wire({ peers: scenario.peers, faults: delays, breakChance });
   const faults = machineFaultsOf(opts.mutant);
   const membershipFaults = membershipFaultsOf(opts.mutant);
-  const cluster = new Cluster({ scenario, rng: rng.fork(), faults, membershipFaults, wire, schedule, clients, checker, transcript, time });
+  const refuseEvicted = refusesEvicted(opts.mutant);
+  const cluster = new Cluster({ scenario, rng: rng.fork(), faults, membershipFaults, refuseEvicted, wire, schedule, clients, checker, transcript, time });
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule, time });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule, time });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript };
@@ -153,7 +154,8 @@ function drive(parts: Parts, ev: DriverEvent): void {
 }
 
 /**
- * Faults stop, every peer comes back (but maybe one, which the others must evict), clients
+ * Faults stop, every peer comes back (but maybe one, which the others must evict; a peer
+ * that never met the dead one then waits for it forever, see checkLiveness), clients
  * stop asking and stop cancelling. Returns the deadline by which every open request must be
  * granted, refused or ended: time for the watchdogs to drop dead sockets, to evict the dead
  * peer, for evicted peers to rejoin and leases to come back (all in the slowest clock), then
@@ -175,6 +177,11 @@ function startLiveness(parts: Parts, s: Scenario): number {
 function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   const { checker, clients, time } = parts;
   if (events >= eventsMax) checker.stuck(time.nowMs, [`the run hit the cap of ${eventsMax} events`]);
-  const stuck = clients.waiting().map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.spec.mode} ${r.state} since ${r.issuedMs}ms`);
+  // A peer that never met the dead peer waits for it forever, by design (README: a
+  // (re)starting peer waits for peers it has not met): its own requests are excused, but
+  // every peer that met the dead one must keep granting, and nobody may wait for the excused.
+  const dead = parts.faults.dead;
+  const expected = clients.waiting().filter((r) => !parts.cluster.cannotSync(r.peer, dead));
+  const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.spec.mode} ${r.state} since ${r.issuedMs}ms (${parts.cluster.explain(r.peer, r.ref)})`);
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);
 }

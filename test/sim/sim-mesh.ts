@@ -11,7 +11,9 @@
  * arrive and reach the core, as on a real socket (ws delivers messages until the close
  * handshake ends). The real mesh happens to drop most of them at its seq check (its receiver
  * is reset at once); the protocol must not rest on that, so here only the core's own check
- * of the sender's incarnation stands between them and the queue (the accept-evicted mutant).
+ * of the sender's incarnation stands between them and the queue. The accept-evicted mutant
+ * turns off both that check and the refusal itself (the runtime never calls
+ * `refuseIncarnation`): a zombie then reconnects with its old incarnation and resumes.
  */
 import type { Incarnation } from '../../src/core/types.js';
 import { compareIncarnation } from '../../src/core/types.js';
@@ -128,7 +130,10 @@ export class SimMesh {
       const inbound = this.#in[q] ?? null;
       if (inbound !== null && (inbound.state === 'closed' || localMs - inbound.heardByListenerMs >= silenceMs)) this.#drop(this.#in, q, 'silent');
       const dialing = this.#dialing[q] ?? null;
-      if (dialing !== null && (dialing.state === 'closed' || localMs - dialing.dialedAtMs >= silenceMs)) this.#drop(this.#dialing, q, 'handshake timeout');
+      // The handshake deadline is the real mesh's (limits.handshakeMsMax), not the silence
+      // bound: with short heartbeats and slow links a round trip may exceed three heartbeats,
+      // and a deadline that short kept every handshake failing forever (seed 100442).
+      if (dialing !== null && (dialing.state === 'closed' || localMs - dialing.dialedAtMs >= limits.handshakeMsMax)) this.#drop(this.#dialing, q, dialing.state === 'closed' ? 'reset' : 'handshake timeout');
       const live = this.#out[q] ?? null;
       if (live !== null && live.state === 'up') this.#sendFrame(live, { t: 'hb', sentAtMs: localMs, clock: this.#host.clockOf(this.self) });
       else if (this.#dialing[q] === null && this.#host.isUp(q)) this.#dial(q, localMs);
