@@ -37,8 +37,11 @@ export class Wire {
   readonly #tailMs: Float64Array;
   /** Per ordered pair: the time a cut of that direction heals. */
   readonly #cutUntilMs: Float64Array;
-  /** Chance that a connection breaks under a frame (`link` mode); 0 otherwise. */
-  readonly breakChance: number;
+  /**
+   * Chance that a connection breaks under a frame (`link` mode); 0 otherwise, and 0 once
+   * faults stop: per frame, it would break every resume of a long backlog for ever.
+   */
+  #breakChance: number;
   /**
    * Delay spikes are a fault: they stop with the others. A spike holds back every frame
    * behind it (FIFO) and the chance is per frame, so on a busy direction spikes overlap and
@@ -49,10 +52,15 @@ export class Wire {
    */
   #spikes = true;
 
+  /** Chance that a connection breaks under a frame now. */
+  get breakChance(): number {
+    return this.#breakChance;
+  }
+
   constructor(opts: { peers: number; faults: LinkFaults; breakChance: number }) {
     this.#peers = opts.peers;
     this.#faults = opts.faults;
-    this.breakChance = opts.breakChance;
+    this.#breakChance = opts.breakChance;
     this.#tailMs = new Float64Array(opts.peers * opts.peers);
     this.#cutUntilMs = new Float64Array(opts.peers * opts.peers);
   }
@@ -81,9 +89,10 @@ export class Wire {
     return nowMs < (this.#cutUntilMs[this.#pair(from, to)] ?? 0);
   }
 
-  /** Heals every cut now and ends delay spikes (the liveness phase); frames held back leave at once. */
+  /** Heals every cut now and ends spikes and breaks (the liveness phase); frames held back leave at once. */
   healAll(nowMs: number): void {
     this.#spikes = false;
+    this.#breakChance = 0;
     for (let i = 0; i < this.#cutUntilMs.length; i++) this.#cutUntilMs[i] = Math.min(this.#cutUntilMs[i] ?? 0, nowMs);
   }
 
