@@ -108,10 +108,11 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const log = opts.log ?? (() => undefined);
   const timings = opts.timings ?? shortTimings;
   const rng = new Rng(opts.seed);
-  const t0 = performance.now();
-  const now = (): number => performance.now() - t0;
+  // One clock for everything: the history, the fault windows and the nemesis log.
+  const now = (): number => performance.now();
+  const t0 = now();
   const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, ...timings });
-  log(`cluster up in ${(now() / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
+  log(`cluster up in ${((now() - t0) / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
   try {
     const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
     const registers = new Map(Array.from({ length: opts.locks ?? 3 }, (_, i) => [`lock-${i}`, new FencedRegister(`lock-${i}`)]));
