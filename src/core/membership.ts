@@ -91,10 +91,14 @@ export class Membership {
     if (t === undefined || this.isEvicted(peer, inc)) return;
     const order = compareIncarnation(inc, t.inc);
     if (order < 0) return;
-    if (order > 0) {
-      t.inc = inc;
-      t.confirmations.clear();
-    }
+    if (order > 0) t.inc = inc;
+    // A confirmation vouches for one period of silence only. Once the peer is heard again,
+    // the confirmations gathered while it was silent are void: a confirmer may have heard it
+    // (and echoed its heartbeats, keeping its lease) since. Kept, they would add up with the
+    // confirmations of a LATER silence into a "majority" that never was silent at once
+    // (found by the fault test, seed 20261122: a 2|2 bridge partition evicted two live
+    // peers with the bridge's confirmation from an earlier partition, and both sides granted).
+    t.confirmations.clear();
     t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
   }
 
