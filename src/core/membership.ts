@@ -50,8 +50,10 @@ interface PeerTrack {
   inc: Incarnation;
   lastHeardMs: number;
   evictedUpTo: Incarnation | null;
-  /** Confirmations gathered for suspecting `inc`, by peer index. */
-  confirmations: Set<number>;
+  /** Confirmations gathered for suspecting `inc`: peer index -> when it arrived (local ms). */
+  confirmations: Map<number, number>;
+  /** We confirmed `inc` silent: we echo none of its heartbeats before this (local ms). */
+  noEchoUntilMs: number;
 }
 
 function key(inc: Incarnation): string {
@@ -65,15 +67,35 @@ export class Membership {
   readonly #evictMs: number;
   readonly #faults: MembershipFaults;
   readonly #peers: PeerTrack[] = [];
+  /** How long a confirmation binds its sender (its clock): evictMs. */
+  readonly #promiseMs: number;
+  /** How long the suspecter counts a confirmation (its clock): the promise over the rate margin. */
+  readonly #confirmationValidMs: number;
 
-  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; faults?: Partial<MembershipFaults> }) {
+  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> }) {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
     this.#faults = { evictWithoutMajority: false, ...opts.faults };
+    this.#promiseMs = opts.evictMs;
+    this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     for (let p = 0; p < opts.peerCount; p++) {
-      this.#peers.push({ inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Set() });
+      this.#peers.push({ inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY });
     }
+  }
+
+  /**
+   * May we echo a heartbeat of `peer`'s incarnation `inc`? Not once it is evicted, and not
+   * while a confirmation we gave binds us. A confirmation is a promise: for `evictMs` after
+   * it, we lend that incarnation no lease, even if we hear it again meanwhile. Without the
+   * promise a confirmer could hear the suspect right after confirming and keep its lease
+   * alive while the suspecter, counting that confirmation, evicts it (simulator seed 101151).
+   */
+  mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
+    const t = this.#track(peer);
+    if (t === undefined) return true;
+    if (this.isEvicted(peer, inc)) return false;
+    return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.inc) <= 0);
   }
 
   /** Peers (this one included) that make a majority of the configuration. */
@@ -122,8 +144,8 @@ export class Membership {
       // peer nobody here has met would let us count it out of the view while its live
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
       if (compareIncarnation(t.inc, unknownIncarnation) === 0 && !this.#faults.evictWithoutMajority) return;
-      t.confirmations.add(this.#self);
-      out.push(...this.#maybeEvict(peer, t));
+      t.confirmations.set(this.#self, nowMs);
+      out.push(...this.#maybeEvict(peer, t, nowMs));
       if (this.isEvicted(peer, t.inc)) return;
       for (let q = 0; q < this.#peerCount; q++) {
         if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc: t.inc } });
@@ -132,8 +154,12 @@ export class Membership {
     return out;
   }
 
-  #maybeEvict(peer: number, t: PeerTrack): MembershipEffect[] {
+  #maybeEvict(peer: number, t: PeerTrack, nowMs: number): MembershipEffect[] {
     const needed = this.#faults.evictWithoutMajority ? 1 : this.majority;
+    // Only confirmations whose promise still binds their senders count (see mayEcho).
+    for (const [from, atMs] of t.confirmations) {
+      if (from !== this.#self && nowMs - atMs >= this.#confirmationValidMs) t.confirmations.delete(from);
+    }
     if (t.confirmations.size < needed) return [];
     const out: MembershipEffect[] = this.#apply(peer, t.inc);
     for (let q = 0; q < this.#peerCount; q++) {
@@ -162,12 +188,14 @@ export class Membership {
         // lease that nobody's silence ended. A silent newer one is evicted by its own suspicion.
         const newerKnown = compareIncarnation(t.inc, msg.inc) > 0;
         const agree = this.isEvicted(msg.peer, msg.inc) || (!newerKnown && this.#silent(t, nowMs));
-        return agree ? [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc } }] : [];
+        if (!agree) return [];
+        t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
+        return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc } }];
       }
       case 'confirm': {
         if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
-        t.confirmations.add(from);
-        return this.#maybeEvict(msg.peer, t);
+        t.confirmations.set(from, nowMs);
+        return this.#maybeEvict(msg.peer, t, nowMs);
       }
       case 'evict':
         return this.#apply(msg.peer, msg.inc);

@@ -9,7 +9,7 @@ import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { assert } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
-import { wsListenAddress } from '../config.js';
+import { clockRateMargin, wsListenAddress } from '../config.js';
 import { Machine } from '../core/machine.js';
 import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
@@ -80,7 +80,7 @@ export class Session {
     const peerCount = opts.config.peers.length;
     this.#machine = new Machine({ self: opts.index, peerCount, clockFloor: opts.clockFloor });
     this.#lease = new LeaseTracker({ self: opts.index, peerCount, leaseMs: opts.config.leaseMs });
-    this.#membership = new Membership({ self: opts.index, peerCount, evictMs: opts.config.evictMs, nowMs: performance.now() });
+    this.#membership = new Membership({ self: opts.index, peerCount, evictMs: opts.config.evictMs, nowMs: performance.now(), clockRateMargin });
     this.#mesh = this.#createMesh(opts);
   }
 
@@ -94,6 +94,7 @@ export class Session {
         cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== this.#index),
         listen: { host: listen.host, port: opts.wsPort ?? listen.port }, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock,
+        mayEcho: (peer, inc) => this.#membership.mayEcho(peer, inc, performance.now()),
         logger: opts.logger.child({ component: 'mesh' }), ...(opts.config.tls === undefined ? {} : { tls: opts.config.tls }),
       },
       {

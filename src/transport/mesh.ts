@@ -62,6 +62,11 @@ export interface MeshOptions<P> {
   readonly logger: Logger;
   /** Optional wss: PEM file paths; mutual TLS when `ca` is given. */
   readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string };
+  /**
+   * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
+   * lease, which eviction may forbid (a confirmation we gave). Default: always.
+   */
+  readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
 }
 
 /** What the mesh reports to the runtime. Called synchronously from socket events. */
@@ -440,7 +445,7 @@ export class Mesh<P> {
       }
       this.#flusher.ackDue(slot);
     } else if (frame.t === 'hb') {
-      sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
+      if (this.#opts.mayEcho?.(slot.peer.index, inc) ?? true) sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
       this.#events.onHeartbeat(slot.peer.index, inc, frame.clock);
     } else if (frame.t === 'auth') {
       refuse('replayed', 'challenge answered twice');

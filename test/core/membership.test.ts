@@ -60,6 +60,34 @@ describe('Membership', () => {
     expect(m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs + 2)).toEqual([]);
   });
 
+  it('a confirmation is a promise: the confirmer lends the suspect no lease for evict_ms, even after hearing it', () => {
+    const [, m1] = three();
+    m1?.heard(2, X, 0);
+    expect(m1?.mayEcho(2, X, 10)).toBe(true);
+    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+    m1?.heard(2, X, evictMs + 1);
+    expect(m1?.mayEcho(2, X, evictMs + 1)).toBe(false);
+    expect(m1?.mayEcho(2, X, 2 * evictMs - 1)).toBe(false);
+    expect(m1?.mayEcho(2, X, 2 * evictMs)).toBe(true);
+    expect(m1?.mayEcho(2, Y, evictMs + 1)).toBe(true);
+  });
+
+  it('counts a confirmation only while its promise binds the confirmer (evict_ms over the rate margin)', () => {
+    const five = (): Membership => {
+      const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+      for (const p of [1, 2, 3]) m.heard(p, Y, 100 * evictMs);
+      m.heard(4, X, 0);
+      m.tick(evictMs);
+      return m;
+    };
+    const stale = five();
+    expect(stale.onMessage(1, { t: 'confirm', peer: 4, inc: X }, evictMs)).toEqual([]);
+    expect(evictions(stale.onMessage(2, { t: 'confirm', peer: 4, inc: X }, evictMs + evictMs / 1.5))).toEqual([]);
+    const fresh = five();
+    expect(fresh.onMessage(1, { t: 'confirm', peer: 4, inc: X }, evictMs)).toEqual([]);
+    expect(evictions(fresh.onMessage(2, { t: 'confirm', peer: 4, inc: X }, evictMs + evictMs / 1.5 - 1))).toEqual([4]);
+  });
+
   it('never evicts in a two-peer cluster', () => {
     const m = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
     expect(m.tick(10 * evictMs)).toEqual([]);

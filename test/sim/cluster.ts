@@ -11,6 +11,7 @@ import type { MachineFaults } from '../../src/core/faults.js';
 import type { MembershipEffect, MembershipFaults } from '../../src/core/membership.js';
 import { Membership } from '../../src/core/membership.js';
 import { LeaseTracker } from '../../src/runtime/lease.js';
+import { clockRateMargin } from '../../src/config.js';
 import type { Checker, Hold } from './checker.js';
 import type { Clients } from './clients.js';
 import { PeerClock } from './clock.js';
@@ -89,7 +90,7 @@ export class Cluster {
         life: 0,
         machine: null,
         lease: new LeaseTracker({ self: index, peerCount: s.peers, leaseMs: s.leaseMs }),
-        membership: new Membership({ self: index, peerCount: s.peers, evictMs: s.evictMs, nowMs: 0 }),
+        membership: new Membership({ self: index, peerCount: s.peers, evictMs: s.evictMs, nowMs: 0, clockRateMargin }),
         mesh: new SimMesh({ self: index, peers: s.peers, life: 0, inc: { startMs: 0, nonce: 0 }, host: this.#host }),
         paused: false,
         backlog: [],
@@ -336,6 +337,10 @@ export class Cluster {
         this.#leaseChanged(p);
         this.#checkLease(p);
       },
+      mayEcho: (self, peer, inc) => {
+        const p = this.#peer(self);
+        return p.membership.mayEcho(peer, inc, p.clock.local(this.#o.time.nowMs));
+      },
       onEvicted: (self, life) => {
         const p = live(self, life);
         if (p !== null) this.#rejoin(p);
@@ -436,7 +441,7 @@ export class Cluster {
     const inc = { startMs: Math.max(this.#wallMs(p), p.mesh.inc.startMs + 1), nonce: rng.u32() };
     p.machine = new Machine({ self: p.index, peerCount: s.peers, clockFloor: floor, faults: this.#o.faults });
     p.lease = new LeaseTracker({ self: p.index, peerCount: s.peers, leaseMs: s.leaseMs });
-    p.membership = new Membership({ self: p.index, peerCount: s.peers, evictMs: s.evictMs, nowMs: localMs, faults: this.#o.membershipFaults });
+    p.membership = new Membership({ self: p.index, peerCount: s.peers, evictMs: s.evictMs, nowMs: localMs, clockRateMargin, faults: this.#o.membershipFaults });
     p.mesh = new SimMesh({ self: p.index, peers: s.peers, life: p.life, inc, host: this.#host });
     p.paused = false;
     p.backlog = [];

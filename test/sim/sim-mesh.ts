@@ -38,6 +38,8 @@ export interface MeshHost {
   onPayload(self: number, life: number, from: number, inc: Incarnation, payload: Payload): void;
   onHeartbeat(self: number, life: number, from: number, inc: Incarnation, clock: number): void;
   onEcho(self: number, life: number, peer: number, sentAtMs: number): void;
+  /** Whether `self` may echo a heartbeat of that peer incarnation (Membership.mayEcho). */
+  mayEcho(self: number, peer: number, inc: Incarnation): boolean;
   /** A peer refused this incarnation as evicted: the runtime must rejoin. */
   onEvicted(self: number, life: number): void;
   log(peer: number, what: string): void;
@@ -253,7 +255,7 @@ export class SimMesh {
   #onHeartbeat(conn: Conn, sentAtMs: number, clock: number): void {
     const q = conn.dialer;
     if (this.#in[q] !== conn) return;
-    if (conn.state !== 'closing') this.#sendFrame(conn, { t: 'echo', sentAtMs });
+    if (conn.state !== 'closing' && this.#host.mayEcho(this.self, q, conn.dialerInc)) this.#sendFrame(conn, { t: 'echo', sentAtMs });
     this.#host.onHeartbeat(this.self, this.life, q, conn.dialerInc, clock);
   }
 
