@@ -19,10 +19,10 @@ interface Batch {
   failures: RunResult[];
 }
 
-function runSeeds(first: number, count: number, mutant?: MutantName, stopAtFirst = false): Batch {
+function runSeeds(first: number, count: number, mutant?: MutantName, stopAtFirst = false, net: 'fifo' | 'link' = 'fifo'): Batch {
   const batch: Batch = { grants: 0, failures: [] };
   for (let seed = first; seed < first + count; seed++) {
-    const result = runSeed(mutant === undefined ? { seed } : { seed, mutant });
+    const result = runSeed(mutant === undefined ? { seed, net } : { seed, mutant, net });
     batch.grants += result.grants;
     if (result.violations.length === 0) continue;
     batch.failures.push(result);
@@ -43,6 +43,17 @@ describe('deterministic simulator', () => {
       expect(batch.grants).toBeGreaterThan(chunkSeeds);
     });
   }
+
+  it('keeps every invariant when connections also break at random under the real link (--net link)', () => {
+    const first = baseSeed + 100_000;
+    const count = 200;
+    console.log(`reproduce with: npm run sim -- --seed ${first} --seeds ${count} --net link`);
+    const batch = runSeeds(first, count, undefined, false, 'link');
+    const firstFailure = batch.failures[0];
+    if (firstFailure !== undefined) console.log(`seed ${firstFailure.seed}: ${firstFailure.violations.join('\n')}\nreproduce with: npm run sim -- --seed ${firstFailure.seed} --seeds 1 --net link`);
+    expect(batch.failures.map((r) => r.seed)).toEqual([]);
+    expect(batch.grants).toBeGreaterThan(count);
+  });
 
   it('replays a seed identically: same transcript, same grants', () => {
     const a = runSeed({ seed: baseSeed + 7, transcript: true });
