@@ -19,6 +19,7 @@ export const ErrorCode = {
   NotReady: 'ERR_NOT_READY',
   PeerError: 'ERR_PEER',
   Evicted: 'ERR_EVICTED',
+  LeaseLost: 'ERR_LEASE_LOST',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -55,6 +56,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_NOT_READY: 503,
   ERR_PEER: 502,
   ERR_EVICTED: 503,
+  ERR_LEASE_LOST: 503,
 };
 
 /** True when `value` is a LockError with the given code. */

@@ -302,8 +302,12 @@ export class Machine {
       return;
     }
     if (this.#faults.noSelfFence) return;
+    // Waiting requests end too: a peer without a lease may have been evicted, and its old
+    // requests, granted later on acks it heard before the eviction, would sort below grants
+    // the majority made meanwhile (simulator seed 216761: a zombie regained a lease through
+    // peers that restarted after evicting it, and granted a request older than their grants).
     for (const own of [...this.#own.values()]) {
-      if (own.state !== 'granted') continue;
+      if (own.state === 'pending') continue;
       this.#effects.push({ type: 'ended', ref: own.ref, lock: own.lock, reason: 'lease_lost' });
       this.#dropOwn(own);
     }

@@ -308,10 +308,17 @@ export class PeerRuntime {
     req.onEnd?.(reason);
   }
 
-  /** The core already dropped the request (lease lost): record it and tell the holder. */
+  /**
+   * The core already dropped the request (lease lost): record it and tell the holder, or
+   * fail the waiter (its request might otherwise be granted out of order after an eviction).
+   */
   #endByCore(ref: number, reason: EndReason): void {
     const req = this.#byRef.get(ref);
-    if (req === undefined || req.state !== 'held') return;
+    if (req === undefined || req.state === 'ended') return;
+    if (req.state === 'waiting') {
+      this.#fail(req, new LockError(ErrorCode.LeaseLost, 'this peer lost its lease (no majority of the cluster answers) while the request waited; try again'), reason, false);
+      return;
+    }
     this.#finish(req, reason);
     this.metrics.onHoldEnded(req, reason);
     this.#emitHold('ended', req, reason);
