@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { Incarnation } from '../../src/core/types.js';
 import { LockError } from '../../src/errors.js';
+import { Rng } from '../fault/prng.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
 import { Mesh } from '../../src/transport/mesh.js';
 import { TcpProxy } from './tcp-proxy.js';
@@ -42,16 +43,10 @@ export async function waitFor(what: string, cond: () => boolean, timeoutMs = 10_
   }
 }
 
-/** mulberry32: a small seeded PRNG returning [0, 1). */
+/** A seeded PRNG returning [0, 1): the fault test's mulberry32, as a function. */
 export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  return () => rng.float();
 }
 
 /** The seed of a random test: SEED from the environment, else a fresh one. */
