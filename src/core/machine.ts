@@ -167,7 +167,10 @@ export class Machine {
     assert(!this.#own.has(ref), 'acquire refs are unique');
     const own: OwnRequest = { ref, lock, spec, noWait, ts: 0, state: 'pending' };
     this.#own.set(ref, own);
-    if (this.synced) this.#issue(own);
+    // A request leaves only while we are synced AND hold a lease: a request issued without
+    // a lease could outlive an eviction we were never told of and be granted, on acks heard
+    // before it, below grants the majority made meanwhile (simulator seed 276422).
+    if (this.synced && this.#leaseValid) this.#issue(own);
   }
 
   /** Rule 1: clock++, queue (ts, self), send REQUEST to every peer in the view. */
@@ -261,6 +264,7 @@ export class Machine {
   }
 
   #issuePending(): void {
+    if (!this.#leaseValid) return;
     const pending = [...this.#own.values()].filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -298,6 +302,7 @@ export class Machine {
   #onLease(valid: boolean): void {
     this.#leaseValid = valid;
     if (valid) {
+      if (this.synced) this.#issuePending();
       for (const lock of [...this.#waitingLocks.keys()]) this.#recheck(lock);
       return;
     }
