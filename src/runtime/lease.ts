@@ -54,6 +54,15 @@ export class LeaseTracker {
     return this.#until;
   }
 
+  /** Peers (this one excluded) none of whose echoes vouch for us at `nowMs`. */
+  silentPeers(nowMs: number): number[] {
+    const out: number[] = [];
+    this.#echoedSentAt.forEach((t, p) => {
+      if (p !== this.#self && t + this.#leaseMs <= nowMs) out.push(p);
+    });
+    return out;
+  }
+
   /** True while the lease holds at `nowMs`. */
   valid(nowMs: number): boolean {
     return this.#until > nowMs;

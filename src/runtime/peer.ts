@@ -316,7 +316,9 @@ export class PeerRuntime {
     const req = this.#byRef.get(ref);
     if (req === undefined || req.state === 'ended') return;
     if (req.state === 'waiting') {
-      this.#fail(req, new LockError(ErrorCode.LeaseLost, 'this peer lost its lease (no majority of the cluster answers) while the request waited; try again'), reason, false);
+      const silent = this.#session.leaseSilentPeers();
+      const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
+      this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachable_peers: silent }), reason, false);
       return;
     }
     this.#finish(req, reason);

@@ -234,6 +234,11 @@ export class Session {
     return Math.max(0, Math.round(Math.min(this.#lease.validUntil() - now, 1e12)));
   }
 
+  /** Ids of the peers whose heartbeat echoes no longer vouch for our lease. */
+  leaseSilentPeers(): string[] {
+    return this.#lease.silentPeers(performance.now()).map((p) => this.peerId(p));
+  }
+
   /** When a remote request was first seen here (epoch ms), if known. */
   seenAt(peer: number, ts: number): number | null {
     return this.#seenAt.get(`${peer}:${ts}`) ?? null;

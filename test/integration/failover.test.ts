@@ -80,7 +80,13 @@ describe('two peers', () => {
     cluster = await LocalCluster.start({ peers: 2, ...timings });
     const a = cluster.url('a');
     await cluster.stopPeer('b', 'SIGKILL');
-    const r = await acquire(a, 'two', { timeout_ms: timings.evictMs + 1500 });
+    // A waiter issued while a still held its lease fails when the lease lapses.
+    const first = await acquire(a, 'two', { timeout_ms: timings.evictMs + 1500 });
+    expect(first.status).toBe(503);
+    expect(first.body).toMatchObject({ unreachable_peers: ['b'] });
+    expect(['ERR_LEASE_LOST', 'ERR_UNREACHABLE']).toContain(first.body['error']);
+    // Without a lease nothing is issued: the request waits its timeout and names the peer.
+    const r = await acquire(a, 'two', { timeout_ms: timings.evictMs + 500 });
     expect(r.status).toBe(503);
     expect(r.body).toMatchObject({ error: 'ERR_UNREACHABLE', unreachable_peers: ['b'] });
     expect((await clusterView(a)).find((p) => p['id'] === 'b')).toMatchObject({ evicted: false });
