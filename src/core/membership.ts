@@ -18,8 +18,9 @@ export const unknownIncarnation: Incarnation = { startMs: 0, nonce: 0 };
 
 /** Membership messages between peers. */
 export type MembershipMessage =
-  | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation }
-  | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation }
+  /** `at`: the suspecter's clock when it sent this suspicion; the confirmation echoes it. */
+  | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
+  | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
   | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation };
 
 /** What the runtime must do. */
@@ -36,8 +37,10 @@ function isIncarnation(v: unknown): v is Incarnation {
 /** Shape guard for a membership message decoded from the network. */
 export function isMembershipMessage(v: unknown): v is MembershipMessage {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const { t, peer, inc } = v as Record<string, unknown>;
-  return (t === 'suspect' || t === 'confirm' || t === 'evict') && Number.isSafeInteger(peer) && (peer as number) >= 0 && isIncarnation(inc);
+  const { t, peer, inc, at } = v as Record<string, unknown>;
+  if (!Number.isSafeInteger(peer) || (peer as number) < 0 || !isIncarnation(inc)) return false;
+  if (t === 'evict') return true;
+  return (t === 'suspect' || t === 'confirm') && typeof at === 'number' && Number.isFinite(at);
 }
 
 /** Planted bugs for the simulator's mutation tests. */
@@ -50,7 +53,13 @@ interface PeerTrack {
   inc: Incarnation;
   lastHeardMs: number;
   evictedUpTo: Incarnation | null;
-  /** Confirmations gathered for suspecting `inc`: peer index -> when it arrived (local ms). */
+  /**
+   * Confirmations gathered for suspecting `inc`: peer index -> when we sent the suspicion it
+   * answers (local ms). Never the arrival time: a confirmation can arrive long after it was
+   * given (held in a cut TCP connection, resent on a new one), when its promise no longer
+   * binds the confirmer (simulator seed 248088: a confirmation sent at 1487 ms arrived at
+   * 2971 ms and evicted a peer that the confirmer had been lending a lease for 900 ms).
+   */
   confirmations: Map<number, number>;
   /** We confirmed `inc` silent: we echo none of its heartbeats before this (local ms). */
   noEchoUntilMs: number;
@@ -69,8 +78,14 @@ export class Membership {
   readonly #peers: PeerTrack[] = [];
   /** How long a confirmation binds its sender (its clock): evictMs. */
   readonly #promiseMs: number;
-  /** How long the suspecter counts a confirmation (its clock): the promise over the rate margin. */
+  /**
+   * How long the suspecter counts a confirmation (its clock), from the moment it sent the
+   * suspicion: the promise over the rate margin. The confirmer gave its promise after that
+   * moment, so the promise still binds it whenever the confirmation counts.
+   */
   readonly #confirmationValidMs: number;
+  /** When this membership (this incarnation) started: older suspicions are not ours. */
+  readonly #startMs: number;
 
   constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> }) {
     this.#self = opts.self;
@@ -79,6 +94,7 @@ export class Membership {
     this.#faults = { evictWithoutMajority: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
+    this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({ inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY });
     }
@@ -148,7 +164,7 @@ export class Membership {
       out.push(...this.#maybeEvict(peer, t, nowMs));
       if (this.isEvicted(peer, t.inc)) return;
       for (let q = 0; q < this.#peerCount; q++) {
-        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc: t.inc } });
+        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc: t.inc, at: nowMs } });
       }
     });
     return out;
@@ -190,11 +206,14 @@ export class Membership {
         const agree = this.isEvicted(msg.peer, msg.inc) || (!newerKnown && this.#silent(t, nowMs));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
-        return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc } }];
+        return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];
       }
       case 'confirm': {
         if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
-        t.confirmations.set(from, nowMs);
+        // `at` is our own clock when we sent the suspicion this answers: one from before this
+        // incarnation, from the future (a forged or corrupted echo) or too old counts for nothing.
+        if (msg.at < this.#startMs || msg.at > nowMs || nowMs - msg.at >= this.#confirmationValidMs) return [];
+        t.confirmations.set(from, Math.max(msg.at, t.confirmations.get(from) ?? Number.NEGATIVE_INFINITY));
         return this.#maybeEvict(msg.peer, t, nowMs);
       }
       case 'evict':

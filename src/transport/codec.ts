@@ -17,8 +17,8 @@ import type { DataFrame } from './link.js';
 
 export type { DataFrame } from './link.js';
 
-/** The only protocol version this code speaks; a hello with another one is refused. */
-export const protocolVersion = 1;
+/** The only protocol version this code speaks; a hello with another one is refused. 2: SUSPECT and CONFIRM carry the suspecter's send time. */
+export const protocolVersion = 2;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;

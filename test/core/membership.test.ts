@@ -29,9 +29,9 @@ describe('Membership', () => {
     expect(m0?.tick(evictMs - 1)).toEqual([]);
     const suspect = m0?.tick(evictMs) ?? [];
     expect(sends(suspect)).toEqual([{ to: 1, t: 'suspect', peer: 2 }]);
-    const confirm = m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs) ?? [];
+    const confirm = m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs) ?? [];
     expect(sends(confirm)).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
-    const evict = m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs) ?? [];
+    const evict = m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs) ?? [];
     expect(evictions(evict)).toEqual([2]);
     expect(sends(evict)).toEqual([{ to: 1, t: 'evict', peer: 2 }]);
     expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs) ?? [])).toEqual([2]);
@@ -42,14 +42,14 @@ describe('Membership', () => {
   it('does not confirm while it still hears the suspect', () => {
     const [, m1] = three();
     m1?.heard(2, X, evictMs - 10);
-    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs)).toEqual([]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs)).toEqual([]);
   });
 
   it('does not confirm an old incarnation when a newer one is alive', () => {
     const [, m1] = three();
     m1?.heard(2, Y, evictMs - 10);
-    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs)).toEqual([]);
-    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: unknownIncarnation }, evictMs)).toEqual([]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs)).toEqual([]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: unknownIncarnation, at: evictMs }, evictMs)).toEqual([]);
   });
 
   it('ignores a confirmation that arrives after the suspect was heard again', () => {
@@ -57,14 +57,14 @@ describe('Membership', () => {
     m0?.heard(2, X, 0);
     m0?.tick(evictMs);
     m0?.heard(2, X, evictMs + 1);
-    expect(m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs + 2)).toEqual([]);
+    expect(m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs + 2)).toEqual([]);
   });
 
   it('a confirmation is a promise: the confirmer lends the suspect no lease for evict_ms, even after hearing it', () => {
     const [, m1] = three();
     m1?.heard(2, X, 0);
     expect(m1?.mayEcho(2, X, 10)).toBe(true);
-    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X }, evictMs) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
     m1?.heard(2, X, evictMs + 1);
     expect(m1?.mayEcho(2, X, evictMs + 1)).toBe(false);
     expect(m1?.mayEcho(2, X, 2 * evictMs - 1)).toBe(false);
@@ -81,11 +81,45 @@ describe('Membership', () => {
       return m;
     };
     const stale = five();
-    expect(stale.onMessage(1, { t: 'confirm', peer: 4, inc: X }, evictMs)).toEqual([]);
-    expect(evictions(stale.onMessage(2, { t: 'confirm', peer: 4, inc: X }, evictMs + evictMs / 1.5))).toEqual([]);
+    expect(stale.onMessage(1, { t: 'confirm', peer: 4, inc: X, at: evictMs }, evictMs)).toEqual([]);
+    expect(evictions(stale.onMessage(2, { t: 'confirm', peer: 4, inc: X, at: evictMs }, evictMs + evictMs / 1.5))).toEqual([]);
     const fresh = five();
-    expect(fresh.onMessage(1, { t: 'confirm', peer: 4, inc: X }, evictMs)).toEqual([]);
-    expect(evictions(fresh.onMessage(2, { t: 'confirm', peer: 4, inc: X }, evictMs + evictMs / 1.5 - 1))).toEqual([4]);
+    expect(fresh.onMessage(1, { t: 'confirm', peer: 4, inc: X, at: evictMs }, evictMs)).toEqual([]);
+    expect(evictions(fresh.onMessage(2, { t: 'confirm', peer: 4, inc: X, at: evictMs }, evictMs + evictMs / 1.5 - 1))).toEqual([4]);
+  });
+
+  it('counts a confirmation from when its suspicion was sent, not from when it arrived (seed 248088)', () => {
+    const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+    m.heard(4, X, 0);
+    for (let at = evictMs; at <= 2 * evictMs; at += 100) {
+      for (const p of [1, 2, 3]) m.heard(p, Y, at);
+      m.tick(at);
+    }
+    const late = 2 * evictMs;
+    // Peer 1 answered the first suspicion; its answer was held up in a cut connection.
+    expect(m.onMessage(1, { t: 'confirm', peer: 4, inc: X, at: evictMs }, late)).toEqual([]);
+    expect(evictions(m.onMessage(2, { t: 'confirm', peer: 4, inc: X, at: late }, late))).toEqual([]);
+    expect(evictions(m.onMessage(3, { t: 'confirm', peer: 4, inc: X, at: late - 100 }, late))).toEqual([4]);
+  });
+
+  it('ignores a confirmation echoing a time it never sent a suspicion at: before it started, or in its future', () => {
+    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 500 });
+    m.heard(2, X, 500);
+    m.tick(500 + evictMs);
+    expect(m.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: 499 }, 500 + evictMs)).toEqual([]);
+    expect(m.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: 501 + evictMs }, 500 + evictMs)).toEqual([]);
+    expect(evictions(m.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: 500 + evictMs }, 500 + evictMs))).toEqual([2]);
+  });
+
+  it('does not count a confirmation from an earlier silence once the suspect was heard again (fault run seed 20261122)', () => {
+    const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+    m.heard(1, X, 0);
+    m.tick(3000);
+    expect(evictions(m.onMessage(2, { t: 'confirm', peer: 1, inc: X, at: 3000 }, 3000))).toEqual([]);
+    m.heard(1, X, 3500); // Peer 2 may have heard (and echoed) it too: that silence is over.
+    expect(evictions([...m.tick(6500), ...m.onMessage(4, { t: 'confirm', peer: 1, inc: X, at: 6500 }, 6500)])).toEqual([]);
+    // A majority silent at once still evicts.
+    expect(evictions(m.onMessage(2, { t: 'confirm', peer: 1, inc: X, at: 6500 }, 6600))).toEqual([1]);
   });
 
   it('never evicts in a two-peer cluster', () => {
@@ -102,7 +136,7 @@ describe('Membership', () => {
     const [m0, m1] = three();
     m0?.heard(2, X, 0);
     m0?.tick(evictMs);
-    m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X }, evictMs);
+    m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs);
     expect(sends(m0?.evictions(1) ?? [])).toEqual([{ to: 1, t: 'evict', peer: 2 }]);
     expect(sends(m0?.evictions(2) ?? [])).toEqual([]);
     expect(m1).toBeDefined();
@@ -113,6 +147,10 @@ describe('Membership', () => {
     expect(isMembershipMessage({ t: 'evict', peer: -1, inc: X })).toBe(false);
     expect(isMembershipMessage({ t: 'evict', peer: 1, inc: { startMs: 'x', nonce: 1 } })).toBe(false);
     expect(isMembershipMessage({ t: 'join', peer: 1, inc: X })).toBe(false);
+    expect(isMembershipMessage({ t: 'confirm', peer: 1, inc: X, at: 5 })).toBe(true);
+    expect(isMembershipMessage({ t: 'confirm', peer: 1, inc: X })).toBe(false);
+    expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: Number.NaN })).toBe(false);
+    expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: '5' })).toBe(false);
     expect(isMembershipMessage([1, 2])).toBe(false);
   });
 });

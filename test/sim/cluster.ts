@@ -278,6 +278,7 @@ export class Cluster {
   #applyMembership(p: SimPeer, effects: readonly MembershipEffect[]): void {
     for (const e of effects) {
       if (e.type === 'send') {
+        this.#o.transcript.add(this.#o.time.nowMs, p.index, `send p${e.to} ${e.msg.t.toUpperCase()} p${e.msg.peer} inc=${e.msg.inc.startMs}.${e.msg.inc.nonce}`);
         p.mesh.send(e.to, e.msg);
         continue;
       }
@@ -321,7 +322,10 @@ export class Cluster {
         if (p === null) return;
         const localMs = p.clock.local(this.#o.time.nowMs);
         p.membership.heard(from, inc, localMs);
-        if ('t' in payload) this.#applyMembership(p, p.membership.onMessage(from, payload, localMs));
+        if ('t' in payload) {
+          this.#o.transcript.add(this.#o.time.nowMs, self, `recv p${from} ${payload.t.toUpperCase()} p${payload.peer} inc=${payload.inc.startMs}.${payload.inc.nonce}`);
+          this.#applyMembership(p, p.membership.onMessage(from, payload, localMs));
+        }
         else this.#step(p, { type: 'packet', from, inc, packet: payload });
       },
       onHeartbeat: (self, life, from, inc, clock) => {
@@ -334,6 +338,7 @@ export class Cluster {
         const p = live(self, life);
         if (p === null) return;
         p.lease.onEcho(peer, sentAtMs);
+        if (this.#o.transcript.enabled) this.#o.transcript.add(this.#o.time.nowMs, self, `echo from p${peer} sent@${sentAtMs.toFixed(1)} lease until ${p.clock.global(p.lease.validUntil()).toFixed(1)}`);
         this.#leaseChanged(p);
         this.#checkLease(p);
       },

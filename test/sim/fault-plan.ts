@@ -11,6 +11,7 @@ import type { Schedule } from './events.js';
 import type { Wire } from './network.js';
 import type { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
+import type { Transcript } from './transcript.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -20,6 +21,7 @@ export interface FaultPlanOptions {
   readonly wire: Wire;
   readonly schedule: Schedule;
   readonly time: SimTime;
+  readonly transcript: Transcript;
 }
 
 /** Draws faults until the liveness phase, then heals everything. */
@@ -111,6 +113,7 @@ export class FaultPlan {
     const until = time.nowMs + this.#duration(scenario.cutMaxMs);
     wire.cut(a, b, until);
     wire.cut(b, a, until);
+    this.#o.transcript.add(time.nowMs, null, `CUT p${a}<->p${b} until ${until}ms`);
   }
 
   /** Symmetric (two groups), asymmetric (some directions), or a bridge. */
@@ -122,13 +125,16 @@ export class FaultPlan {
     const kind = rng.int(0, 2);
     const bridge = kind === 2 ? rng.int(0, s.peers - 1) : -1;
     const oneWay = kind === 1;
+    const cuts: string[] = [];
     for (let a = 0; a < s.peers; a++) {
       for (let b = 0; b < s.peers; b++) {
         if (a === b || side[a] === side[b] || a === bridge || b === bridge) continue;
         if (oneWay && (!side[a] || !rng.chance(0.7))) continue; // Only some links, one way.
         wire.cut(a, b, until);
+        cuts.push(`p${a}->p${b}`);
       }
     }
+    this.#o.transcript.add(time.nowMs, null, `PARTITION ${['symmetric', 'one-way', `bridge p${bridge}`][kind] ?? ''} until ${until}ms: ${cuts.join(' ')}`);
   }
 
   #next(): void {

@@ -81,7 +81,7 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const refuseEvicted = refusesEvicted(opts.mutant);
   const cluster = new Cluster({ scenario, rng: rng.fork(), faults, membershipFaults, refuseEvicted, wire, schedule, clients, checker, transcript, time });
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule, time });
-  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule, time });
+  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule, time, transcript });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript };
 }
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { Incarnation } from '../../src/core/types.js';
 import type { Frame, HelloFrame } from '../../src/transport/codec.js';
-import { decodeFrame, encodeFrame, nonceBytes } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame, nonceBytes, protocolVersion } from '../../src/transport/codec.js';
 import type { HandshakeIdentity } from '../../src/transport/handshake.js';
 import { DialerHandshake, secretKey } from '../../src/transport/handshake.js';
 import type { Mesh } from '../../src/transport/mesh.js';
@@ -113,7 +113,7 @@ describe('handshake refusals', () => {
   });
 
   it('refuses a wrong protocol version', async () => {
-    expect((await dialRaw(m0.port(), { mutateHello: (h) => ({ ...h, v: 2 }) })).outcome).toBe('wrong_version');
+    expect((await dialRaw(m0.port(), { mutateHello: (h) => ({ ...h, v: protocolVersion - 1 }) })).outcome).toBe('wrong_version');
     expect(logged('wrong_version')).toBe(true);
   });
 
