@@ -4,7 +4,7 @@
  * `lastTs[sender]` becomes at least that clock, which is what an ACK is for, so an ACK is
  * simply a packet with no messages.
  */
-import type { Meta, Mode } from './types.js';
+import type { Meta, Mode, QueuedRequest } from './types.js';
 import { modes } from './types.js';
 
 /** REQUEST{lock, ts, mode, limit, permits, owner, meta}. */
@@ -33,6 +33,16 @@ export type PeerMessage = RequestMessage | ReleaseMessage;
 export interface Packet {
   readonly c: number;
   readonly m: readonly PeerMessage[];
+}
+
+/** The REQUEST message that announces a queued request of ours. */
+export function toRequestMessage(r: QueuedRequest): RequestMessage {
+  return { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta };
+}
+
+/** The queued request a REQUEST message from `peer` stands for. */
+export function fromRequestMessage(m: RequestMessage, peer: number): QueuedRequest {
+  return { lock: m.lock, ts: m.ts, peer, mode: m.mode, limit: m.limit, permits: m.permits, owner: m.owner, meta: m.meta };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

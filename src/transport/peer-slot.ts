@@ -4,7 +4,7 @@
  */
 import type { Backoff, FrameSocket } from './connection.js';
 import { LinkReceiver, LinkSender } from './link.js';
-import type { MeshPeer } from './mesh.js';
+import type { MeshPeer } from './mesh-options.js';
 
 /** Mutable per-peer state of a mesh; owned by mesh.ts only. */
 export interface PeerSlot<P> {

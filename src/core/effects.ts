@@ -1,0 +1,75 @@
+/**
+ * Events in, effects out (STYLE.md convention 2): what a Machine is told, what it answers
+ * (and explains), and the buffer that collects one step's answer. Messages for a peer are not effects of
+ * their own: a step sends each peer at most one packet, stamped with the clock after it.
+ */
+import type { OwnState } from './lock-table.js';
+import type { Packet, PeerMessage } from './messages.js';
+import type { Incarnation, Mode, RequestSpec } from './types.js';
+
+/** Everything that can happen to a peer's protocol state. */
+export type MachineEvent =
+  | { readonly type: 'acquire'; readonly ref: number; readonly lock: string; readonly spec: RequestSpec; readonly noWait: boolean }
+  | { readonly type: 'release'; readonly ref: number }
+  | { readonly type: 'packet'; readonly from: number; readonly inc: Incarnation; readonly packet: Packet }
+  | { readonly type: 'joined'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
+  | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation }
+  | { readonly type: 'lease'; readonly valid: boolean };
+
+/** What the runtime must do after a step, in order. */
+export type Effect =
+  | { readonly type: 'send'; readonly to: number; readonly packet: Packet }
+  | { readonly type: 'granted'; readonly ref: number; readonly lock: string; readonly ts: number; readonly token: bigint; readonly mode: Mode }
+  | { readonly type: 'refused'; readonly ref: number; readonly lock: string }
+  | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' };
+
+/** Why a waiting request is not granted yet, for the 423 / 503 answer of a timeout. */
+export interface Explanation {
+  readonly state: OwnState;
+  /** Requests ahead of it in the queue. */
+  readonly position: number;
+  /** Peers whose ack (a later timestamp) has not arrived, or that never joined. */
+  readonly missingPeers: readonly number[];
+}
+
+/** The effects of one step as it runs, emptied by `flush()` at its end. */
+export class EffectBuffer {
+  #effects: Effect[] = [];
+  readonly #outbox = new Map<number, PeerMessage[]>();
+
+  /** A local effect (granted, refused, ended), kept in the order it happened. */
+  push(effect: Effect): void {
+    this.#effects.push(effect);
+  }
+
+  /** Queues `msg` for the packet to `to`. */
+  send(to: number, msg: PeerMessage): void {
+    const box = this.#outbox.get(to);
+    if (box === undefined) this.#outbox.set(to, [msg]);
+    else box.push(msg);
+  }
+
+  /** Makes sure `to` gets a packet from this step, if only an empty one. */
+  ack(to: number): void {
+    if (!this.#outbox.has(to)) this.#outbox.set(to, []);
+  }
+
+  /** Puts `msgs` before everything queued for `to` in this step. */
+  prepend(to: number, msgs: readonly PeerMessage[]): void {
+    this.#outbox.set(to, [...msgs, ...(this.#outbox.get(to) ?? [])]);
+  }
+
+  /** Forgets what was queued for `to` (it was evicted). */
+  drop(to: number): void {
+    this.#outbox.delete(to);
+  }
+
+  /** One packet per peer per step, stamped with the clock after the step. */
+  flush(clock: number): readonly Effect[] {
+    const effects = this.#effects;
+    for (const [to, m] of this.#outbox) effects.push({ type: 'send', to, packet: { c: clock, m } });
+    this.#outbox.clear();
+    this.#effects = [];
+    return effects;
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * All lock names of one peer (DESIGN section 3): one sorted queue per lock with requests in
+ * it, the requests of this peer's own clients (from acquire on, issued or not), and the
+ * grant check of rule 3 on one lock's queue. The Machine owns the clock, the view and the
+ * messages; this table owns the queues, our requests, and the counts that say which locks
+ * need a re-check.
+ */
+import { assert } from '../assert.js';
+import type { MachineFaults } from './faults.js';
+import { addAhead, admits, blocksAll, emptyAhead } from './modes.js';
+import type { PeerRank } from './request-queue.js';
+import { RequestQueue } from './request-queue.js';
+import type { QueuedRequest, RequestSpec } from './types.js';
+import { tokenOf } from './types.js';
+
+/** Where a request of ours stands: not issued yet, waiting in the queues, or granted. */
+export type OwnState = 'pending' | 'waiting' | 'granted';
+
+/** A request of this peer's own clients, from acquire until it ends. */
+export interface OwnRequest {
+  readonly ref: number;
+  readonly lock: string;
+  readonly spec: RequestSpec;
+  readonly noWait: boolean;
+  ts: number;
+  state: OwnState;
+}
+
+/** One entry of a lock's queue as the HTTP API shows it. */
+export interface QueueEntry extends QueuedRequest {
+  readonly token: bigint;
+  /** Granted (own requests) or admitted by the mode rule on this peer's queue (others'). */
+  readonly held: boolean;
+  /** The local ref, for this peer's own requests. */
+  readonly ref: number | undefined;
+}
+
+/** The grant check's verdict on one waiting request of ours. */
+export interface GrantDecision {
+  readonly own: OwnRequest;
+  /** False: a no-wait request the mode rule refuses. */
+  readonly grant: boolean;
+}
+
+/** The queues of every lock one peer knows of, and the requests of its own clients. */
+export class LockTable {
+  readonly #self: number;
+  readonly #rank: PeerRank;
+  readonly #queues = new Map<string, RequestQueue>();
+  /** Our requests by ref, from acquire until released, refused or ended. */
+  readonly #own = new Map<number, OwnRequest>();
+  /** Our issued requests (waiting or granted), by timestamp: how a queue finds its own. */
+  readonly #ownByTs = new Map<number, OwnRequest>();
+  /** Locks where we have requests waiting (ungranted, issued): the ones to re-check. */
+  readonly #waitingLocks = new Map<string, number>();
+  /** Locks where some waiting request of ours is a no-wait one (their scans go to the end). */
+  readonly #noWaitLocks = new Map<string, number>();
+
+  constructor(self: number, rank: PeerRank) {
+    this.#self = self;
+    this.#rank = rank;
+  }
+
+  /** Registers a request of ours, not issued yet; refs are unique. */
+  addOwn(own: OwnRequest): void {
+    assert(!this.#own.has(own.ref), 'acquire refs are unique');
+    this.#own.set(own.ref, own);
+  }
+
+  /** The request of ours with that ref, if it is live. */
+  own(ref: number): OwnRequest | undefined {
+    return this.#own.get(ref);
+  }
+
+  /** Every live request of ours, in acquire order. */
+  ownRequests(): OwnRequest[] {
+    return [...this.#own.values()];
+  }
+
+  /** Our issued requests (waiting or granted), as every peer queues them, by timestamp. */
+  issuedRequests(): QueuedRequest[] {
+    const issued = this.ownRequests().filter((own) => own.state !== 'pending');
+    return issued.map((own) => this.#queued(own)).sort((a, b) => a.ts - b.ts);
+  }
+
+  /** Forgets a request of ours, and takes it out of the queues if it was issued. */
+  dropOwn(own: OwnRequest): void {
+    this.#own.delete(own.ref);
+    if (own.state === 'pending') return;
+    if (own.state === 'waiting') this.stopWaiting(own);
+    this.#ownByTs.delete(own.ts);
+    this.remove(own.lock, own.ts, this.#self);
+  }
+
+  /** Queues a request of ours just issued (rule 1) and counts it as waiting; returns it. */
+  enqueueOwn(own: OwnRequest): QueuedRequest {
+    this.#ownByTs.set(own.ts, own);
+    this.#waitingLocks.set(own.lock, (this.#waitingLocks.get(own.lock) ?? 0) + 1);
+    if (own.noWait) this.#noWaitLocks.set(own.lock, (this.#noWaitLocks.get(own.lock) ?? 0) + 1);
+    const request = this.#queued(own);
+    this.#queueOf(own.lock).insert(request);
+    return request;
+  }
+
+  /** A waiting request of ours stops waiting: granted (it stays queued), or dropped. */
+  stopWaiting(own: OwnRequest): void {
+    decrement(this.#waitingLocks, own.lock);
+    if (own.noWait) decrement(this.#noWaitLocks, own.lock);
+  }
+
+  /** Queues another peer's request (rule 2); a resent duplicate is ignored. */
+  insert(request: QueuedRequest): void {
+    this.#queueOf(request.lock).insert(request);
+  }
+
+  /** Removes `(ts, peer)` from that lock's queue (rule 4), if it is there. */
+  remove(lock: string, ts: number, peer: number): void {
+    const queue = this.#queues.get(lock);
+    if (queue === undefined) return;
+    queue.remove(ts, peer);
+    if (queue.size === 0) this.#queues.delete(lock); // Idle lock names cost nothing.
+  }
+
+  /**
+   * Removes every request of one peer (restart or eviction). `changed` is called, during the
+   * walk, for each lock that lost some and still has requests.
+   */
+  removePeer(peer: number, changed: (lock: string) => void): void {
+    for (const [lock, queue] of this.#queues) {
+      if (queue.removePeer(peer) > 0) {
+        if (queue.size === 0) this.#queues.delete(lock);
+        else changed(lock);
+      }
+    }
+  }
+
+  /** Whether some request of ours waits on that lock. */
+  isWaiting(lock: string): boolean {
+    return this.#waitingLocks.has(lock);
+  }
+
+  /** The locks where requests of ours wait. */
+  waitingLocks(): IterableIterator<string> {
+    return this.#waitingLocks.keys();
+  }
+
+  /**
+   * Rule 3 on one lock: the waiting requests of ours that can be decided now. (a) holds when
+   * `minLastTs`, the smallest timestamp heard from the view, is later than the request's;
+   * (b) is the mode rule against every request ahead. A no-wait request is decided as soon
+   * as (a) holds: granted if (b) holds, refused otherwise.
+   */
+  grantCheck(lock: string, minLastTs: number, faults: MachineFaults): GrantDecision[] {
+    const queue = this.#queues.get(lock);
+    assert(queue !== undefined, 'a lock with waiters has a queue');
+    const ahead = emptyAhead();
+    let waitingLeft = this.#waitingLocks.get(lock) ?? 0;
+    const decided: GrantDecision[] = [];
+    for (const r of queue.items) {
+      const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
+      if (own !== undefined && own.state === 'waiting') {
+        waitingLeft -= 1;
+        // The planted ack-ge bug is off by one tick: a plain `>=` is an equivalent mutant
+        // here, because a peer's clock strictly increases before each request it issues.
+        const acksIn = faults.ackGe ? minLastTs >= r.ts - 1 : minLastTs > r.ts;
+        const ok = admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
+        if (acksIn && (ok || own.noWait)) decided.push({ own, grant: ok });
+        if (waitingLeft === 0) break;
+      }
+      addAhead(ahead, r);
+      if (blocksAll(ahead) && !this.#noWaitLocks.has(lock)) break;
+    }
+    return decided;
+  }
+
+  /** Index of `(ts, peer)` in that lock's queue, or -1 when it is not queued. */
+  indexOf(lock: string, ts: number, peer: number): number {
+    return this.#queues.get(lock)?.indexOf(ts, peer) ?? -1;
+  }
+
+  /** The queue of one lock, in order, with the mode rule applied (for the HTTP API). */
+  entries(lock: string): QueueEntry[] {
+    const queue = this.#queues.get(lock);
+    if (queue === undefined) return [];
+    const ahead = emptyAhead();
+    return queue.items.map((r) => {
+      const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
+      const held = own !== undefined ? own.state === 'granted' : admits(r, ahead);
+      addAhead(ahead, r);
+      return { ...r, token: tokenOf(r.ts, r.peer), held, ref: own?.ref };
+    });
+  }
+
+  /** Names of every lock with a non-empty queue. */
+  lockNames(): string[] {
+    return [...this.#queues.keys()];
+  }
+
+  /** Locks with a queue, requests queued, requests of ours, and those of them waiting. */
+  counts(): { locks: number; queued: number; own: number; waiting: number } {
+    let queued = 0;
+    for (const q of this.#queues.values()) queued += q.size;
+    let waiting = 0;
+    for (const n of this.#waitingLocks.values()) waiting += n;
+    return { locks: this.#queues.size, queued, own: this.#own.size, waiting };
+  }
+
+  #queued(own: OwnRequest): QueuedRequest {
+    return { lock: own.lock, ts: own.ts, peer: this.#self, ...own.spec };
+  }
+
+  #queueOf(lock: string): RequestQueue {
+    let queue = this.#queues.get(lock);
+    if (queue === undefined) {
+      queue = new RequestQueue(this.#rank);
+      this.#queues.set(lock, queue);
+    }
+    return queue;
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const n = (counts.get(key) ?? 0) - 1;
+  assert(n >= 0, 'counts stay non-negative');
+  if (n === 0) counts.delete(key);
+  else counts.set(key, n);
+}

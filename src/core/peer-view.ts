@@ -1,0 +1,108 @@
+/**
+ * Which other peers count for one peer's protocol (DESIGN sections 3 and 5): the view
+ * (configured peers not evicted), the incarnation we met of each, the evicted incarnations
+ * we refuse, and lastTs, the highest clock heard from each, which is what an ack is. The
+ * Machine decides when these change; this class only keeps them.
+ */
+import type { Incarnation } from './types.js';
+import { compareIncarnation } from './types.js';
+
+/** The view of one peer, with the incarnations and timestamps heard from its members. */
+export class PeerView {
+  readonly #lastTs: number[];
+  /** Peers whose requests count: configured and not evicted. */
+  readonly #view = new Set<number>();
+  /** Peers of the view we have handshaked with, and their incarnation. */
+  readonly #inc = new Map<number, Incarnation>();
+  readonly #evictedInc = new Map<number, Incarnation>();
+
+  /** Every configured peer but `self` is in the view at first, none of them met yet. */
+  constructor(self: number, peerCount: number) {
+    this.#lastTs = new Array<number>(peerCount).fill(0);
+    for (let p = 0; p < peerCount; p++) if (p !== self) this.#view.add(p);
+  }
+
+  /** True when every peer of the view has handshaked and sent us a packet since. */
+  get synced(): boolean {
+    for (const p of this.#view) if (!this.#inc.has(p) || (this.#lastTs[p] ?? 0) === 0) return false;
+    return true;
+  }
+
+  /** Peers of the view, this one excluded. */
+  members(): number[] {
+    return [...this.#view];
+  }
+
+  /** Peers of the view we have met, in view order: the ones a message can go to now. */
+  met(): number[] {
+    return this.members().filter((p) => this.#inc.has(p));
+  }
+
+  /** Peers of the view whose ack of `ts` (a later timestamp) has not arrived, or that never joined. */
+  missingAcks(ts: number): number[] {
+    return this.members().filter((p) => !this.#inc.has(p) || (this.#lastTs[p] ?? 0) <= ts);
+  }
+
+  /** The incarnation of `peer` we met, if it is in the view. */
+  incarnation(peer: number): Incarnation | undefined {
+    return this.#inc.get(peer);
+  }
+
+  /** Whether a packet from `peer` of `inc` counts: from the incarnation we met, in the view. */
+  isLive(peer: number, inc: Incarnation): boolean {
+    const current = this.#inc.get(peer);
+    return current !== undefined && compareIncarnation(current, inc) === 0 && this.#view.has(peer);
+  }
+
+  /** Whether `inc` is newer than every incarnation of `peer` we met or refused. */
+  isNew(peer: number, inc: Incarnation): boolean {
+    const evicted = this.#evictedInc.get(peer);
+    if (evicted !== undefined && compareIncarnation(inc, evicted) <= 0) return false;
+    const current = this.#inc.get(peer);
+    return current === undefined || compareIncarnation(inc, current) > 0;
+  }
+
+  /** The highest timestamp heard from `peer`. */
+  lastTs(peer: number): number {
+    return this.#lastTs[peer] ?? 0;
+  }
+
+  /** The smallest lastTs of the view: condition (a) of rule 3 holds below it. */
+  minLastTs(): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const p of this.#view) min = Math.min(min, this.#lastTs[p] ?? 0);
+    return min;
+  }
+
+  /** A packet stamped `clock` came from `peer`: it acks every timestamp below. */
+  heard(peer: number, clock: number): void {
+    if (clock > (this.#lastTs[peer] ?? 0)) this.#lastTs[peer] = clock;
+  }
+
+  /** Forgets every ack of `peer` (it is joining as a new incarnation). */
+  resetLastTs(peer: number): void {
+    this.#lastTs[peer] = 0;
+  }
+
+  /** `inc` of `peer` joined: it is in the view, and its packets count. */
+  admit(peer: number, inc: Incarnation): void {
+    this.#inc.set(peer, inc);
+    this.#view.add(peer);
+  }
+
+  /**
+   * Evicts `inc` of `peer`: refuses it, and every older one, from now on, unless a newer
+   * incarnation is the one we met (it lives). True when `inc` is the incarnation we met,
+   * which leaves the view until a newer one joins.
+   */
+  evict(peer: number, inc: Incarnation): boolean {
+    const current = this.#inc.get(peer);
+    if (current !== undefined && compareIncarnation(current, inc) > 0) return false; // A newer one lives.
+    const prev = this.#evictedInc.get(peer);
+    if (prev === undefined || compareIncarnation(inc, prev) > 0) this.#evictedInc.set(peer, inc);
+    if (current === undefined) return false;
+    this.#view.delete(peer);
+    this.#inc.delete(peer);
+    return true;
+  }
+}

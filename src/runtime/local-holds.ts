@@ -1,0 +1,241 @@
+/**
+ * The local holds of one peer, from acquire until they end (DESIGN sections 2 and 6): the
+ * wait deadline of each waiting request, the TTL of each hold, releases and refreshes, and
+ * the end of every hold for its reason. Owns those timers; the protocol itself is the
+ * core's, reached through the current session.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { assert } from '../assert.js';
+import type { QueueEntry } from '../core/machine.js';
+import type { EndReason } from '../core/types.js';
+import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { Logger } from '../log.js';
+import type { AcquireOptions, Grant, LocalRequest } from './holds.js';
+import { EndedLog } from './holds.js';
+import type { PeerMetrics } from './peer-metrics.js';
+import type { QueueView } from './peer-views.js';
+import type { Session } from './session.js';
+
+/** Bounded wait for acks of a no-wait (timeout_ms 0) request before answering 503. */
+const noWaitAckBoundMs = 2000;
+
+/** What local holds use of their peer runtime. */
+export interface HoldsHost {
+  /** This peer's id, on every grant. */
+  readonly id: string;
+  readonly metrics: PeerMetrics;
+  readonly log: Logger;
+  /** The session of the current incarnation (a new one after a rejoin). */
+  session(): Session;
+  /** A queue entry as the HTTP API shows it (the holders named by a timeout). */
+  view(e: QueueEntry): QueueView;
+  /** A local hold began or ended. */
+  emitHold(type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null): void;
+}
+
+/** Every live local request of one peer, by hold id and by core ref. */
+export class LocalHolds {
+  readonly #host: HoldsHost;
+  readonly #log: Logger;
+  readonly #requests = new Map<string, LocalRequest>();
+  readonly #byRef = new Map<number, LocalRequest>();
+  readonly #ended = new EndedLog(10_000);
+  #nextRef = 1;
+  /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
+  readonly #idPrefix = randomBytes(8).toString('hex');
+
+  constructor(host: HoldsHost) {
+    this.#host = host;
+    this.#log = host.log;
+  }
+
+  /** The live local request with that core ref, if any. */
+  byRef(ref: number): LocalRequest | undefined {
+    return this.#byRef.get(ref);
+  }
+
+  /** Starts a request; resolves with the grant or rejects with a coded LockError. */
+  acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal): Promise<Grant> {
+    if (this.#requests.size >= limits.localRequestsMax) {
+      return Promise.reject(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
+    }
+    const ref = this.#nextRef++;
+    const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta };
+    const req: LocalRequest = {
+      ref, id: `${this.#idPrefix}${ref.toString(16).padStart(8, '0')}`, lock, spec, opts, requestedAt: performance.now(), requestedAtWall: Date.now(),
+      state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, settle: null, onEnd: null,
+    };
+    const promise = new Promise<Grant>((resolve, reject) => {
+      req.settle = (r) => ('grant' in r ? resolve(r.grant) : reject(r.error));
+    });
+    this.#requests.set(req.id, req);
+    this.#byRef.set(ref, req);
+    const waitMs = opts.timeoutMs === 0 ? noWaitAckBoundMs : opts.timeoutMs;
+    req.waitTimer = setTimeout(() => this.#onWaitTimeout(req), waitMs);
+    signal?.addEventListener('abort', () => this.#onClientGone(req), { once: true });
+    this.#host.session().step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
+    return promise;
+  }
+
+  /** The core granted request `ref`: it becomes a hold, with its TTL. */
+  onGranted(ref: number, token: bigint): void {
+    const req = this.#byRef.get(ref);
+    assert(req !== undefined && req.state === 'waiting', 'granted request is a local waiter');
+    const now = Date.now();
+    const ttlMs = req.opts.ttlMs;
+    req.state = 'held';
+    req.grant = {
+      lock: req.lock, id: req.id, token, mode: req.spec.mode, peer: this.#host.id,
+      grantedAt: now, expiresAt: ttlMs > 0 ? now + ttlMs : null,
+    };
+    this.#clearTimer(req, 'waitTimer');
+    if (ttlMs > 0) req.ttlTimer = setTimeout(() => this.#end(req, 'expired'), ttlMs);
+    if (req.opts.expectedMs !== null) {
+      req.expectedTimer = setTimeout(() => this.#onOverdue(req), req.opts.expectedMs);
+    }
+    this.#host.metrics.onGranted(req);
+    this.#host.emitHold('granted', req, null);
+    const settle = req.settle;
+    req.settle = null;
+    settle?.({ grant: req.grant });
+  }
+
+  #onOverdue(req: LocalRequest): void {
+    req.expectedTimer = null;
+    this.#host.metrics.overdueHolds.inc();
+    this.#log.warn({ lock: req.lock, id: req.id, owner: req.spec.owner, expectedMs: req.opts.expectedMs }, 'hold kept longer than its expected_ms');
+  }
+
+  /** The core refused no-wait request `ref`: others hold or wait ahead of it. */
+  onRefused(ref: number): void {
+    const req = this.#byRef.get(ref);
+    assert(req !== undefined, 'refused request is local');
+    this.#fail(req, this.#timeoutError(req, 'the lock is held or requested by others (timeout_ms 0 does not wait)'), 'timeout', false);
+  }
+
+  #onWaitTimeout(req: LocalRequest): void {
+    req.waitTimer = null;
+    if (req.state !== 'waiting') return;
+    const session = this.#host.session();
+    const why = session.machine.explain(req.ref);
+    const missing = why?.missingPeers ?? [];
+    const err = missing.length > 0
+      ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${missing.map((p) => session.peerId(p)).join(', ')}`, {
+          unreachable_peers: missing.map((p) => session.peerId(p)),
+        })
+      : this.#timeoutError(req, `not granted within ${req.opts.timeoutMs} ms: others hold or wait ahead`);
+    this.#fail(req, err, 'timeout', true);
+  }
+
+  #timeoutError(req: LocalRequest, message: string): LockError {
+    const machine = this.#host.session().machine;
+    const position = machine.explain(req.ref)?.position ?? 0;
+    const holders = machine.queue(req.lock).filter((e) => e.held).map((e) => this.#host.view(e));
+    return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders });
+  }
+
+  #onClientGone(req: LocalRequest): void {
+    if (req.state === 'waiting') this.#fail(req, new LockError(ErrorCode.Timeout, 'client went away'), 'cancelled', true);
+  }
+
+  /** Ends a waiting request with an error; `cancel` tells the core to withdraw it. */
+  #fail(req: LocalRequest, error: Error, reason: EndReason, cancel: boolean): void {
+    this.#finish(req, reason);
+    this.#host.metrics.onWaitFailed(req, reason);
+    const settle = req.settle;
+    req.settle = null;
+    settle?.({ error });
+    if (cancel) this.#host.session().step({ type: 'release', ref: req.ref });
+  }
+
+  #finish(req: LocalRequest, reason: EndReason): void {
+    req.state = 'ended';
+    this.#clearTimer(req, 'waitTimer');
+    this.#clearTimer(req, 'ttlTimer');
+    this.#clearTimer(req, 'expectedTimer');
+    this.#requests.delete(req.id);
+    this.#byRef.delete(req.ref);
+    this.#ended.record(req.id, reason);
+  }
+
+  #clearTimer(req: LocalRequest, which: 'waitTimer' | 'ttlTimer' | 'expectedTimer'): void {
+    const t = req[which];
+    if (t !== null) clearTimeout(t);
+    req[which] = null;
+  }
+
+  /** Ends a held hold for `reason`, releases it in the cluster, and tells its holder. */
+  #end(req: LocalRequest, reason: EndReason): void {
+    if (req.state !== 'held') return;
+    this.#finish(req, reason);
+    this.#host.metrics.onHoldEnded(req, reason);
+    this.#host.emitHold('ended', req, reason);
+    if (reason !== 'released') this.#log.info({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended');
+    this.#host.session().step({ type: 'release', ref: req.ref });
+    req.onEnd?.(reason);
+  }
+
+  /**
+   * The core already dropped the request (lease lost): record it and tell the holder, or
+   * fail the waiter (its request might otherwise be granted out of order after an eviction).
+   */
+  endByCore(ref: number, reason: EndReason): void {
+    const req = this.#byRef.get(ref);
+    if (req === undefined || req.state === 'ended') return;
+    if (req.state === 'waiting') {
+      const silent = this.#host.session().leaseSilentPeers();
+      const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
+      this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachable_peers: silent }), reason, false);
+      return;
+    }
+    this.#finish(req, reason);
+    this.#host.metrics.onHoldEnded(req, reason);
+    this.#host.emitHold('ended', req, reason);
+    this.#log.warn({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended by the peer');
+    req.onEnd?.(reason);
+  }
+
+  /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
+  endAll(reason: EndReason, error: LockError): void {
+    for (const req of [...this.#requests.values()]) {
+      if (req.state === 'held') this.#end(req, reason);
+      else this.#fail(req, error, reason, true);
+    }
+  }
+
+  #liveHold(lock: string, id: string): LocalRequest {
+    const req = this.#requests.get(id);
+    if (req === undefined || req.lock !== lock || req.state !== 'held') {
+      const reason = req === undefined ? this.#ended.reasonOf(id) : req.state === 'waiting' ? 'waiting' : undefined;
+      throw new LockError(ErrorCode.NotHeld, reason === undefined ? `no live hold ${id} on lock ${JSON.stringify(lock)}` : `hold ${id} is not live: ${reason}`, {
+        reason: reason ?? 'unknown',
+      });
+    }
+    return req;
+  }
+
+  /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
+  release(lock: string, id: string): void {
+    this.#end(this.#liveHold(lock, id), 'released');
+  }
+
+  /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
+  refresh(lock: string, id: string, ttlMs?: number): number | null {
+    const req = this.#liveHold(lock, id);
+    const ttl = ttlMs ?? req.opts.ttlMs;
+    this.#clearTimer(req, 'ttlTimer');
+    const expiresAt = ttl > 0 ? Date.now() + ttl : null;
+    if (ttl > 0) req.ttlTimer = setTimeout(() => this.#end(req, 'expired'), ttl);
+    assert(req.grant !== null, 'a held request has a grant');
+    req.grant = { ...req.grant, expiresAt };
+    return expiresAt;
+  }
+
+  /** Registers the callback told when hold `id` ends other than by its release. */
+  onHoldEnd(id: string, cb: (reason: EndReason) => void): void {
+    const req = this.#requests.get(id);
+    if (req !== undefined) req.onEnd = cb;
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Read-only views of one peer for the HTTP API and the dashboard (DESIGN section 6): the
+ * holders and waiters of each lock, cluster-wide as this peer knows them, and the state of
+ * this peer and its links. Nothing here changes state.
+ */
+import { performance } from 'node:perf_hooks';
+import type { ClusterConfig } from '../config.js';
+import type { QueueEntry } from '../core/machine.js';
+import { formatIncarnation } from '../core/types.js';
+import type { LocalRequest } from './holds.js';
+import type { Session } from './session.js';
+
+/** A holder or waiter as the HTTP API shows it. */
+export interface QueueView {
+  readonly peer: string;
+  readonly owner: string;
+  readonly meta: unknown;
+  readonly token: string;
+  readonly mode: string;
+  readonly limit: number;
+  readonly permits: number;
+  readonly since: number | null;
+  readonly local: boolean;
+  readonly id?: string;
+}
+
+/** What the views read of their peer runtime. */
+export interface ViewSource {
+  readonly id: string;
+  readonly index: number;
+  readonly config: ClusterConfig;
+  /** The session of the current incarnation (a new one after a rejoin). */
+  session(): Session;
+  /** The live local request with that core ref, if any. */
+  localRequest(ref: number): LocalRequest | undefined;
+}
+
+/** The views of one peer. */
+export class PeerViews {
+  readonly #src: ViewSource;
+
+  constructor(src: ViewSource) {
+    this.#src = src;
+  }
+
+  /** One queue entry as the HTTP API shows it. */
+  entry(e: QueueEntry): QueueView {
+    const session = this.#src.session();
+    const local = e.peer === this.#src.index;
+    const req = local && e.ref !== undefined ? this.#src.localRequest(e.ref) : undefined;
+    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWall ?? null) : session.seenAt(e.peer, e.ts);
+    return {
+      peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
+      limit: e.limit, permits: e.permits, since, local, ...(req === undefined ? {} : { id: req.id }),
+    };
+  }
+
+  /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
+  lock(name: string): { name: string; holders: QueueView[]; waiters: QueueView[] } {
+    const entries = this.#src.session().machine.queue(name);
+    return {
+      name,
+      holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
+      waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
+    };
+  }
+
+  /** This peer and its links, for GET /v1/cluster. */
+  cluster(): Record<string, unknown> {
+    const now = performance.now();
+    const { id, index, config } = this.#src;
+    const session = this.#src.session();
+    const machine = session.machine;
+    const view = new Set(machine.view());
+    const links = new Map(session.meshStatus().map((s) => [s.peer, s]));
+    return {
+      id, cluster: config.cluster, incarnation: formatIncarnation(session.incarnation), clock: machine.clock,
+      synced: machine.synced,
+      lease: { valid: machine.leaseValid, valid_for_ms: machine.leaseValid ? session.leaseValidForMs() : 0 },
+      stats: machine.stats(),
+      peers: config.peers.map((p, i) => {
+        const s = links.get(i);
+        return i === index
+          ? { id: p.id, self: true }
+          : { id: p.id, connected: s?.connected ?? false, last_heard_ms_ago: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
+              rtt_ms: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
+              last_ts: machine.lastTs(i) };
+      }),
+    };
+  }
+}

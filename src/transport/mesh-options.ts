@@ -1,0 +1,73 @@
+/**
+ * What a mesh is told at construction (DESIGN section 4): who it is, the peers it links to,
+ * where it listens, and the events through which it reports to the runtime.
+ */
+import type { Logger } from 'pino';
+import { assert } from '../assert.js';
+import { limits } from '../limits.js';
+import type { Incarnation } from '../core/types.js';
+
+/** A configured peer; `index` is its position in the cluster configuration. */
+export interface MeshPeer {
+  readonly id: string;
+  readonly index: number;
+  /** ws://host:port (or wss://) where that peer listens. */
+  readonly ws: string;
+}
+
+/** Everything a mesh is told at construction. */
+export interface MeshOptions<P> {
+  readonly cluster: string;
+  readonly secret: string;
+  readonly self: MeshPeer;
+  /** Every other configured peer (not self). */
+  readonly peers: readonly MeshPeer[];
+  /** Port 0 binds any free port; `port()` tells which. */
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly incarnation: Incarnation;
+  readonly heartbeatMs: number;
+  readonly isPayload: (v: unknown) => v is P;
+  /** Current Lamport clock, for handshakes and heartbeats. */
+  readonly clock: () => number;
+  readonly logger: Logger;
+  /** Optional wss: PEM file paths; mutual TLS when `ca` is given. */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string };
+  /**
+   * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
+   * lease, which eviction may forbid (a confirmation we gave). Default: always.
+   */
+  readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
+}
+
+/** What the mesh reports to the runtime. Called synchronously from socket events. */
+export interface MeshEvents<P> {
+  /**
+   * A peer incarnation became reachable for the first time, before any of its payloads.
+   * `restarted` when it replaces an older incarnation of that peer id. `clock` is the one
+   * in its handshake: a floor for our clock, NOT an ack (its earlier payloads may still be
+   * in flight on the other socket). Payloads sent from inside this call are the first ones
+   * of the new stream to that peer (state transfer).
+   */
+  onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void;
+  /** One payload from `peer`: exactly once, in order, per stream. */
+  onPayload(from: number, inc: Incarnation, payload: P): void;
+  /** A heartbeat from `peer`; `clock` only when every earlier payload of it was delivered. */
+  onHeartbeat(from: number, inc: Incarnation, clock: number | undefined): void;
+  /** Our heartbeat sent at `sentAtMs` (monotonic) came back: lease and RTT. */
+  onEcho(peer: number, sentAtMs: number, rttMs: number): void;
+  /** Both sockets with `peer` are up (true), or one of them went down (false). */
+  onConnection(peer: number, connected: boolean): void;
+  /** `peer` refused us with a reason; 'evicted' means our incarnation must rejoin. */
+  onRefused?(peer: number, reason: string): void;
+}
+
+/** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */
+export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
+  assert(opts.heartbeatMs > 0, 'heartbeatMs is positive');
+  assert(opts.peers.length + 1 <= limits.peersMax, 'cluster within limits.peersMax');
+  const ids = new Set([opts.self.id, ...opts.peers.map((p) => p.id)]);
+  const indexes = new Set([opts.self.index, ...opts.peers.map((p) => p.index)]);
+  assert(ids.size === opts.peers.length + 1, 'peer ids are distinct and peers exclude self');
+  assert(indexes.size === ids.size, 'peer indexes are distinct');
+  for (const i of indexes) assert(Number.isSafeInteger(i) && i >= 0 && i < limits.peersMax, 'peer index in range');
+}
