@@ -73,6 +73,10 @@ describe('acquire and release', () => {
     const s = await second;
     expect(s.status).toBe(200);
     expect(BigInt(String(s.body['token']))).toBeGreaterThan(BigInt(String(first.body['token'])));
+    // Peer c learns of a's release on its own link, maybe after b answered: wait for it, then
+    // c must show b holding and only itself waiting.
+    await waitFor('a release reaches c', async () => !(await holders(c, 'fifo')).some((h) => h['peer'] === 'a'));
+    expect((await holders(c, 'fifo')).map((h) => h['peer'])).toEqual(['b']);
     expect((await waiters(c, 'fifo')).map((w) => w['peer'])).toEqual(['c']);
     await release(b, 'fifo', s.body['id']);
     const t = await third;
@@ -134,7 +138,8 @@ describe('modes across peers', () => {
     const s1 = await acquire(a, 'rw', { mode: 'shared' });
     const s2 = await acquire(b, 'rw', { mode: 'shared' });
     expect([s1.status, s2.status]).toEqual([200, 200]);
-    expect((await holders(c, 'rw')).length).toBe(2);
+    // A grant needs a later timestamp from c, not that c has seen the request yet: wait for it.
+    await waitFor('c sees both shared holders', async () => (await holders(c, 'rw')).length === 2);
     const w = await acquire(c, 'rw', { timeout_ms: 200 });
     expect(w.status).toBe(423);
     await release(a, 'rw', s1.body['id']);
