@@ -22,7 +22,7 @@ import type { Scenario } from './scenario.js';
 import { SimMesh } from './sim-mesh.js';
 import type { MeshHost } from './sim-mesh.js';
 import type { Transcript } from './transcript.js';
-import { formatEffects, formatEvent } from './transcript.js';
+import { formatEffects, formatEvent, formatMembership } from './transcript.js';
 
 /** Virtual time shared by everything in one run. */
 export interface SimTime {
@@ -278,7 +278,7 @@ export class Cluster {
   #applyMembership(p: SimPeer, effects: readonly MembershipEffect[]): void {
     for (const e of effects) {
       if (e.type === 'send') {
-        this.#o.transcript.add(this.#o.time.nowMs, p.index, `send p${e.to} ${e.msg.t.toUpperCase()} p${e.msg.peer} inc=${e.msg.inc.startMs}.${e.msg.inc.nonce}`);
+        if (this.#o.transcript.enabled) this.#o.transcript.add(this.#o.time.nowMs, p.index, `send p${e.to} ${formatMembership(e.msg)}`);
         p.mesh.send(e.to, e.msg);
         continue;
       }
@@ -323,7 +323,7 @@ export class Cluster {
         const localMs = p.clock.local(this.#o.time.nowMs);
         p.membership.heard(from, inc, localMs);
         if ('t' in payload) {
-          this.#o.transcript.add(this.#o.time.nowMs, self, `recv p${from} ${payload.t.toUpperCase()} p${payload.peer} inc=${payload.inc.startMs}.${payload.inc.nonce}`);
+          if (this.#o.transcript.enabled) this.#o.transcript.add(this.#o.time.nowMs, self, `recv p${from} ${formatMembership(payload)}`);
           this.#applyMembership(p, p.membership.onMessage(from, payload, localMs));
         }
         else this.#step(p, { type: 'packet', from, inc, packet: payload });

@@ -4,6 +4,7 @@
  * failing seed is simply run again with the transcript on, which the determinism allows.
  */
 import type { Effect, MachineEvent } from '../../src/core/machine.js';
+import type { MembershipMessage } from '../../src/core/membership.js';
 import type { Packet, PeerMessage } from '../../src/core/messages.js';
 
 /** Lines of one run, capped so that a long run cannot exhaust memory. */
@@ -83,4 +84,10 @@ export function formatEffects(effects: readonly Effect[]): string {
     }
   });
   return parts.length === 0 ? '' : ` -> ${parts.join('; ')}`;
+}
+
+/** A membership message, e.g. `CONFIRM p1 inc=1700000000000.42 at=1487.0`. */
+export function formatMembership(m: MembershipMessage): string {
+  const at = m.t === 'evict' ? '' : ` at=${m.at.toFixed(1)}`;
+  return `${m.t.toUpperCase()} p${m.peer} inc=${m.inc.startMs}.${m.inc.nonce}${at}`;
 }
