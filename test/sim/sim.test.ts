@@ -55,6 +55,24 @@ describe('deterministic simulator', () => {
     expect(batch.grants).toBeGreaterThan(count);
   });
 
+  // Seeds that once found a safety bug (each named in the commit that fixed it), run on every
+  // test whatever SEED says: with the same draws they replay the scenario that broke the core.
+  const regressionSeeds: ReadonlyArray<{ seed: number; net: 'fifo' | 'link' }> = [
+    { seed: 1371, net: 'fifo' },
+    { seed: 150336, net: 'fifo' },
+    { seed: 216761, net: 'fifo' },
+    { seed: 248088, net: 'fifo' },
+    { seed: 276422, net: 'fifo' },
+    { seed: 101151, net: 'link' },
+  ];
+  it('keeps every invariant in the seeds that once found a bug', () => {
+    const failed = regressionSeeds.flatMap(({ seed, net }) => {
+      const result = runSeed({ seed, net });
+      return result.violations.length === 0 ? [] : [`seed ${seed} (reproduce with: npm run sim -- --seed ${seed} --seeds 1${net === 'link' ? ' --net link' : ''}): ${result.violations[0] ?? ''}`];
+    });
+    expect(failed).toEqual([]);
+  });
+
   it('replays a seed identically: same transcript, same grants', () => {
     const a = runSeed({ seed: baseSeed + 7, transcript: true });
     const b = runSeed({ seed: baseSeed + 7, transcript: true });
