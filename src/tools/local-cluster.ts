@@ -12,6 +12,7 @@
  * carries i's payloads to j and the echoes that keep i's lease.
  */
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -27,13 +28,24 @@ export function peerBinPath(): string {
   return join(root, 'dist', 'bin', 'lamport-peer.js');
 }
 
+/** Ports this process handed out: a port is free until its peer binds it, so never twice. */
+const handedOut = new Set<number>();
+
 /**
  * A free TCP port on 127.0.0.1, drawn below Linux's ephemeral range (32768+) so that the
  * outgoing connections of running peers cannot take it between this probe and the bind.
+ * Each process draws from its own slice of 20000-31999 (by vitest worker, else by pid), and
+ * never hands out a port twice: a port probed free is still free for the next probe until
+ * its peer binds it, and two peers given one port made a test fail on EADDRINUSE.
  */
 export async function freePort(): Promise<number> {
+  const slices = 8;
+  const sliceSize = 12_000 / slices;
+  const slice = Number(process.env['VITEST_POOL_ID'] ?? process.pid) % slices;
   for (let attempt = 0; attempt < 100; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const port = 20_000 + slice * sliceSize + Math.floor(Math.random() * sliceSize);
+    if (handedOut.has(port)) continue;
+    handedOut.add(port); // Before the probe: concurrent calls must not probe the same port.
     const free = await new Promise<boolean>((res) => {
       const srv = createServer();
       srv.once('error', () => res(false));
@@ -90,10 +102,15 @@ export class LocalCluster {
     const dir = mkdtempSync(join(tmpdir(), 'lamport-cluster-'));
     if (opts.linkProxies === true && opts.configPath !== undefined) throw new Error('linkProxies needs a generated config, not configPath');
     const cluster = opts.configPath === undefined ? await LocalCluster.#generate(dir, opts) : await LocalCluster.#fromFile(dir, opts.configPath);
-    if (opts.linkProxies === true) await cluster.#proxyLinks();
-    for (const p of cluster.peers) cluster.startPeer(p.id);
-    await cluster.waitReady();
-    await cluster.waitConnected();
+    try {
+      if (opts.linkProxies === true) await cluster.#proxyLinks();
+      for (const p of cluster.peers) cluster.startPeer(p.id);
+      await cluster.waitReady();
+      await cluster.waitConnected();
+    } catch (err) {
+      await cluster.stop(); // The caller never gets the cluster: nothing may outlive the failure.
+      throw err;
+    }
     return cluster;
   }
 
@@ -103,7 +120,10 @@ export class LocalCluster {
       const id = String.fromCharCode(97 + i);
       peers.push({ id, http: `127.0.0.1:${await freePort()}`, ws: `ws://127.0.0.1:${await freePort()}`, dataDir: join(dir, id), proc: null });
     }
-    const config: Record<string, unknown> = { cluster: 'test', secret: 'test-secret-123', peers: peers.map(({ id, ws, http }) => ({ id, ws, http })) };
+    // A name and secret of its own: a peer of another local cluster (a test's leftover dialing
+    // a port now reused) is refused at the handshake instead of joining this one.
+    const name = `test-${randomBytes(4).toString('hex')}`;
+    const config: Record<string, unknown> = { cluster: name, secret: randomBytes(16).toString('hex'), peers: peers.map(({ id, ws, http }) => ({ id, ws, http })) };
     if (opts.heartbeatMs !== undefined) config['heartbeat_ms'] = opts.heartbeatMs;
     if (opts.leaseMs !== undefined) config['lease_ms'] = opts.leaseMs;
     if (opts.evictMs !== undefined) config['evict_ms'] = opts.evictMs;

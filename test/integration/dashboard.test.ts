@@ -6,7 +6,7 @@
  * With DASHBOARD_SCREENSHOT=path the last test stages a busy cluster and saves a
  * screenshot there (docs/dashboard.png is made this way).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
@@ -54,7 +54,9 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
   it('shows every peer with its link up and this peer\'s lease', async () => {
     await waitFor('three peer rows', async () => (await page.locator('#peers tbody tr').count()) === 3, 2000);
     expect(await page.textContent('#peer-id')).toBe('a');
-    expect(await page.textContent('#cluster-name')).toBe('test');
+    const { cluster: name } = JSON.parse(readFileSync(cluster.configPath, 'utf8')) as { cluster: string };
+    expect(name).toMatch(/^test-/);
+    expect(await page.textContent('#cluster-name')).toBe(name);
     // Ready means a majority: the second link may come up a moment later.
     for (const id of ['b', 'c']) await page.waitForSelector(`#peers tr[data-peer=${q(id)}] [data-role=link].ok`, { timeout: 3000 });
     expect(await page.textContent(`#peers tr[data-peer="b"] [data-role=link]`)).toBe('up');
