@@ -101,7 +101,7 @@ async function meshChannel(): Promise<Channel> {
   for (const index of [1, 0]) {
     let joinedResolve = (): void => undefined;
     joined.push(new Promise<void>((resolve) => (joinedResolve = resolve)));
-    const mesh = new Mesh<Packet>(
+    const mesh = await Mesh.standalone<Packet>(
       {
         cluster: 'bench', secret: 'bench', self: peer(index), peers: [peer(1 - index)], listen: { host: '127.0.0.1', port: 0 },
         incarnation: { startMs: Date.now(), nonce: index }, heartbeatMs: 1000, isPayload: isPacket, clock: () => 1, logger,
@@ -111,7 +111,6 @@ async function meshChannel(): Promise<Channel> {
         onEcho: () => undefined, onConnection: () => undefined,
       },
     );
-    await mesh.start();
     ports[index] = mesh.port();
     meshes[index] = mesh;
   }

@@ -20,6 +20,7 @@ export const ErrorCode = {
   PeerError: 'ERR_PEER',
   Evicted: 'ERR_EVICTED',
   LeaseLost: 'ERR_LEASE_LOST',
+  Storage: 'ERR_STORAGE',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -57,6 +58,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_PEER: 502,
   ERR_EVICTED: 503,
   ERR_LEASE_LOST: 503,
+  ERR_STORAGE: 503,
 };
 
 /** True when `value` is a LockError with the given code. */

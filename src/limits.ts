@@ -45,6 +45,13 @@ export const limits = {
   replayNoncesMax: 4096,
   /** Heartbeat intervals of silence after which a peer connection is presumed half-open. */
   heartbeatsMissedMax: 3,
+  /**
+   * A jump of the wall clock ahead of the monotonic clock larger than this, between two
+   * reads, is taken for a suspend of the host and counted as elapsed (runtime/lease-clock.ts).
+   */
+  suspendDetectMs: 10,
+  /** After a failed write of the clock high-water mark, the next attempt waits this long. */
+  clockStoreRetryMs: 1000,
 } as const;
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');

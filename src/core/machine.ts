@@ -29,7 +29,7 @@ export interface MachineOptions {
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
   /** Planted bugs, for the simulator's mutation tests only. */
-  readonly faults?: Partial<MachineFaults>;
+  readonly faults?: Partial<MachineFaults> | undefined;
 }
 
 /** One peer's protocol state: clock, queues, lastTs, view and its own requests. */

@@ -47,6 +47,10 @@ export function isMembershipMessage(v: unknown): v is MembershipMessage {
 export interface MembershipFaults {
   /** Evict on the suspecting peer's word alone, without a majority. */
   readonly evictWithoutMajority: boolean;
+  /** A confirmation counts from its arrival, not from its suspicion's send time (seed 248088's bug). */
+  readonly confirmFromArrival: boolean;
+  /** A confirmer echoes the suspect again at once: a confirmation is no promise (seed 101151's bug). */
+  readonly echoDespitePromise: boolean;
 }
 
 interface PeerTrack {
@@ -63,6 +67,13 @@ interface PeerTrack {
   confirmations: Map<number, number>;
   /** We confirmed `inc` silent: we echo none of its heartbeats before this (local ms). */
   noEchoUntilMs: number;
+  /**
+   * A newer incarnation proved itself (an authenticated handshake) while this one was
+   * current: this one and older ones are stale. We lend them no lease and no longer count
+   * hearing them, so the majority evicts them as silent, which proves their lease lapsed,
+   * before the newer one is admitted (transport/incarnations.ts livePredecessor).
+   */
+  supersededUpTo: Incarnation | null;
 }
 
 function key(inc: Incarnation): string {
@@ -87,16 +98,18 @@ export class Membership {
   /** When this membership (this incarnation) started: older suspicions are not ours. */
   readonly #startMs: number;
 
-  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> }) {
+  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined }) {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
-      this.#peers.push({ inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY });
+      this.#peers.push({
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, supersededUpTo: null,
+      });
     }
   }
 
@@ -110,8 +123,23 @@ export class Membership {
   mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
     const t = this.#track(peer);
     if (t === undefined) return true;
-    if (this.isEvicted(peer, inc)) return false;
+    if (this.isEvicted(peer, inc) || this.#isSuperseded(t, inc)) return false;
+    if (this.#faults.echoDespitePromise) return true;
     return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.inc) <= 0);
+  }
+
+  /**
+   * An authenticated newer incarnation of `peer` waits for `predecessor` (and every older
+   * one) to be evicted: from now on they are as good as silent here.
+   */
+  superseded(peer: number, predecessor: Incarnation): void {
+    const t = this.#track(peer);
+    if (t === undefined) return;
+    if (t.supersededUpTo === null || compareIncarnation(predecessor, t.supersededUpTo) > 0) t.supersededUpTo = predecessor;
+  }
+
+  #isSuperseded(t: PeerTrack, inc: Incarnation): boolean {
+    return t.supersededUpTo !== null && compareIncarnation(inc, t.supersededUpTo) <= 0;
   }
 
   /** Peers (this one included) that make a majority of the configuration. */
@@ -126,7 +154,7 @@ export class Membership {
   /** Anything arrived from `peer`'s incarnation `inc` (a payload, a heartbeat, a handshake). */
   heard(peer: number, inc: Incarnation, nowMs: number): void {
     const t = this.#track(peer);
-    if (t === undefined || this.isEvicted(peer, inc)) return;
+    if (t === undefined || this.isEvicted(peer, inc) || this.#isSuperseded(t, inc)) return;
     const order = compareIncarnation(inc, t.inc);
     if (order < 0) return;
     if (order > 0) t.inc = inc;
@@ -150,12 +178,22 @@ export class Membership {
     return nowMs - t.lastHeardMs >= this.#evictMs;
   }
 
+  /**
+   * Two peers never evict each other: neither can tell a dead peer from a cut link, and each
+   * would evict the other. A superseded incarnation is the exception: a newer process with
+   * its id proved itself, and its lease needs our echo, which we have withheld for evictMs.
+   */
+  #alone(t: PeerTrack): boolean {
+    return this.majority >= this.#peerCount && t.supersededUpTo !== null && compareIncarnation(t.inc, t.supersededUpTo) <= 0;
+  }
+
   /** Periodic check: suspect every peer silent for evictMs that is not evicted yet. */
   tick(nowMs: number): MembershipEffect[] {
-    if (this.majority >= this.#peerCount && !this.#faults.evictWithoutMajority) return []; // Two peers never evict.
     const out: MembershipEffect[] = [];
+    const pair = this.majority >= this.#peerCount && !this.#faults.evictWithoutMajority;
     this.#peers.forEach((t, peer) => {
       if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
+      if (pair && !this.#alone(t)) return;
       // Only an incarnation we have heard may be suspected. Evicting the placeholder of a
       // peer nobody here has met would let us count it out of the view while its live
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
@@ -171,7 +209,7 @@ export class Membership {
   }
 
   #maybeEvict(peer: number, t: PeerTrack, nowMs: number): MembershipEffect[] {
-    const needed = this.#faults.evictWithoutMajority ? 1 : this.majority;
+    const needed = this.#faults.evictWithoutMajority || this.#alone(t) ? 1 : this.majority;
     // Only confirmations whose promise still binds their senders count (see mayEcho).
     for (const [from, atMs] of t.confirmations) {
       if (from !== this.#self && nowMs - atMs >= this.#confirmationValidMs) t.confirmations.delete(from);
@@ -212,6 +250,10 @@ export class Membership {
         if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
         // `at` is our own clock when we sent the suspicion this answers: one from before this
         // incarnation, from the future (a forged or corrupted echo) or too old counts for nothing.
+        if (this.#faults.confirmFromArrival) {
+          t.confirmations.set(from, nowMs);
+          return this.#maybeEvict(msg.peer, t, nowMs);
+        }
         if (msg.at < this.#startMs || msg.at > nowMs || nowMs - msg.at >= this.#confirmationValidMs) return [];
         t.confirmations.set(from, Math.max(msg.at, t.confirmations.get(from) ?? Number.NEGATIVE_INFINITY));
         return this.#maybeEvict(msg.peer, t, nowMs);

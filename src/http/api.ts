@@ -147,38 +147,42 @@ export class HttpApi {
     return send(res, 200, { expires_at: this.#peer.refresh(name, id, ttlMs) });
   }
 
-  async #acquire(res: ServerResponse, name: string, body: Record<string, unknown>): Promise<void> {
+  /**
+   * Acquire: the answer is written from the request's own callbacks, in the turn they fire,
+   * so a hold that ends in the turn of its grant is still told: grant line, then end line.
+   */
+  #acquire(res: ServerResponse, name: string, body: Record<string, unknown>): Promise<void> {
     const opts = parseAcquire(body);
-    const gone = new AbortController();
-    const onClose = (): void => gone.abort();
-    res.on('close', onClose);
-    const grant = await this.#peer.acquire(name, opts, gone.signal);
-    res.off('close', onClose);
-    if (res.destroyed || res.writableEnded) {
-      // The client left between the grant and our answer: nobody holds it, release.
-      this.#peer.release(name, grant.id);
-      return;
-    }
-    if (opts.hold !== 'connection') return send(res, 200, grantJson(grant));
-    this.#holdOnConnection(res, name, grant);
-  }
-
-  /** A connection-bound hold: one JSON line now, the hold lives until the response closes. */
-  #holdOnConnection(res: ServerResponse, name: string, grant: Grant): void {
-    res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
-    res.write(`${JSON.stringify(grantJson(grant))}\n`);
-    let ended = false;
-    this.#peer.onHoldEnd(grant.id, (reason) => {
-      ended = true;
-      res.end(`${JSON.stringify({ ended: reason, id: grant.id })}\n`);
-    });
-    res.on('close', () => {
-      if (ended) return;
-      try {
-        this.#peer.release(name, grant.id);
-      } catch (err) {
-        if (!(err instanceof LockError)) throw err;
-      }
+    return new Promise<void>((done) => {
+      let grant: Grant | null = null;
+      let ended = false;
+      const handle = this.#peer.request(name, opts, {
+        granted: (g) => {
+          grant = g;
+          done();
+          if (res.destroyed || res.writableEnded) {
+            // The client left before the grant: nobody holds it, release.
+            this.#peer.release(name, g.id);
+            return;
+          }
+          if (opts.hold !== 'connection') return send(res, 200, grantJson(g));
+          res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+          res.write(`${JSON.stringify(grantJson(g))}\n`);
+        },
+        failed: (err) => {
+          done();
+          if (!res.headersSent) sendError(res, err);
+        },
+        ended: (reason) => {
+          ended = true;
+          if (opts.hold === 'connection' && grant !== null && !res.writableEnded) res.end(`${JSON.stringify({ ended: reason, id: grant.id })}\n`);
+        },
+      });
+      // A waiting request whose client left is withdrawn; a connection-bound hold whose
+      // connection closed is released (a TTL hold lives on after its answer).
+      res.on('close', () => {
+        if (!ended && (grant === null || opts.hold === 'connection')) handle.clientGone();
+      });
     });
   }
 }

@@ -1,27 +1,53 @@
 /**
  * The persisted clock high-water mark (DESIGN section 4, "Clock floor"). Instead of
- * writing the clock on every step, the store reserves a range ahead of it: the file
- * holds a value the clock has not reached yet, rewritten (atomically, fsync'd) when the
- * clock comes near. After any crash, the next start begins at or above everything used.
+ * writing the clock on every step, the peer reserves a range ahead of it: the store holds
+ * a value the clock has not reached yet, rewritten (atomically, fsync'd) when the clock
+ * comes near. After any crash, the next start begins at or above everything used.
+ *
+ * A write that fails (disk full, read-only file system, a directory in the way) must not
+ * kill the peer (issue 12, defect 3: an exception out of a socket handler, and the same on
+ * every restart, a crash loop). `ClockReservation` logs it with ERR_STORAGE, stops new
+ * requests from leaving while the clock may pass what is on disk, retries, and lets them
+ * leave again once a write succeeds.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { Logger } from '../log.js';
 
-/** How far ahead of the clock each reservation reaches. */
-const reserveAhead = 1_000_000;
+/** Where the high-water mark lives: a file in production, memory in tests and the simulator. */
+export interface ClockStore {
+  /** The persisted mark, or 0 when there is none yet. Throws ERR_CONFIG_INVALID when corrupt. */
+  load(): number;
+  /** Persists `hwm` durably; throws on any failure. */
+  write(hwm: number): void;
+}
 
-/** A clock high-water mark kept in `<dataDir>/clock.json`. */
-export class ClockStore {
+/** No data dir: nothing survives the process (the wall clock is the only floor). */
+export class MemoryClockStore implements ClockStore {
+  #hwm = 0;
+
+  load(): number {
+    return this.#hwm;
+  }
+
+  write(hwm: number): void {
+    this.#hwm = hwm;
+  }
+}
+
+/** `<dataDir>/clock.json`, replaced atomically: write a temp file, fsync, rename, fsync the dir. */
+export class FileClockStore implements ClockStore {
+  readonly #dir: string;
   readonly #path: string;
-  #reserved = 0;
 
   constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true });
+    this.#dir = dataDir;
     this.#path = join(dataDir, 'clock.json');
   }
 
-  /** The persisted mark, or 0 when there is none yet. */
   load(): number {
     let text: string;
     try {
@@ -29,28 +55,95 @@ export class ClockStore {
     } catch {
       return 0;
     }
-    const value: unknown = JSON.parse(text);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      value = undefined;
+    }
     const hwm = typeof value === 'object' && value !== null ? (value as { hwm?: unknown }).hwm : undefined;
     if (typeof hwm !== 'number' || !Number.isSafeInteger(hwm) || hwm < 0) {
-      throw new LockError(ErrorCode.ConfigInvalid, `${this.#path} is corrupt: expected {"hwm": <integer>}`);
+      throw new LockError(ErrorCode.ConfigInvalid, `${this.#path} is corrupt: expected {"hwm": <integer>}; move it away to start with the wall clock as the floor`);
     }
-    this.#reserved = hwm;
     return hwm;
   }
 
-  /** Makes sure the persisted mark is above `clock`, writing only when it comes near. */
-  reserve(clock: number): void {
-    if (clock + reserveAhead / 2 < this.#reserved) return;
-    const next = clock + reserveAhead;
+  write(hwm: number): void {
+    mkdirSync(this.#dir, { recursive: true });
     const tmp = `${this.#path}.tmp`;
     const fd = openSync(tmp, 'w');
     try {
-      writeSync(fd, JSON.stringify({ hwm: next }));
+      writeSync(fd, JSON.stringify({ hwm }));
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(tmp, this.#path);
+    // The rename is durable only once the directory entry is: fsync the directory too.
+    const dirFd = openSync(this.#dir, 'r');
+    try {
+      fsyncSync(dirFd);
+    } finally {
+      closeSync(dirFd);
+    }
+  }
+}
+
+/** How far ahead of the clock each reservation reaches. */
+export const reserveAheadTicks = 1_000_000;
+
+/** The reservation ahead of the clock, kept through a failing store. */
+export class ClockReservation {
+  readonly #store: ClockStore;
+  readonly #env: Env;
+  readonly #log: Logger;
+  /** The mark known to be on disk (0 before the first successful write). */
+  #reserved: number;
+  #failing: LockError | null = null;
+  #retryAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(opts: { store: ClockStore; env: Env; log: Logger }) {
+    this.#store = opts.store;
+    this.#env = opts.env;
+    this.#log = opts.log;
+    this.#reserved = 0;
+  }
+
+  /** Loads the persisted mark: the clock floor of a new process. */
+  load(): number {
+    this.#reserved = this.#store.load();
+    return this.#reserved;
+  }
+
+  /**
+   * Null while new requests may leave: the store took the last reservation and the clock is
+   * below it. Otherwise the coded error an acquire is refused with.
+   */
+  get failure(): LockError | null {
+    return this.#failing;
+  }
+
+  /** Makes sure the persisted mark is above `clock`, writing only when it comes near. */
+  reserve(clock: number): void {
+    if (clock + reserveAheadTicks / 2 < this.#reserved) return;
+    if (this.#failing !== null && this.#env.monoMs() < this.#retryAtMs && clock < this.#reserved) return;
+    const next = clock + reserveAheadTicks;
+    try {
+      this.#store.write(next);
+    } catch (err) {
+      this.#onFailure(err, clock);
+      return;
+    }
     this.#reserved = next;
+    if (this.#failing !== null) this.#log.warn({ hwm: next }, 'clock high-water mark written again: new requests may leave');
+    this.#failing = null;
+  }
+
+  #onFailure(err: unknown, clock: number): void {
+    this.#retryAtMs = this.#env.monoMs() + limits.clockStoreRetryMs;
+    const cause = err instanceof Error ? err.message : String(err);
+    const message = `cannot persist the clock high-water mark (${cause}): this peer grants no new requests until a write succeeds`;
+    if (this.#failing === null) this.#log.error({ code: ErrorCode.Storage, cause, clock, reserved: this.#reserved }, message);
+    this.#failing = new LockError(ErrorCode.Storage, message);
   }
 }

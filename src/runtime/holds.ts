@@ -4,6 +4,8 @@
  * or refresh of a hold that is gone answers 404 with the reason (DESIGN section 6).
  */
 import type { EndReason, Meta, Mode, RequestSpec } from '../core/types.js';
+import type { Timer } from '../env.js';
+import type { LockError } from '../errors.js';
 
 /** What a client asks for, validated. */
 export interface AcquireOptions {
@@ -31,6 +33,31 @@ export interface Grant {
   readonly expiresAt: number | null;
 }
 
+/**
+ * How a local request reports back, registered when it is made so that nothing can happen
+ * before anyone listens (issue 12, defect 2: a hold ended in the turn of its grant, before
+ * the HTTP layer had registered its end listener, and its client was never told).
+ * Exactly one of `granted` and `failed` is called, once; after `granted`, `ended` is
+ * called once when the hold ends, whatever the reason (`released` after a release call
+ * too), unless the holder left first (`clientGone`).
+ */
+export interface RequestCallbacks {
+  granted(grant: Grant): void;
+  failed(error: LockError): void;
+  ended(reason: EndReason): void;
+}
+
+/** A request as its maker holds it. */
+export interface RequestHandle {
+  /** The hold id (the same as the grant's). */
+  readonly id: string;
+  /**
+   * The client went away: a waiting request is withdrawn (`failed` is not called), and a
+   * connection-bound hold is released (`ended` is not called: the holder left).
+   */
+  clientGone(): void;
+}
+
 /** One local request, from acquire until it ends. */
 export interface LocalRequest {
   readonly ref: number;
@@ -39,18 +66,15 @@ export interface LocalRequest {
   readonly spec: RequestSpec;
   readonly opts: AcquireOptions;
   /** Monotonic ms of the acquire (durations). */
-  readonly requestedAt: number;
+  readonly requestedAtMonoMs: number;
   /** Epoch ms of the acquire (what a viewer sees as "since" while it waits). */
-  readonly requestedAtWall: number;
+  readonly requestedAtWallMs: number;
   state: 'waiting' | 'held' | 'ended';
   grant: Grant | null;
-  ttlTimer: NodeJS.Timeout | null;
-  waitTimer: NodeJS.Timeout | null;
-  expectedTimer: NodeJS.Timeout | null;
-  /** Settles the acquire call while waiting. */
-  settle: ((result: { grant: Grant } | { error: Error }) => void) | null;
-  /** Told once when a hold ends for any reason other than its own release. */
-  onEnd: ((reason: EndReason) => void) | null;
+  ttlTimer: Timer | null;
+  waitTimer: Timer | null;
+  expectedTimer: Timer | null;
+  readonly callbacks: RequestCallbacks;
 }
 
 /** A bounded memory of ended hold ids and why they ended. */

@@ -1,22 +1,21 @@
 /**
  * The local holds of one peer, from acquire until they end (DESIGN sections 2 and 6): the
  * wait deadline of each waiting request, the TTL of each hold, releases and refreshes, and
- * the end of every hold for its reason. Owns those timers; the protocol itself is the
- * core's, reached through the current session.
+ * the end of every hold for its reason, told to its holder exactly once. Owns those
+ * timers; the protocol itself is the core's, reached through the runtime's `step`.
  */
-import { randomBytes } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { assert } from '../assert.js';
-import type { QueueEntry } from '../core/machine.js';
+import type { MachineEvent } from '../core/machine.js';
+import type { Explanation } from '../core/effects.js';
 import type { EndReason } from '../core/types.js';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import type { AcquireOptions, Grant, LocalRequest } from './holds.js';
+import type { AcquireOptions, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { EndedLog } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './peer-views.js';
-import type { Session } from './session.js';
 
 /** Bounded wait for acks of a no-wait (timeout_ms 0) request before answering 503. */
 const noWaitAckBoundMs = 2000;
@@ -25,12 +24,19 @@ const noWaitAckBoundMs = 2000;
 export interface HoldsHost {
   /** This peer's id, on every grant. */
   readonly id: string;
+  readonly env: Env;
   readonly metrics: PeerMetrics;
   readonly log: Logger;
-  /** The session of the current incarnation (a new one after a rejoin). */
-  session(): Session;
-  /** A queue entry as the HTTP API shows it (the holders named by a timeout). */
-  view(e: QueueEntry): QueueView;
+  /** Feeds an event to the current incarnation's core (through the runtime's guards). */
+  step(event: MachineEvent): void;
+  /** Why a request is not granted yet, as the core explains it. */
+  explain(ref: number): Explanation | undefined;
+  /** The queue of one lock, as the HTTP API shows it (the holders named by a timeout). */
+  holders(lock: string): QueueView[];
+  /** The id of the peer at `index`. */
+  peerId(index: number): string;
+  /** The peers whose echoes no longer vouch for our lease. */
+  leaseSilentPeers(): string[];
   /** A local hold began or ended. */
   emitHold(type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null): void;
 }
@@ -38,17 +44,20 @@ export interface HoldsHost {
 /** Every live local request of one peer, by hold id and by core ref. */
 export class LocalHolds {
   readonly #host: HoldsHost;
+  readonly #env: Env;
   readonly #log: Logger;
   readonly #requests = new Map<string, LocalRequest>();
   readonly #byRef = new Map<number, LocalRequest>();
   readonly #ended = new EndedLog(10_000);
   #nextRef = 1;
   /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
-  readonly #idPrefix = randomBytes(8).toString('hex');
+  readonly #idPrefix: string;
 
   constructor(host: HoldsHost) {
     this.#host = host;
+    this.#env = host.env;
     this.#log = host.log;
+    this.#idPrefix = Buffer.from(host.env.randomBytes(8)).toString('hex');
   }
 
   /** The live local request with that core ref, if any. */
@@ -56,34 +65,40 @@ export class LocalHolds {
     return this.#byRef.get(ref);
   }
 
-  /** Starts a request; resolves with the grant or rejects with a coded LockError. */
-  acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal): Promise<Grant> {
-    if (this.#requests.size >= limits.localRequestsMax) {
-      return Promise.reject(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
-    }
+  /** Number of live local requests (waiting or held). */
+  get size(): number {
+    return this.#requests.size;
+  }
+
+  /**
+   * Starts a request; `cb` hears its outcome and, once held, its end. Refusals that need no
+   * core step (a full table) are told through `cb.failed` at once.
+   */
+  request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle {
     const ref = this.#nextRef++;
+    const id = `${this.#idPrefix}${ref.toString(16).padStart(8, '0')}`;
+    if (this.#requests.size >= limits.localRequestsMax) {
+      cb.failed(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
+      return { id, clientGone: () => undefined };
+    }
     const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta };
     const req: LocalRequest = {
-      ref, id: `${this.#idPrefix}${ref.toString(16).padStart(8, '0')}`, lock, spec, opts, requestedAt: performance.now(), requestedAtWall: Date.now(),
-      state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, settle: null, onEnd: null,
+      ref, id, lock, spec, opts, requestedAtMonoMs: this.#env.monoMs(), requestedAtWallMs: this.#env.wallMs(),
+      state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, callbacks: cb,
     };
-    const promise = new Promise<Grant>((resolve, reject) => {
-      req.settle = (r) => ('grant' in r ? resolve(r.grant) : reject(r.error));
-    });
     this.#requests.set(req.id, req);
     this.#byRef.set(ref, req);
     const waitMs = opts.timeoutMs === 0 ? noWaitAckBoundMs : opts.timeoutMs;
-    req.waitTimer = setTimeout(() => this.#onWaitTimeout(req), waitMs);
-    signal?.addEventListener('abort', () => this.#onClientGone(req), { once: true });
-    this.#host.session().step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
-    return promise;
+    req.waitTimer = this.#env.after(waitMs, () => this.#onWaitTimeout(req));
+    this.#host.step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
+    return { id, clientGone: () => this.#onClientGone(req) };
   }
 
   /** The core granted request `ref`: it becomes a hold, with its TTL. */
   onGranted(ref: number, token: bigint): void {
     const req = this.#byRef.get(ref);
     assert(req !== undefined && req.state === 'waiting', 'granted request is a local waiter');
-    const now = Date.now();
+    const now = this.#env.wallMs();
     const ttlMs = req.opts.ttlMs;
     req.state = 'held';
     req.grant = {
@@ -91,15 +106,13 @@ export class LocalHolds {
       grantedAt: now, expiresAt: ttlMs > 0 ? now + ttlMs : null,
     };
     this.#clearTimer(req, 'waitTimer');
-    if (ttlMs > 0) req.ttlTimer = setTimeout(() => this.#end(req, 'expired'), ttlMs);
+    if (ttlMs > 0) req.ttlTimer = this.#env.after(ttlMs, () => this.#end(req, 'expired'));
     if (req.opts.expectedMs !== null) {
-      req.expectedTimer = setTimeout(() => this.#onOverdue(req), req.opts.expectedMs);
+      req.expectedTimer = this.#env.after(req.opts.expectedMs, () => this.#onOverdue(req));
     }
-    this.#host.metrics.onGranted(req);
+    this.#host.metrics.onGranted(req, this.#env.monoMs());
     this.#host.emitHold('granted', req, null);
-    const settle = req.settle;
-    req.settle = null;
-    settle?.({ grant: req.grant });
+    req.callbacks.granted(req.grant);
   }
 
   #onOverdue(req: LocalRequest): void {
@@ -118,36 +131,35 @@ export class LocalHolds {
   #onWaitTimeout(req: LocalRequest): void {
     req.waitTimer = null;
     if (req.state !== 'waiting') return;
-    const session = this.#host.session();
-    const why = session.machine.explain(req.ref);
-    const missing = why?.missingPeers ?? [];
+    const missing = this.#host.explain(req.ref)?.missingPeers ?? [];
+    const ids = missing.map((p) => this.#host.peerId(p));
     const err = missing.length > 0
-      ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${missing.map((p) => session.peerId(p)).join(', ')}`, {
-          unreachable_peers: missing.map((p) => session.peerId(p)),
-        })
+      ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${ids.join(', ')}`, { unreachable_peers: ids })
       : this.#timeoutError(req, `not granted within ${req.opts.timeoutMs} ms: others hold or wait ahead`);
     this.#fail(req, err, 'timeout', true);
   }
 
   #timeoutError(req: LocalRequest, message: string): LockError {
-    const machine = this.#host.session().machine;
-    const position = machine.explain(req.ref)?.position ?? 0;
-    const holders = machine.queue(req.lock).filter((e) => e.held).map((e) => this.#host.view(e));
-    return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders });
+    const position = this.#host.explain(req.ref)?.position ?? 0;
+    return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders: this.#host.holders(req.lock) });
   }
 
   #onClientGone(req: LocalRequest): void {
-    if (req.state === 'waiting') this.#fail(req, new LockError(ErrorCode.Timeout, 'client went away'), 'cancelled', true);
+    if (req.state === 'waiting') {
+      this.#finish(req, 'cancelled');
+      this.#host.metrics.onWaitFailed(req, 'cancelled', this.#env.monoMs());
+      this.#host.step({ type: 'release', ref: req.ref });
+    } else if (req.state === 'held' && req.opts.hold === 'connection') {
+      this.#end(req, 'released', false);
+    }
   }
 
   /** Ends a waiting request with an error; `cancel` tells the core to withdraw it. */
-  #fail(req: LocalRequest, error: Error, reason: EndReason, cancel: boolean): void {
+  #fail(req: LocalRequest, error: LockError, reason: EndReason, cancel: boolean): void {
     this.#finish(req, reason);
-    this.#host.metrics.onWaitFailed(req, reason);
-    const settle = req.settle;
-    req.settle = null;
-    settle?.({ error });
-    if (cancel) this.#host.session().step({ type: 'release', ref: req.ref });
+    this.#host.metrics.onWaitFailed(req, reason, this.#env.monoMs());
+    req.callbacks.failed(error);
+    if (cancel) this.#host.step({ type: 'release', ref: req.ref });
   }
 
   #finish(req: LocalRequest, reason: EndReason): void {
@@ -161,20 +173,20 @@ export class LocalHolds {
   }
 
   #clearTimer(req: LocalRequest, which: 'waitTimer' | 'ttlTimer' | 'expectedTimer'): void {
-    const t = req[which];
-    if (t !== null) clearTimeout(t);
+    const t: Timer | null = req[which];
+    this.#env.clear(t);
     req[which] = null;
   }
 
-  /** Ends a held hold for `reason`, releases it in the cluster, and tells its holder. */
-  #end(req: LocalRequest, reason: EndReason): void {
+  /** Ends a held hold for `reason`, releases it in the cluster, and tells its holder (unless it left). */
+  #end(req: LocalRequest, reason: EndReason, tell = true): void {
     if (req.state !== 'held') return;
     this.#finish(req, reason);
-    this.#host.metrics.onHoldEnded(req, reason);
+    this.#host.metrics.onHoldEnded(req, reason, this.#env.wallMs());
     this.#host.emitHold('ended', req, reason);
     if (reason !== 'released') this.#log.info({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended');
-    this.#host.session().step({ type: 'release', ref: req.ref });
-    req.onEnd?.(reason);
+    this.#host.step({ type: 'release', ref: req.ref });
+    if (tell) req.callbacks.ended(reason);
   }
 
   /**
@@ -185,16 +197,16 @@ export class LocalHolds {
     const req = this.#byRef.get(ref);
     if (req === undefined || req.state === 'ended') return;
     if (req.state === 'waiting') {
-      const silent = this.#host.session().leaseSilentPeers();
+      const silent = this.#host.leaseSilentPeers();
       const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
       this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachable_peers: silent }), reason, false);
       return;
     }
     this.#finish(req, reason);
-    this.#host.metrics.onHoldEnded(req, reason);
+    this.#host.metrics.onHoldEnded(req, reason, this.#env.wallMs());
     this.#host.emitHold('ended', req, reason);
     this.#log.warn({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended by the peer');
-    req.onEnd?.(reason);
+    req.callbacks.ended(reason);
   }
 
   /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
@@ -226,16 +238,10 @@ export class LocalHolds {
     const req = this.#liveHold(lock, id);
     const ttl = ttlMs ?? req.opts.ttlMs;
     this.#clearTimer(req, 'ttlTimer');
-    const expiresAt = ttl > 0 ? Date.now() + ttl : null;
-    if (ttl > 0) req.ttlTimer = setTimeout(() => this.#end(req, 'expired'), ttl);
+    const expiresAt = ttl > 0 ? this.#env.wallMs() + ttl : null;
+    if (ttl > 0) req.ttlTimer = this.#env.after(ttl, () => this.#end(req, 'expired'));
     assert(req.grant !== null, 'a held request has a grant');
     req.grant = { ...req.grant, expiresAt };
     return expiresAt;
-  }
-
-  /** Registers the callback told when hold `id` ends other than by its release. */
-  onHoldEnd(id: string, cb: (reason: EndReason) => void): void {
-    const req = this.#requests.get(id);
-    if (req !== undefined) req.onEnd = cb;
   }
 }

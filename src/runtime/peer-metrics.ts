@@ -16,6 +16,8 @@ export interface MetricsSource {
   meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
   coreStats(): { locks: number; queued: number; own: number; waiting: number; clock: number };
   leaseValid(): boolean;
+  /** Now on the clock of `meshStatus().lastHeardMs`. */
+  leaseNowMs(): number;
 }
 
 /** Reasons a hold ends other than a failed wait; pre-set to 0 so dashboards see every series. */
@@ -57,9 +59,10 @@ export class PeerMetrics {
   readonly overdueHolds: Counter;
   readonly #rtt: Gauge<'peer'>;
 
-  constructor(source: MetricsSource) {
+  /** `processMetrics`: Node's default process metrics too (one process, one peer; not in the simulator). */
+  constructor(source: MetricsSource, processMetrics = true) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
+    if (processMetrics) collectDefaultMetrics({ register: this.registry });
     this.acquireDuration = new Histogram({
       name: 'lamport_lock_acquire_duration_seconds', help: 'Time from a local acquire to its grant, or to its failure (outcome = timeout, cancelled, shutdown ...).',
       labelNames: ['mode', 'outcome'], buckets: acquireBucketsSeconds, registers,
@@ -105,7 +108,7 @@ export class PeerMetrics {
     new Gauge({
       name: 'lamport_peer_last_heard_seconds', help: 'Seconds since anything was heard from each peer (absent until first contact).', labelNames: ['peer'], registers,
       collect() {
-        const now = performance.now();
+        const now = source.leaseNowMs();
         for (const s of source.meshStatus()) if (s.lastHeardMs !== null) this.set({ peer: s.id }, Math.max(0, now - s.lastHeardMs) / 1000);
       },
     });
@@ -117,19 +120,19 @@ export class PeerMetrics {
   }
 
   /** A local request was granted. */
-  onGranted(req: LocalRequest): void {
+  onGranted(req: LocalRequest, nowMonoMs: number): void {
     this.grants.inc({ mode: req.spec.mode });
-    this.acquireDuration.observe({ mode: req.spec.mode, outcome: 'granted' }, (performance.now() - req.requestedAt) / 1000);
+    this.acquireDuration.observe({ mode: req.spec.mode, outcome: 'granted' }, (nowMonoMs - req.requestedAtMonoMs) / 1000);
   }
 
   /** A local request failed or was cancelled while waiting. */
-  onWaitFailed(req: LocalRequest, reason: EndReason): void {
-    this.acquireDuration.observe({ mode: req.spec.mode, outcome: reason }, (performance.now() - req.requestedAt) / 1000);
+  onWaitFailed(req: LocalRequest, reason: EndReason, nowMonoMs: number): void {
+    this.acquireDuration.observe({ mode: req.spec.mode, outcome: reason }, (nowMonoMs - req.requestedAtMonoMs) / 1000);
   }
 
   /** A local hold ended. */
-  onHoldEnded(req: LocalRequest, reason: EndReason): void {
+  onHoldEnded(req: LocalRequest, reason: EndReason, nowWallMs: number): void {
     this.holdsEnded.inc({ reason });
-    if (req.grant !== null) this.holdDuration.observe({ mode: req.spec.mode, reason }, (Date.now() - req.grant.grantedAt) / 1000);
+    if (req.grant !== null) this.holdDuration.observe({ mode: req.spec.mode, reason }, Math.max(0, nowWallMs - req.grant.grantedAt) / 1000);
   }
 }

@@ -3,7 +3,6 @@
  * holders and waiters of each lock, cluster-wide as this peer knows them, and the state of
  * this peer and its links. Nothing here changes state.
  */
-import { performance } from 'node:perf_hooks';
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
 import { formatIncarnation } from '../core/types.js';
@@ -48,7 +47,7 @@ export class PeerViews {
     const session = this.#src.session();
     const local = e.peer === this.#src.index;
     const req = local && e.ref !== undefined ? this.#src.localRequest(e.ref) : undefined;
-    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWall ?? null) : session.seenAt(e.peer, e.ts);
+    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWallMs ?? null) : session.seenAt(e.peer, e.ts);
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
       limit: e.limit, permits: e.permits, since, local, ...(req === undefined ? {} : { id: req.id }),
@@ -67,9 +66,9 @@ export class PeerViews {
 
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): Record<string, unknown> {
-    const now = performance.now();
     const { id, index, config } = this.#src;
     const session = this.#src.session();
+    const now = session.leaseNowMs();
     const machine = session.machine;
     const view = new Set(machine.view());
     const links = new Map(session.meshStatus().map((s) => [s.peer, s]));

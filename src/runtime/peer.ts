@@ -1,36 +1,50 @@
 /**
  * The peer runtime: local holds (TTLs, wait deadlines, connection-bound holds) on top of a
- * Session (core + mesh + lease + eviction for one incarnation). Owns every local timer,
- * answers the HTTP API, and rejoins as a new incarnation when the majority evicted it.
- * DESIGN sections 2, 5 and 6. The holds themselves are in local-holds.ts, the read-only
- * views in peer-views.ts.
+ * Session (core + mesh + lease + eviction for one incarnation). Answers the HTTP API, and
+ * rejoins as a new incarnation when the majority evicted it. DESIGN sections 2, 5 and 6.
+ * The holds themselves are in local-holds.ts, the read-only views in peer-views.ts.
+ *
+ * Everything outside comes in through `PeerWorld` (clocks, timers, randomness, sockets,
+ * the clock store): server.ts passes the real ones, the simulator virtual ones, so the
+ * simulator runs this very runtime.
  */
 import { EventEmitter } from 'node:events';
-import { assertNever } from '../assert.js';
+import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
+import type { MachineEvent } from '../core/machine.js';
 import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
+import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { ClockStore } from './clock-store.js';
-import type { AcquireOptions, Grant, LocalRequest } from './holds.js';
+import type { ClockStore } from './clock-store.js';
+import { ClockReservation } from './clock-store.js';
+import type { PlantedFaults } from './faults.js';
+import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './peer-views.js';
 import { PeerViews } from './peer-views.js';
 import { Session } from './session.js';
-import type { LocalEffect } from './session.js';
+import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
 
 export type { QueueView } from './peer-views.js';
+
+/** The world a peer process runs in: a session's, plus the disk of its clock store. */
+export interface PeerWorld extends SessionWorld {
+  readonly clockStore: ClockStore;
+}
 
 /** How a peer process is started. */
 export interface PeerOptions {
   readonly config: ClusterConfig;
   readonly id: string;
-  readonly dataDir?: string | undefined;
   readonly logger: Logger;
-  /** Override the ws listen port (tests use 0 with an explicit peer list). */
-  readonly wsPort?: number;
+  readonly world: PeerWorld;
+  /** Node's process metrics in the registry (default true; the simulator runs many peers). */
+  readonly processMetrics?: boolean;
+  /** Planted bugs: the simulator's mutants only. */
+  readonly faults?: PlantedFaults;
 }
 
 /** A local hold began or ended: what the dashboard's "recent grants and ends" shows. */
@@ -62,13 +76,15 @@ export class PeerRuntime {
   readonly events = new EventEmitter<PeerEvents>();
   readonly #log: Logger;
   readonly #rootLog: Logger;
-  readonly #clockStore: ClockStore | null;
+  readonly #world: PeerWorld;
+  readonly #env: Env;
+  readonly #faults: PlantedFaults | undefined;
+  readonly #reservation: ClockReservation;
   readonly #holds: LocalHolds;
   readonly #views: PeerViews;
-  #session: Session;
+  #session: Session | null = null;
   #stopping = false;
-  #rejoining: Promise<void> | null = null;
-  readonly #wsPort: number | undefined;
+  #rejoining = false;
 
   constructor(opts: PeerOptions) {
     const index = opts.config.peers.findIndex((p) => p.id === opts.id);
@@ -77,47 +93,69 @@ export class PeerRuntime {
     this.index = index;
     this.config = opts.config;
     this.#rootLog = opts.logger;
-    this.#log = opts.logger.child({ component: 'peer' });
-    this.#wsPort = opts.wsPort;
-    this.#clockStore = opts.dataDir === undefined ? null : new ClockStore(opts.dataDir);
-    this.metrics = new PeerMetrics(this);
-    this.#holds = new LocalHolds({
-      id: this.id,
-      metrics: this.metrics,
-      log: this.#log,
-      session: () => this.#session,
-      view: (e) => this.#views.entry(e),
-      emitHold: (type, req, reason) => this.#emitHold(type, req, reason),
-    });
-    this.#views = new PeerViews({
-      id: this.id,
-      index: this.index,
-      config: this.config,
-      session: () => this.#session,
-      localRequest: (ref) => this.#holds.byRef(ref),
-    });
-    this.#session = this.#newSession(Math.max(Date.now(), this.#clockStore?.load() ?? 0));
+    this.#log = opts.logger.child({ component: 'runtime' });
+    this.#world = opts.world;
+    this.#env = opts.world.env;
+    this.#faults = opts.faults;
+    this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
+    this.metrics = new PeerMetrics(this, opts.processMetrics ?? true);
+    this.#views = new PeerViews(this);
+    this.#holds = new LocalHolds(this.#holdsHost());
   }
 
-  #newSession(clockFloor: number): Session {
-    return new Session({ config: this.config, index: this.index, clockFloor, logger: this.#rootLog, wsPort: this.#wsPort }, {
+  #holdsHost(): ConstructorParameters<typeof LocalHolds>[0] {
+    return {
+      id: this.id,
+      env: this.#env,
+      metrics: this.metrics,
+      log: this.#log,
+      step: (event) => this.#step(event),
+      explain: (ref) => this.session().machine.explain(ref),
+      holders: (lock) => this.lock(lock).holders,
+      peerId: (index) => this.session().peerId(index),
+      leaseSilentPeers: () => this.session().leaseSilentPeers(),
+      emitHold: (type, req, reason) => this.#emitHold(type, req, reason),
+    };
+  }
+
+  /** Loads the clock floor and starts the first incarnation. Throws ERR_CONFIG_INVALID on a corrupt clock file. */
+  start(): void {
+    assert(this.#session === null, 'a runtime starts once');
+    const floor = this.#reservation.load();
+    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0);
+    this.#session.start();
+  }
+
+  /** The session of the current incarnation (a new one after each rejoin). */
+  session(): Session {
+    assert(this.#session !== null, 'the runtime has started');
+    return this.#session;
+  }
+
+  #newSession(clockFloor: number, startFloorMs: number): Session {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults }, {
       onEffect: (effect) => this.#execute(effect),
-      onRejoin: (reason) => void this.#rejoin(reason),
+      onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
       onSent: (n) => this.metrics.messagesSent.inc(n),
       onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
-      onClock: (clock) => this.#clockStore?.reserve(clock),
+      onClock: (clock) => this.#reservation.reserve(clock),
     });
-  }
-
-  /** Starts the links and the timers. */
-  async start(): Promise<void> {
-    await this.#session.start();
   }
 
   /** This incarnation (it changes when the peer rejoins after an eviction). */
   get incarnation(): Incarnation {
-    return this.#session.incarnation;
+    return this.session().incarnation;
+  }
+
+  /** Rejoins at the end of this turn, outside the socket handler that found it necessary. */
+  #rejoinSoon(reason: RejoinReason, startFloorMs: number): void {
+    if (this.#rejoining || this.#stopping) return;
+    this.#rejoining = true;
+    this.#env.soon(() => {
+      this.#rejoining = false;
+      if (!this.#stopping) this.#rejoin(reason, startFloorMs);
+    });
   }
 
   /**
@@ -125,25 +163,31 @@ export class PeerRuntime {
    * waiter ends with reason `evicted`, and the new incarnation's clock starts above the
    * old one's, so its requests sort after everything it has seen and tokens keep growing.
    */
-  async #rejoin(reason: 'evicted' | 'link_overflow'): Promise<void> {
-    if (this.#rejoining !== null || this.#stopping) return;
-    const old = this.#session;
-    this.#rejoining = (async () => {
-      this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
-      this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
-      await old.close();
-      this.#session = this.#newSession(Math.max(Date.now(), old.machine.clock + 1, this.#clockStore?.load() ?? 0));
-      await this.#session.start();
-      this.events.emit('changed');
-    })().finally(() => {
-      this.#rejoining = null;
-    });
-    return this.#rejoining;
+  #rejoin(reason: RejoinReason, startFloorMs: number): void {
+    const old = this.session();
+    this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
+    this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
+    old.close();
+    const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
+    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1));
+    this.#session.start();
+    this.events.emit('changed');
+  }
+
+  /** Every entry into the core passes here: nothing reaches a stopped or closed incarnation. */
+  #step(event: MachineEvent): void {
+    this.session().step(event);
   }
 
   /** True while this peer is synced with its view and holds a lease (readyz). */
   leaseValid(): boolean {
-    return this.#session.machine.leaseValid && this.#session.machine.synced;
+    const machine = this.session().machine;
+    return machine.leaseValid && machine.synced;
+  }
+
+  /** Now on the clock the lease and the link status use. */
+  leaseNowMs(): number {
+    return this.session().leaseNowMs();
   }
 
   #execute(effect: LocalEffect): void {
@@ -162,17 +206,42 @@ export class PeerRuntime {
     }
   }
 
-  /** Starts a request; resolves with the grant or rejects with a coded LockError. */
-  acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal): Promise<Grant> {
-    if (this.#stopping) return Promise.reject(new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
-    if (this.#rejoining !== null) return Promise.reject(new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again'));
-    return this.#holds.acquire(lock, opts, signal);
+  /**
+   * Starts a request; `cb` hears its grant or failure, then, once held, how the hold ended
+   * (other than by its own release). The entry point of the HTTP API and the simulator.
+   */
+  request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle {
+    const refusal = this.#refusal();
+    if (refusal !== null) {
+      cb.failed(refusal);
+      return { id: '', clientGone: () => undefined };
+    }
+    return this.#holds.request(lock, opts, cb);
+  }
+
+  #refusal(): LockError | null {
+    if (this.#stopping) return new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down');
+    if (this.#rejoining) return new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again');
+    // A failed high-water-mark write stops new requests; each one retries the write first.
+    this.#reservation.reserve(this.session().machine.clock);
+    return this.#reservation.failure;
+  }
+
+  /**
+   * Starts a request; resolves with the grant or rejects with a coded LockError. `onEnd`,
+   * given here so it can never miss an end, hears how the hold ended (other than released).
+   */
+  acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal, onEnd?: (reason: EndReason) => void): Promise<Grant> {
+    return new Promise<Grant>((resolve, reject) => {
+      const handle = this.request(lock, opts, { granted: resolve, failed: reject, ended: (reason) => onEnd?.(reason) });
+      signal?.addEventListener('abort', () => handle.clientGone(), { once: true });
+    });
   }
 
   #emitHold(type: HoldEvent['type'], req: LocalRequest, reason: EndReason | null): void {
     if (this.events.listenerCount('hold') === 0) return;
     const token = req.grant?.token.toString() ?? '';
-    this.events.emit('hold', { type, lock: req.lock, id: req.id, owner: req.spec.owner, mode: req.spec.mode, token, peer: this.id, reason, at: Date.now() });
+    this.events.emit('hold', { type, lock: req.lock, id: req.id, owner: req.spec.owner, mode: req.spec.mode, token, peer: this.id, reason, at: this.#env.wallMs() });
   }
 
   /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
@@ -185,9 +254,9 @@ export class PeerRuntime {
     return this.#holds.refresh(lock, id, ttlMs);
   }
 
-  /** Registers the callback told when hold `id` ends other than by its release. */
-  onHoldEnd(id: string, cb: (reason: EndReason) => void): void {
-    this.#holds.onHoldEnd(id, cb);
+  /** The live local request with that core ref, if any (for the views). */
+  localRequest(ref: number): LocalRequest | undefined {
+    return this.#holds.byRef(ref);
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
@@ -197,7 +266,7 @@ export class PeerRuntime {
 
   /** Every lock with a non-empty queue. */
   locks(): Array<ReturnType<PeerRuntime['lock']>> {
-    return this.#session.machine.lockNames().sort().map((n) => this.lock(n));
+    return this.session().machine.lockNames().sort().map((n) => this.lock(n));
   }
 
   /** This peer and its links, for GET /v1/cluster. */
@@ -207,31 +276,33 @@ export class PeerRuntime {
 
   /** Link statistics for metrics. */
   meshStats(): ReturnType<Session['meshStats']> {
-    return this.#session.meshStats();
+    return this.session().meshStats();
   }
 
   /** Mesh link status for metrics. */
   meshStatus(): ReturnType<Session['meshStatus']> {
-    return this.#session.meshStatus();
+    return this.session().meshStatus();
   }
 
   /** The core's counts, for metrics. */
   coreStats(): ReturnType<Session['machine']['stats']> & { clock: number } {
-    return { ...this.#session.machine.stats(), clock: this.#session.machine.clock };
+    const machine = this.session().machine;
+    return { ...machine.stats(), clock: machine.clock };
   }
 
   /**
    * Graceful stop (DESIGN section 7): refuse new requests, end local holds with reason
    * `shutdown`, fail waiters, send the releases, give the links a moment to deliver them.
+   * The listener is the caller's to close.
    */
   async stop(): Promise<void> {
-    if (this.#stopping) return;
+    if (this.#stopping || this.#session === null) return;
     this.#stopping = true;
-    await this.#rejoining;
+    const session = this.#session;
     this.#holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
-    if (!(await this.#session.drain(2000))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
-    await this.#session.close();
-    this.#clockStore?.reserve(this.#session.machine.clock);
+    if (!(await session.drain(2000))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
+    session.close();
+    this.#reservation.reserve(session.machine.clock);
     this.#log.info('peer stopped');
   }
 }

@@ -3,12 +3,15 @@
  * together. The binary and the integration tests both start peers through this.
  */
 import type { ClusterConfig } from '../config.js';
-import { parseHostPort } from '../config.js';
+import { parseHostPort, wsListenAddress } from '../config.js';
+import { nodeEnv } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { HttpApi } from '../http/api.js';
 import { registerDashboard } from '../http/dashboard.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { Logger } from '../log.js';
+import { WsNetwork, readTlsMaterial } from '../transport/ws-network.js';
+import { FileClockStore, MemoryClockStore } from './clock-store.js';
 import { PeerRuntime } from './peer.js';
 
 /** What a peer server needs. */
@@ -34,11 +37,22 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
   const httpAddr = parseHostPort(opts.http ?? self.http);
   if (httpAddr === undefined) throw new LockError(ErrorCode.ConfigInvalid, `--http must look like host:port`);
-  const runtime = new PeerRuntime({ config: opts.config, id: opts.id, dataDir: opts.dataDir, logger: opts.logger });
+  const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
+  const network = new WsNetwork({ tls, logger: opts.logger.child({ component: 'mesh' }) });
+  const wsAddr = wsListenAddress(self.ws);
+  const listener = await network.listen(wsAddr.host, wsAddr.port);
+  const clockStore = opts.dataDir === undefined ? new MemoryClockStore() : new FileClockStore(opts.dataDir);
+  let runtime: PeerRuntime;
+  try {
+    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, world: { env: nodeEnv, network, listener, clockStore } });
+    runtime.start();
+  } catch (err) {
+    await listener.close();
+    throw err;
+  }
   const api = new HttpApi(runtime, opts.logger);
   api.route('/metrics', metricsRoute(runtime.metrics.registry));
   const dashboard = registerDashboard(api, runtime);
-  await runtime.start();
   const bound = await api.listen(httpAddr.host, httpAddr.port);
   const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
   opts.logger.info({ http: `${host}:${bound.port}`, ws: self.ws }, 'serving');
@@ -50,11 +64,33 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
       stopping ??= (async () => {
         const closed = api.close();
         await runtime.stop();
+        await listener.close();
         dashboard.close();
         api.closeAll();
         await closed;
       })();
       return stopping;
+    },
+  };
+}
+
+/**
+ * A runtime alone on real sockets (no HTTP), listening on `wsPort` (0: any free port):
+ * for tests that drive the runtime in-process. `stop` also closes its listener.
+ */
+export async function startRuntime(opts: { config: ClusterConfig; id: string; logger: Logger; wsPort?: number }): Promise<{ runtime: PeerRuntime; stop(): Promise<void> }> {
+  const self = opts.config.peers.find((p) => p.id === opts.id);
+  if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config`);
+  const network = new WsNetwork({ tls: null, logger: opts.logger });
+  const wsAddr = wsListenAddress(self.ws);
+  const listener = await network.listen(wsAddr.host, opts.wsPort ?? wsAddr.port);
+  const runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, world: { env: nodeEnv, network, listener, clockStore: new MemoryClockStore() } });
+  runtime.start();
+  return {
+    runtime,
+    stop: async () => {
+      await runtime.stop();
+      await listener.close();
     },
   };
 }

@@ -1,15 +1,17 @@
 /**
  * One incarnation of a peer in the cluster: the protocol core, the mesh of links, the
  * lease and the eviction logic, and the timers that drive them (DESIGN sections 4, 5).
- * When the incarnation must end (the majority evicted it, or a link overflowed), the
- * session asks the runtime to rejoin: the runtime ends its holds and starts a new session
- * with a new incarnation, whose clock starts above everything this one used.
+ * When the incarnation must end (the majority evicted it, a link overflowed, or it started
+ * older than an incarnation of its id the others know), the session asks the runtime to
+ * rejoin: the runtime ends its holds and starts a new session with a new incarnation,
+ * whose clock starts above everything this one used.
+ *
+ * Everything outside comes in through `SessionWorld`: the simulator runs this very class
+ * with virtual clocks, timers and sockets.
  */
-import { randomInt } from 'node:crypto';
-import { performance } from 'node:perf_hooks';
 import { assert } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
-import { clockRateMargin, wsListenAddress } from '../config.js';
+import { clockRateMargin } from '../config.js';
 import { Machine } from '../core/machine.js';
 import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
@@ -18,9 +20,13 @@ import type { Packet } from '../core/messages.js';
 import { isPacket } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
+import type { Env, Timer } from '../env.js';
 import { isLockError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { Mesh } from '../transport/mesh.js';
+import type { Listener, Network } from '../transport/network.js';
+import type { PlantedFaults } from './faults.js';
+import { LeaseClock } from './lease-clock.js';
 import { LeaseTracker } from './lease.js';
 
 /** What travels between the runtimes of two peers: core packets and membership messages. */
@@ -33,11 +39,17 @@ function isPayload(v: unknown): v is Payload {
 /** The core effects the runtime handles itself (sends are the session's business). */
 export type LocalEffect = Exclude<Effect, { type: 'send' }>;
 
+/** Why an incarnation ends before its process does. */
+export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
+
 /** How a session reports to its runtime. */
 export interface SessionHooks {
   onEffect(effect: LocalEffect): void;
-  /** This incarnation cannot go on (evicted, link overflow): end holds, start a new one. */
-  onRejoin(reason: 'evicted' | 'link_overflow'): void;
+  /**
+   * This incarnation cannot go on: end holds, start a new one. `startFloorMs`: the new
+   * incarnation must start above this (the newer incarnation of our id the others know).
+   */
+  onRejoin(reason: RejoinReason, startFloorMs: number): void;
   /** Something a viewer may care about changed (queues, membership). */
   onChanged(): void;
   onSent(messages: number): void;
@@ -46,82 +58,108 @@ export interface SessionHooks {
   onClock(clock: number): void;
 }
 
+/** The world a session runs in: production's or the simulator's. */
+export interface SessionWorld {
+  readonly env: Env;
+  readonly network: Network;
+  /** The bound peer listener, shared by the successive sessions of one process. */
+  readonly listener: Listener;
+}
+
 /** Construction parameters of a session. */
 export interface SessionOptions {
   readonly config: ClusterConfig;
   readonly index: number;
   readonly clockFloor: number;
+  /** The incarnation's start time is above this (wall-clock ms). */
+  readonly startFloorMs: number;
   readonly logger: Logger;
-  readonly wsPort?: number | undefined;
+  readonly world: SessionWorld;
+  readonly faults?: PlantedFaults | undefined;
+}
+
+/** The lease timer's period: often enough that a lapse is noticed within a small part of lease_ms. */
+export function leaseTickMs(leaseMs: number): number {
+  return Math.max(10, Math.min(100, Math.floor(leaseMs / 20)));
 }
 
 /** One incarnation: core + mesh + lease + membership. */
 export class Session {
   readonly incarnation: Incarnation;
   readonly #config: ClusterConfig;
-  readonly #index: number;
   readonly #log: Logger;
   readonly #hooks: SessionHooks;
+  readonly #env: Env;
+  readonly #faults: PlantedFaults;
+  /** Leases, eviction and the mesh's watchdogs measure time with this (it counts suspends). */
+  readonly #clock: LeaseClock;
   readonly #machine: Machine;
   readonly #lease: LeaseTracker;
   readonly #membership: Membership;
   readonly #mesh: Mesh<Payload>;
-  /** When each remote request was first seen here, by `peer:ts`. */
+  /** When each remote request was first seen here (wall ms), by `peer:ts`. */
   readonly #seenAt = new Map<string, number>();
-  readonly #timers: NodeJS.Timeout[] = [];
+  readonly #timers: Timer[] = [];
+  /** Whether any peer admitted this incarnation: a refused stale start may retry above the known one. */
+  #met = false;
   #closed = false;
 
   constructor(opts: SessionOptions, hooks: SessionHooks) {
     this.#config = opts.config;
-    this.#index = opts.index;
-    this.#log = opts.logger.child({ component: 'peer' });
+    this.#log = opts.logger.child({ component: 'session' });
     this.#hooks = hooks;
-    this.incarnation = { startMs: Date.now(), nonce: randomInt(0, 2 ** 31) };
+    this.#env = opts.world.env;
+    this.#faults = opts.faults ?? {};
+    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true);
+    this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     const peerCount = opts.config.peers.length;
-    this.#machine = new Machine({ self: opts.index, peerCount, clockFloor: opts.clockFloor });
-    this.#lease = new LeaseTracker({ self: opts.index, peerCount, leaseMs: opts.config.leaseMs });
-    this.#membership = new Membership({ self: opts.index, peerCount, evictMs: opts.config.evictMs, nowMs: performance.now(), clockRateMargin });
+    const self = opts.index;
+    this.#machine = new Machine({ self, peerCount, clockFloor: opts.clockFloor, faults: this.#faults.machine });
+    this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
+    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership });
     this.#mesh = this.#createMesh(opts);
+  }
+
+  #now(): number {
+    return this.#clock.nowMs();
   }
 
   #createMesh(opts: SessionOptions): Mesh<Payload> {
     const peers = opts.config.peers.map((p, index) => ({ id: p.id, index, ws: p.ws }));
-    const self = peers[this.#index];
+    const self = peers[opts.index];
     assert(self !== undefined, 'self is configured');
-    const listen = wsListenAddress(self.ws);
+    // The mesh stamps heartbeats and watches silence on the lease clock, so an echo's send
+    // time and the lease it extends are on one clock that counts suspends.
+    const env: Env = { ...this.#env, monoMs: () => this.#now() };
     return new Mesh<Payload>(
       {
-        cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== this.#index),
-        listen: { host: listen.host, port: opts.wsPort ?? listen.port }, incarnation: this.incarnation,
+        cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
+        env, network: opts.world.network, listener: opts.world.listener, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock,
-        mayEcho: (peer, inc) => this.#membership.mayEcho(peer, inc, performance.now()),
-        logger: opts.logger.child({ component: 'mesh' }), ...(opts.config.tls === undefined ? {} : { tls: opts.config.tls }),
+        mayEcho: (peer, inc) => this.#membership.mayEcho(peer, inc, this.#now()),
+        logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh,
       },
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),
         onPayload: (from, inc, payload) => this.#onPayload(from, inc, payload),
         onHeartbeat: (from, inc, clock) => {
-          this.#membership.heard(from, inc, performance.now());
+          this.#membership.heard(from, inc, this.#now());
           if (clock !== undefined) this.step({ type: 'packet', from, inc, packet: { c: clock, m: [] } });
         },
-        onEcho: (peer, sentAtMs, rttMs) => {
-          this.#lease.onEcho(peer, sentAtMs);
-          this.#hooks.onRtt(this.peerId(peer), rttMs);
-          this.#checkLease();
-        },
+        onEcho: (peer, sentAtMs, rttMs) => this.#onEcho(peer, sentAtMs, rttMs),
         onConnection: (peer, connected) => this.#log.info({ remote: this.peerId(peer), connected }, connected ? 'link up' : 'link down'),
-        onRefused: (peer, reason) => this.#onRefused(peer, reason),
+        onRefused: (peer, reason, known) => this.#onRefused(peer, reason, known),
+        onSuperseded: (peer, predecessor) => this.#onSuperseded(peer, predecessor),
       },
     );
   }
 
   /** Starts the mesh and the timers of leases and eviction. */
-  async start(): Promise<void> {
-    await this.#mesh.start();
-    const leaseTickMs = Math.max(10, Math.min(100, Math.floor(this.#config.leaseMs / 20)));
-    this.#timers.push(setInterval(() => this.#checkLease(), leaseTickMs));
-    this.#timers.push(setInterval(() => this.#applyMembership(this.#membership.tick(performance.now())), this.#config.heartbeatMs));
-    this.#checkLease();
+  start(): void {
+    this.#mesh.start();
+    this.#timers.push(this.#env.every(leaseTickMs(this.#config.leaseMs), () => this.#refreshLease()));
+    this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => this.#applyMembership(this.#membership.tick(this.#now()))));
+    this.#refreshLease();
     this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock }, 'incarnation started');
   }
 
@@ -131,8 +169,9 @@ export class Session {
   }
 
   #onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
-    this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted: dropping its old requests' : 'peer joined');
-    this.#membership.heard(peer, inc, performance.now());
+    this.#met = true;
+    this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted after its predecessor was evicted' : 'peer joined');
+    this.#membership.heard(peer, inc, this.#now());
     if (restarted) {
       this.#lease.forget(peer);
       this.#forgetSeen(peer);
@@ -142,12 +181,12 @@ export class Session {
   }
 
   #onPayload(from: number, inc: Incarnation, payload: Payload): void {
-    this.#membership.heard(from, inc, performance.now());
+    this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
-      this.#applyMembership(this.#membership.onMessage(from, payload, performance.now()));
+      this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
       return;
     }
-    const now = Date.now();
+    const now = this.#env.wallMs();
     for (const m of payload.m) {
       const key = `${from}:${m.ts}`;
       if (m.t === 'req') {
@@ -157,10 +196,31 @@ export class Session {
     this.step({ type: 'packet', from, inc, packet: payload });
   }
 
-  #onRefused(peer: number, reason: string): void {
-    if (reason !== 'evicted' || this.#closed) return;
-    this.#log.warn({ remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
-    this.#hooks.onRejoin('evicted');
+  #onEcho(peer: number, sentAtMs: number, rttMs: number): void {
+    this.#lease.onEcho(peer, this.#faults.runtime?.leaseFromArrival === true ? this.#now() : sentAtMs);
+    this.#hooks.onRtt(this.peerId(peer), rttMs);
+    this.#refreshLease();
+  }
+
+  #onRefused(peer: number, reason: string, known: Incarnation | undefined): void {
+    if (this.#closed) return;
+    if (reason === 'evicted') {
+      this.#log.warn({ remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
+      this.#hooks.onRejoin('evicted', this.incarnation.startMs + 1);
+    } else if (reason === 'stale_incarnation' && known !== undefined && !this.#met) {
+      // We started older than an incarnation of our id that the others know: the wall clock
+      // stepped back since it started, or another process runs with our id. Start again above
+      // it; a live one is then superseded and evicted before we are admitted.
+      this.#log.warn({ remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation started older than one of our id the others know: starting above it');
+      this.#hooks.onRejoin('stale_incarnation', known.startMs + 1);
+    } else if (reason === 'predecessor_live') {
+      this.#log.info({ remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
+    }
+  }
+
+  #onSuperseded(peer: number, predecessor: Incarnation): void {
+    this.#log.warn({ remote: this.peerId(peer), incarnation: formatIncarnation(predecessor) }, 'a newer incarnation of this peer knocked: lending the old one no lease, the majority will evict it');
+    this.#membership.superseded(peer, predecessor);
   }
 
   #applyMembership(effects: readonly MembershipEffect[]): void {
@@ -183,21 +243,26 @@ export class Session {
     for (const key of this.#seenAt.keys()) if (key.startsWith(prefix)) this.#seenAt.delete(key);
   }
 
-  #checkLease(): void {
-    const valid = this.#lease.valid(performance.now());
+  /** Tells the core when the lease changed. */
+  #refreshLease(): void {
+    if (this.#closed) return;
+    const valid = this.#lease.valid(this.#now());
     if (valid === this.#machine.leaseValid) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
-    this.step({ type: 'lease', valid });
-    this.#hooks.onChanged();
+    this.#stepCore({ type: 'lease', valid });
   }
 
-  /** Feeds one event to the core and executes its effects, in order. */
+  /** Feeds one event to the core, after re-checking the lease, and executes its effects. */
   step(event: MachineEvent): void {
     if (this.#closed) return;
     // The lease is re-checked before every event, not only on its timer: a process resumed
     // after a pause must not grant on a stale lease before the timer fires.
-    if (event.type !== 'lease') this.#checkLease();
+    if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
+    this.#stepCore(event);
+  }
+
+  #stepCore(event: MachineEvent): void {
     const effects = this.#machine.step(event);
     for (const effect of effects) {
       if (effect.type === 'send') {
@@ -219,7 +284,7 @@ export class Session {
     } catch (err) {
       if (!isLockError(err)) throw err;
       this.#log.error({ remote: this.peerId(to), code: err.code }, `${err.message}: ending this incarnation rather than losing a message`);
-      queueMicrotask(() => this.#hooks.onRejoin('link_overflow'));
+      this.#env.soon(() => this.#hooks.onRejoin('link_overflow', this.incarnation.startMs + 1));
     }
   }
 
@@ -228,15 +293,24 @@ export class Session {
     return this.#machine;
   }
 
+  /** The lease end on the lease clock (-Infinity when none): for the simulator's checker. */
+  leaseValidUntilMs(): number {
+    return this.#lease.validUntil();
+  }
+
+  /** Now on the lease clock (it counts suspends). */
+  leaseNowMs(): number {
+    return this.#now();
+  }
+
   /** Milliseconds the lease still holds (0 when it does not). */
   leaseValidForMs(): number {
-    const now = performance.now();
-    return Math.max(0, Math.round(Math.min(this.#lease.validUntil() - now, 1e12)));
+    return Math.max(0, Math.round(Math.min(this.#lease.validUntil() - this.#now(), 1e12)));
   }
 
   /** Ids of the peers whose heartbeat echoes no longer vouch for our lease. */
   leaseSilentPeers(): string[] {
-    return this.#lease.silentPeers(performance.now()).map((p) => this.peerId(p));
+    return this.#lease.silentPeers(this.#now()).map((p) => this.peerId(p));
   }
 
   /** When a remote request was first seen here (epoch ms), if known. */
@@ -244,7 +318,7 @@ export class Session {
     return this.#seenAt.get(`${peer}:${ts}`) ?? null;
   }
 
-  /** Link status lines. */
+  /** Link status lines; their times are on the lease clock (`leaseNowMs`). */
   meshStatus(): ReturnType<Mesh<Payload>['status']> {
     return this.#mesh.status();
   }
@@ -256,20 +330,22 @@ export class Session {
 
   /** Waits (bounded) until every connected peer acknowledged what we sent, e.g. our releases. */
   async drain(boundMs: number): Promise<boolean> {
-    const deadline = performance.now() + boundMs;
-    await new Promise((r) => setImmediate(r));
-    while (performance.now() < deadline) {
+    const env = this.#env;
+    const deadline = env.monoMs() + boundMs;
+    const pause = (ms: number): Promise<void> => new Promise((resolve) => env.after(ms, resolve));
+    await pause(0);
+    while (env.monoMs() < deadline) {
       if (this.#mesh.status().every((s) => !s.connected || s.unackedBytes === 0)) return true;
-      await new Promise((r) => setTimeout(r, 5));
+      await pause(5);
     }
     return false;
   }
 
   /** Stops timers and links; events arriving afterwards are ignored. */
-  async close(): Promise<void> {
+  close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const t of this.#timers) clearInterval(t);
-    await this.#mesh.close();
+    for (const t of this.#timers) this.#env.clear(t);
+    void this.#mesh.close();
   }
 }

@@ -17,8 +17,13 @@ import type { DataFrame } from './link.js';
 
 export type { DataFrame } from './link.js';
 
-/** The only protocol version this code speaks; a hello with another one is refused. 2: SUSPECT and CONFIRM carry the suspecter's send time. */
-export const protocolVersion = 2;
+/**
+ * The only protocol version this code speaks; a hello with another one is refused.
+ * 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
+ * incarnation names the one it is older than, and a newer incarnation waits for its
+ * predecessor's eviction (`predecessor_live`).
+ */
+export const protocolVersion = 3;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;
@@ -64,6 +69,8 @@ export interface RefuseFrame {
   readonly t: 'refuse';
   readonly reason: string;
   readonly message: string;
+  /** With `stale_incarnation`: the incarnation of that peer id the refuser knows. */
+  readonly known?: Incarnation;
 }
 
 /** Listener -> dialer: cumulative ack of the stream carried by this socket. */
@@ -159,7 +166,9 @@ const handshakeChecks: Record<string, (f: Rec) => boolean> = {
   challenge: (f) => isBytes(f['nonce'], nonceBytes),
   auth: (f) => isBytes(f['mac'], macBytes),
   welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isBytes(f['mac'], macBytes),
-  refuse: (f) => typeof f['reason'] === 'string' && f['reason'].length <= 64 && typeof f['message'] === 'string' && f['message'].length <= 1024,
+  refuse: (f) =>
+    typeof f['reason'] === 'string' && f['reason'].length <= 64 && typeof f['message'] === 'string' && f['message'].length <= 1024 &&
+    (f['known'] === undefined || isIncarnation(f['known'])),
   ack: (f) => isCount(f['ack']),
   hb: (f) => isMs(f['sentAtMs']) && (f['clock'] === undefined || isCount(f['clock'])),
   hbEcho: (f) => isMs(f['sentAtMs']),

@@ -1,33 +1,28 @@
 /**
- * One WebSocket between two peers, whatever its role: bytes <-> checked frames, the
+ * One message socket between two peers, whatever its role: bytes <-> checked frames, the
  * handshake deadline, the silence watchdog (half-open detection), the heartbeat ticker,
- * and closing with a logged, coded reason. Also the dial helpers: exponential backoff with
- * jitter, and a client socket with every `ws` option set explicitly (STYLE.md 15).
+ * and closing with a logged, coded reason. Also exponential backoff with jitter for dials.
+ * Time and timers come from the process's Env, the socket from its Network.
  *
  * Why a watchdog rather than TCP keepalive: a stalled middlebox or a paused peer keeps
  * the TCP connection "up" for minutes; DESIGN section 4 wants the socket closed after
  * three silent heartbeat intervals so the dial loop resumes (MQTT's rule: no resend on a
  * live socket, only on a new one).
  */
-import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import WebSocket from 'ws';
 import { assert } from '../assert.js';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
-import { limits } from '../limits.js';
 import type { Frame, PayloadGuard } from './codec.js';
 import { decodeFrame, encodeFrame } from './codec.js';
-import { refuseReasonOf } from './handshake.js';
-
-/** Monotonic milliseconds: durations never jump with the wall clock. */
-export const monotonicMs = (): number => performance.now();
-
-/** How long a closing socket may take to finish its close handshake before it is cut. */
-const closeGraceMs = 1000;
+import { knownOf, refuseReasonOf } from './handshake.js';
+import { limits } from '../limits.js';
+import type { RawSocket } from './network.js';
 
 /** What a FrameSocket needs from its owner. */
 export interface FrameSocketOptions<P> {
-  readonly ws: WebSocket;
+  readonly sock: RawSocket;
+  readonly env: Env;
   readonly isPayload: PayloadGuard<P>;
   readonly logger: Logger;
   /** The socket is cut if the handshake is not done within this. */
@@ -41,38 +36,39 @@ function closeCodeOf(err: LockError): number {
   return 1002;
 }
 
-function toBuffer(data: WebSocket.RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
-
-/** A ws socket speaking checked frames; the owner sets `onFrame` and `onClose`. */
+/** A message socket speaking checked frames; the owner sets `onFrame` and `onClose`. */
 export class FrameSocket<P> {
   /** Called for every well-formed frame; a LockError thrown here closes this socket. */
   onFrame: (frame: Frame<P>) => void = () => undefined;
   /** Called once, when the socket stops being usable (closed by either side or cut). */
   onClose: () => void = () => undefined;
   /** Monotonic time of the last frame heard (or of the socket's creation). */
-  lastHeardMs = monotonicMs();
+  lastHeardMs: number;
 
-  readonly #ws: WebSocket;
+  readonly #sock: RawSocket;
+  readonly #env: Env;
   readonly #isPayload: PayloadGuard<P>;
   readonly #log: Logger;
   #closed = false;
+  #onOpen: (() => void) | null = null;
   #silenceMsMax = 0;
-  #deadline: NodeJS.Timeout | null;
-  #watchdog: NodeJS.Timeout | null = null;
-  #ticker: NodeJS.Timeout | null = null;
+  #deadline: Timer | null;
+  #watchdog: Timer | null = null;
+  #ticker: Timer | null = null;
 
   constructor(options: FrameSocketOptions<P>) {
-    this.#ws = options.ws;
+    this.#sock = options.sock;
+    this.#env = options.env;
     this.#isPayload = options.isPayload;
     this.#log = options.logger;
-    this.#deadline = setTimeout(() => this.terminate('handshake not finished in time'), options.handshakeMsMax);
-    this.#ws.on('message', (data, isBinary) => this.#onMessage(data, isBinary));
-    this.#ws.on('error', (err) => this.#onError(err));
-    this.#ws.on('close', () => this.#finish());
+    this.lastHeardMs = this.#env.monoMs();
+    this.#deadline = this.#env.after(options.handshakeMsMax, () => this.terminate('handshake not finished in time'));
+    this.#sock.handle({
+      onOpen: () => this.#onOpen?.(),
+      onMessage: (data, binary) => this.#onMessage(data, binary),
+      onError: (err) => this.#onError(err),
+      onClose: () => this.#finish(),
+    });
   }
 
   /** True until the socket is closed, cut, or failed. */
@@ -80,39 +76,39 @@ export class FrameSocket<P> {
     return !this.#closed;
   }
 
-  /** Runs `listener` once the (client) socket is open. */
+  /** Runs `listener` once the (outbound) socket is open. */
   onOpen(listener: () => void): void {
-    this.#ws.once('open', listener);
+    this.#onOpen = listener;
   }
 
   /** The handshake is done: from now on silence longer than `silenceMsMax` cuts the socket. */
   established(silenceMsMax: number): void {
     assert(silenceMsMax > 0, 'silence bound is positive');
-    if (this.#deadline !== null) clearTimeout(this.#deadline);
+    this.#env.clear(this.#deadline);
     this.#deadline = null;
     this.#silenceMsMax = silenceMsMax;
-    this.lastHeardMs = monotonicMs();
+    this.lastHeardMs = this.#env.monoMs();
     this.#armWatchdog();
   }
 
   /** Sends `make()` every `intervalMs` while the socket is open. */
   startHeartbeat(intervalMs: number, make: () => Frame<P>): void {
     assert(this.#ticker === null, 'one heartbeat ticker per socket');
-    this.#ticker = setInterval(() => this.send(make()), intervalMs);
+    this.#ticker = this.#env.every(intervalMs, () => this.send(make()));
   }
 
   /** Encodes and sends one frame; returns the bytes handed to the socket (0 if closed). */
   send(frame: Frame<P>): number {
-    if (this.#closed || this.#ws.readyState !== WebSocket.OPEN) return 0;
+    if (this.#closed || !this.#sock.isOpen) return 0;
     const bytes = encodeFrame(frame);
-    this.#ws.send(bytes);
+    this.#sock.send(bytes);
     return bytes.length;
   }
 
   /** Sends bytes already encoded by `encodeFrame`. */
-  sendEncoded(bytes: Buffer): boolean {
-    if (this.#closed || this.#ws.readyState !== WebSocket.OPEN) return false;
-    this.#ws.send(bytes);
+  sendEncoded(bytes: Uint8Array): boolean {
+    if (this.#closed || !this.#sock.isOpen) return false;
+    this.#sock.send(bytes);
     return true;
   }
 
@@ -121,43 +117,39 @@ export class FrameSocket<P> {
     if (this.#closed) return;
     const reason = refuseReasonOf(err) ?? err.code;
     this.#log.warn({ code: err.code, reason, details: err.details }, `closing connection: ${err.message}`);
-    this.send({ t: 'refuse', reason, message: err.message.slice(0, 1024) });
+    const known = knownOf(err);
+    this.send({ t: 'refuse', reason, message: err.message.slice(0, 1024), ...(known === undefined ? {} : { known }) });
     this.close(closeCodeOf(err), reason);
   }
 
-  /** Graceful close; cut after a grace period if the other side does not answer. */
+  /** Graceful close: what was sent still arrives; the socket is cut if the other side dawdles. */
   close(code: number, reason: string): void {
     if (this.#closed) return;
-    if (this.#ws.readyState === WebSocket.OPEN) {
-      this.#ws.close(code, reason.slice(0, 120));
-      setTimeout(() => this.#ws.terminate(), closeGraceMs).unref();
-    } else {
-      this.#ws.terminate();
-    }
+    this.#sock.close(code, reason);
     this.#finish();
   }
 
-  /** Cuts the TCP connection at once: for half-open sockets and shutdown. */
+  /** Cuts the connection at once: for half-open sockets and shutdown. */
   terminate(why: string): void {
     if (this.#closed) return;
     this.#log.debug({ why }, 'cutting connection');
-    this.#ws.terminate();
+    this.#sock.terminate();
     this.#finish();
   }
 
-  #onMessage(data: WebSocket.RawData, isBinary: boolean): void {
+  #onMessage(data: Uint8Array, binary: boolean): void {
     if (this.#closed) return;
-    this.lastHeardMs = monotonicMs();
+    this.lastHeardMs = this.#env.monoMs();
     try {
-      if (!isBinary) throw new LockError(ErrorCode.FrameInvalid, 'text frame: peers speak binary msgpack');
-      this.onFrame(decodeFrame(toBuffer(data), this.#isPayload));
+      if (!binary) throw new LockError(ErrorCode.FrameInvalid, 'text frame: peers speak binary msgpack');
+      this.onFrame(decodeFrame(data, this.#isPayload));
     } catch (err) {
       if (!(err instanceof LockError)) throw err;
       this.fail(err);
     }
   }
 
-  #onError(err: Error & { code?: string }): void {
+  #onError(err: { readonly code?: string | undefined; readonly message: string }): void {
     // `ws` reports protocol violations (bad opcode, payload over maxPayload) here, then closes.
     const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? ErrorCode.FrameTooLarge : ErrorCode.FrameInvalid;
     const level = err.code !== undefined && err.code.startsWith('WS_ERR') ? 'warn' : 'debug';
@@ -166,13 +158,13 @@ export class FrameSocket<P> {
   }
 
   #armWatchdog(): void {
-    const dueMs = this.lastHeardMs + this.#silenceMsMax - monotonicMs();
-    this.#watchdog = setTimeout(() => this.#checkSilence(), Math.max(1, Math.ceil(dueMs)));
+    const dueMs = this.lastHeardMs + this.#silenceMsMax - this.#env.monoMs();
+    this.#watchdog = this.#env.after(Math.max(1, Math.ceil(dueMs)), () => this.#checkSilence());
   }
 
   #checkSilence(): void {
     if (this.#closed) return;
-    const silentMs = monotonicMs() - this.lastHeardMs;
+    const silentMs = this.#env.monoMs() - this.lastHeardMs;
     if (silentMs < this.#silenceMsMax) {
       this.#armWatchdog();
       return;
@@ -184,8 +176,7 @@ export class FrameSocket<P> {
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const timer of [this.#deadline, this.#watchdog]) if (timer !== null) clearTimeout(timer);
-    if (this.#ticker !== null) clearInterval(this.#ticker);
+    for (const timer of [this.#deadline, this.#watchdog, this.#ticker]) this.#env.clear(timer);
     this.#deadline = this.#watchdog = this.#ticker = null;
     this.onClose();
   }
@@ -198,7 +189,7 @@ export class Backoff {
   readonly #random: () => number;
   #attempt = 0;
 
-  constructor(minMs: number = limits.backoffMsMin, maxMs: number = limits.backoffMsMax, random: () => number = Math.random) {
+  constructor(random: () => number, minMs: number = limits.backoffMsMin, maxMs: number = limits.backoffMsMax) {
     assert(0 < minMs && minMs <= maxMs, 'backoff bounds are ordered');
     this.#minMs = minMs;
     this.#maxMs = maxMs;
@@ -216,19 +207,4 @@ export class Backoff {
   reset(): void {
     this.#attempt = 0;
   }
-}
-
-/** PEM material for wss, already read from the configured files. */
-export interface TlsMaterial {
-  readonly cert: Buffer;
-  readonly key: Buffer;
-  readonly ca?: Buffer;
-}
-
-/** A client socket to a peer, every limit explicit; with TLS material it presents our cert. */
-export function openClientSocket(url: string, handshakeMsMax: number, tls: TlsMaterial | null): WebSocket {
-  const base = { maxPayload: limits.frameBytesMax, perMessageDeflate: false, handshakeTimeout: handshakeMsMax, followRedirects: false };
-  if (tls === null) return new WebSocket(url, base);
-  const ca = tls.ca === undefined ? {} : { ca: tls.ca };
-  return new WebSocket(url, { ...base, cert: tls.cert, key: tls.key, ...ca });
 }

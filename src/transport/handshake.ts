@@ -31,12 +31,19 @@ export type RefuseReason =
   | 'bad_mac'
   | 'replayed'
   | IncarnationRefusal
+  | 'predecessor_live'
   | 'protocol'
   | 'busy';
 
-/** Throws the coded refusal of a handshake. */
-export function refuse(reason: RefuseReason, message: string): never {
-  throw new LockError(ErrorCode.HandshakeRefused, message, { reason });
+/** Throws the coded refusal of a handshake; `known` rides along with a stale incarnation. */
+export function refuse(reason: RefuseReason, message: string, known?: Incarnation): never {
+  throw new LockError(ErrorCode.HandshakeRefused, message, known === undefined ? { reason } : { reason, known });
+}
+
+/** The incarnation a stale refusal names, if the LockError carries one. */
+export function knownOf(err: LockError): Incarnation | undefined {
+  const known = err.details['known'];
+  return typeof known === 'object' && known !== null ? (known as Incarnation) : undefined;
 }
 
 /** The refusal reason carried by a LockError, if it is one. */
@@ -106,6 +113,8 @@ export class NonceBook {
 export interface ListenerGate {
   peerIndex(id: string): number | undefined;
   check(peer: number, inc: Incarnation): IncarnationRefusal | null;
+  /** The incarnation of `peer` admitted so far, named in a stale refusal. */
+  known(peer: number): Incarnation | null;
   readonly nonces: NonceBook;
   readonly handshakeMsMax: number;
 }
@@ -177,7 +186,8 @@ export class ListenerHandshake {
 
   #checkIncarnation(peer: number, inc: Incarnation): void {
     const verdict = this.#gate.check(peer, inc);
-    if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is ${verdict === 'evicted' ? 'evicted' : 'older than one already seen'}`);
+    if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`);
+    if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is older than one already seen`, this.#gate.known(peer) ?? undefined);
   }
 }
 

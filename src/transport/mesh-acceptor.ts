@@ -3,24 +3,17 @@
  * half of each handshake, and the streams other peers dialed to us. A peer's stream to us
  * carries its data and heartbeats; we answer on the same socket with acks and echoes.
  */
-import { createServer as createHttpServer } from 'node:http';
-import type { Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import type { Logger } from 'pino';
-import type WebSocket from 'ws';
-import { WebSocketServer } from 'ws';
 import { assert } from '../assert.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import type { Frame } from './codec.js';
-import type { FrameSocket, TlsMaterial } from './connection.js';
-import { monotonicMs } from './connection.js';
+import type { FrameSocket } from './connection.js';
 import type { ListenerGate, RefuseReason } from './handshake.js';
 import { ListenerHandshake, NonceBook, refuse } from './handshake.js';
 import type { MeshContext } from './mesh-context.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
+import type { RawSocket } from './network.js';
 import type { PeerSlot } from './peer-slot.js';
 
 /** The listening socket of a mesh and the peers' streams to us. */
@@ -28,21 +21,18 @@ export class MeshAcceptor<P> {
   readonly #opts: MeshOptions<P>;
   readonly #events: MeshEvents<P>;
   readonly #mesh: MeshContext<P>;
-  readonly #log: Logger;
   readonly #gate: ListenerGate;
-  #server: Server | null = null;
-  #wss: WebSocketServer | null = null;
-  #port = 0;
+  #started = false;
   #handshakesPending = 0;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>, mesh: MeshContext<P>) {
     this.#opts = opts;
     this.#events = events;
     this.#mesh = mesh;
-    this.#log = opts.logger;
     this.#gate = {
       peerIndex: (id) => mesh.peerIndex(id),
       check: (peer, inc) => mesh.book.check(peer, inc),
+      known: (peer) => mesh.book.known(peer),
       nonces: new NonceBook(limits.replayNoncesMax),
       handshakeMsMax: limits.handshakeMsMax,
     };
@@ -50,37 +40,23 @@ export class MeshAcceptor<P> {
 
   /** Whether `start()` was called. */
   get started(): boolean {
-    return this.#server !== null;
+    return this.#started;
   }
 
-  /** Binds the listening socket (wss when `tls` is given). */
-  async start(tls: TlsMaterial | null): Promise<void> {
-    this.#server = createServer(tls);
-    this.#wss = new WebSocketServer({ server: this.#server, maxPayload: limits.frameBytesMax, perMessageDeflate: false, clientTracking: false });
-    this.#wss.on('connection', (ws, req) => this.#accept(ws, req.socket.remoteAddress ?? '?'));
-    this.#wss.on('error', (err) => this.#log.error({ err }, 'listener error'));
-    await listen(this.#server, this.#opts.listen.host, this.#opts.listen.port);
-    this.#port = (this.#server.address() as AddressInfo).port;
+  /** Takes the connections of the (already bound) listener. */
+  start(): void {
+    this.#started = true;
+    this.#opts.listener.accept((sock, remote) => this.#accept(sock, remote));
   }
 
-  /** The bound listening port. */
-  port(): number {
-    return this.#port;
+  /** Stops taking connections (the listener stays bound for the next mesh). */
+  close(): void {
+    this.#opts.listener.accept(null);
   }
 
-  /** Stops listening and cuts the connections still open on the server. */
-  async close(): Promise<void> {
-    this.#wss?.close();
-    const server = this.#server;
-    if (server !== null) {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-  }
-
-  #accept(ws: WebSocket, remote: string): void {
+  #accept(raw: RawSocket, remote: string): void {
     const mesh = this.#mesh;
-    const sock = mesh.newSocket(ws, remote);
+    const sock = mesh.newSocket(raw, remote);
     if (mesh.closing()) return sock.terminate('mesh closing');
     if (this.#handshakesPending >= limits.handshakesPendingMax) {
       return sock.fail(new LockError(ErrorCode.HandshakeRefused, 'too many handshakes in progress', { reason: 'busy' satisfies RefuseReason }));
@@ -95,8 +71,8 @@ export class MeshAcceptor<P> {
     };
     sock.onFrame = (frame) => {
       mesh.stats.framesReceived++;
-      if (frame.t === 'hello') sock.send(hs.onHello(frame, monotonicMs()));
-      else if (frame.t === 'auth') slot = this.#onAuth(sock, hs.onAuth(frame, monotonicMs()), hs);
+      if (frame.t === 'hello') sock.send(hs.onHello(frame, this.#opts.env.monoMs()));
+      else if (frame.t === 'auth') slot = this.#onAuth(sock, hs.onAuth(frame, this.#opts.env.monoMs()), hs);
       else if (frame.t === 'refuse') sock.close(1000, 'refused');
       else refuse('protocol', `unexpected ${frame.t} frame during the handshake`);
     };
@@ -145,26 +121,4 @@ export class MeshAcceptor<P> {
     slot.lastHeardMs = sock.lastHeardMs;
     this.#mesh.updateConnected(slot);
   }
-}
-
-function createServer(tls: TlsMaterial | null): Server {
-  const server =
-    tls === null
-      ? createHttpServer()
-      : createHttpsServer({ cert: tls.cert, key: tls.key, ...(tls.ca === undefined ? {} : { ca: tls.ca, requestCert: true, rejectUnauthorized: true }) });
-  server.headersTimeout = limits.handshakeMsMax;
-  server.requestTimeout = limits.handshakeMsMax;
-  server.on('request', (_req, res) => res.writeHead(426, { connection: 'close' }).end());
-  server.on('clientError', (_err, socket) => socket.destroy());
-  return server;
-}
-
-function listen(server: Server, host: string, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen({ host, port }, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }

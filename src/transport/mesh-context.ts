@@ -3,7 +3,6 @@
  * dialing side each drive one socket per peer, but both sockets of a peer belong to one
  * slot, one incarnation and one set of counters, which the Mesh owns and hands to both.
  */
-import type WebSocket from 'ws';
 import type { Incarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
@@ -11,6 +10,7 @@ import type { HandshakeIdentity } from './handshake.js';
 import type { IncarnationBook } from './incarnations.js';
 import type { MeshStats } from './mesh.js';
 import type { MeshFlusher } from './mesh-flush.js';
+import type { RawSocket } from './network.js';
 import type { PeerSlot } from './peer-slot.js';
 
 /** The state and transitions of a mesh that its acceptor and its dialer use. */
@@ -25,7 +25,7 @@ export interface MeshContext<P> {
   peerIndex(id: string): number | undefined;
   slot(peer: number): PeerSlot<P>;
   /** Wraps and tracks a new socket, so that closing the mesh cuts it. */
-  newSocket(ws: WebSocket, remote: string): FrameSocket<P>;
+  newSocket(raw: RawSocket, remote: string): FrameSocket<P>;
   /** A socket closed: stop tracking it. */
   forget(sock: FrameSocket<P>): void;
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */

@@ -10,8 +10,7 @@ import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Frame, HeartbeatFrame } from './codec.js';
-import type { FrameSocket, TlsMaterial } from './connection.js';
-import { monotonicMs, openClientSocket } from './connection.js';
+import type { FrameSocket } from './connection.js';
 import { DialerHandshake, refuse } from './handshake.js';
 import type { MeshContext } from './mesh-context.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
@@ -23,7 +22,6 @@ export class MeshDialer<P> {
   readonly #events: MeshEvents<P>;
   readonly #mesh: MeshContext<P>;
   readonly #log: Logger;
-  #tls: TlsMaterial | null = null;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>, mesh: MeshContext<P>) {
     this.#opts = opts;
@@ -32,16 +30,15 @@ export class MeshDialer<P> {
     this.#log = opts.logger;
   }
 
-  /** Starts dialing every peer of `slots` (wss when `tls` is given). */
-  start(tls: TlsMaterial | null, slots: Iterable<PeerSlot<P> | undefined>): void {
-    this.#tls = tls;
+  /** Starts dialing every peer of `slots`. */
+  start(slots: Iterable<PeerSlot<P> | undefined>): void {
     for (const slot of slots) if (slot !== undefined) this.#dial(slot);
   }
 
   #dial(slot: PeerSlot<P>): void {
     slot.redial = null;
     if (this.#mesh.closing()) return;
-    const sock = this.#mesh.newSocket(openClientSocket(slot.peer.ws, limits.handshakeMsMax, this.#tls), slot.peer.id);
+    const sock = this.#mesh.newSocket(this.#opts.network.dial(slot.peer.ws), slot.peer.id);
     const hs = new DialerHandshake(this.#mesh.identity, slot.peer.id);
     slot.dialing = sock;
     sock.onClose = () => this.#onOutboundClosed(slot, sock);
@@ -59,13 +56,15 @@ export class MeshDialer<P> {
     const verdict = this.#mesh.book.check(slot.peer.index, welcome.inc);
     if (verdict !== null) {
       // We refuse them: not news for the runtime (onRefused means THEY refused US).
-      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`);
+      const known = verdict === 'stale_incarnation' ? (this.#mesh.book.known(slot.peer.index) ?? undefined) : undefined;
+      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`, known);
     }
     this.#mesh.admit(slot, welcome.inc, welcome.clock);
     slot.sender.ack(welcome.delivered);
     slot.dialing = null;
     slot.out = sock;
     slot.backoff.reset();
+    slot.awaitingEviction = false;
     sock.onFrame = (frame) => this.#onOutboundFrame(slot, sock, frame);
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
     sock.startHeartbeat(this.#opts.heartbeatMs, () => this.#heartbeat(slot));
@@ -81,8 +80,9 @@ export class MeshDialer<P> {
    * all when it takes the clock as an ack (DESIGN section 3, rule 3a).
    */
   #heartbeat(slot: PeerSlot<P>): HeartbeatFrame {
-    const sentAtMs = monotonicMs();
-    return slot.pending.length === 0 ? { t: 'hb', sentAtMs, clock: this.#opts.clock() } : { t: 'hb', sentAtMs };
+    const sentAtMs = this.#opts.env.monoMs();
+    const safe = slot.pending.length === 0 || this.#opts.faults?.heartbeatClockWhilePending === true;
+    return safe ? { t: 'hb', sentAtMs, clock: this.#opts.clock() } : { t: 'hb', sentAtMs };
   }
 
   #onOutboundFrame(slot: PeerSlot<P>, sock: FrameSocket<P>, frame: Frame<P>): void {
@@ -92,7 +92,7 @@ export class MeshDialer<P> {
       slot.sender.ack(frame.ack);
       if (slot.pending.length > 0) this.#mesh.flusher.markDirty(slot);
     } else if (frame.t === 'hbEcho') {
-      const rttMs = monotonicMs() - frame.sentAtMs;
+      const rttMs = this.#opts.env.monoMs() - frame.sentAtMs;
       if (rttMs < 0) throw new LockError(ErrorCode.FrameInvalid, 'heartbeat echo from the future');
       slot.rttMs = rttMs;
       this.#events.onEcho(slot.peer.index, frame.sentAtMs, rttMs);
@@ -112,6 +112,7 @@ export class MeshDialer<P> {
       this.#mesh.updateConnected(slot);
     }
     if (this.#mesh.closing() || slot.out !== null || slot.dialing !== null || slot.redial !== null) return;
-    slot.redial = setTimeout(() => this.#dial(slot), slot.backoff.next());
+    const delayMs = slot.backoff.next();
+    slot.redial = this.#opts.env.after(slot.awaitingEviction ? Math.min(delayMs, this.#opts.heartbeatMs) : delayMs, () => this.#dial(slot));
   }
 }

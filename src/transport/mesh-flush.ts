@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode, isLockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { DataFrame } from './codec.js';
@@ -16,15 +17,17 @@ import type { PeerSlot } from './peer-slot.js';
 
 /** Batches the sends and acks of one turn. */
 export class MeshFlusher<P> {
+  readonly #env: Env;
   readonly #stats: MeshStats;
   readonly #log: Logger;
   readonly #dirty = new Set<PeerSlot<P>>();
   readonly #acksDue = new Set<PeerSlot<P>>();
   readonly #ackDelayMs: number;
-  #scheduled: NodeJS.Immediate | null = null;
-  #ackTimer: NodeJS.Timeout | null = null;
+  #scheduled: Timer | null = null;
+  #ackTimer: Timer | null = null;
 
-  constructor(stats: MeshStats, log: Logger, ackDelayMs: number = limits.linkAckDelayMs) {
+  constructor(env: Env, stats: MeshStats, log: Logger, ackDelayMs: number = limits.linkAckDelayMs) {
+    this.#env = env;
     this.#stats = stats;
     this.#log = log;
     this.#ackDelayMs = ackDelayMs;
@@ -38,7 +41,7 @@ export class MeshFlusher<P> {
   ackDue(slot: PeerSlot<P>): void {
     slot.ackDue = true;
     this.#acksDue.add(slot);
-    this.#ackTimer ??= setTimeout(() => this.#flushAcks(), this.#ackDelayMs);
+    this.#ackTimer ??= this.#env.after(this.#ackDelayMs, () => this.#flushAcks());
   }
 
   #flushAcks(): void {
@@ -57,13 +60,13 @@ export class MeshFlusher<P> {
   /** That peer has payloads or an ack waiting: flush it at the end of this turn. */
   markDirty(slot: PeerSlot<P>): void {
     this.#dirty.add(slot);
-    this.#scheduled ??= setImmediate(() => this.#flushAll());
+    this.#scheduled ??= this.#env.soon(() => this.#flushAll());
   }
 
   /** Stops flushing (mesh closing). */
   cancel(): void {
-    if (this.#scheduled !== null) clearImmediate(this.#scheduled);
-    if (this.#ackTimer !== null) clearTimeout(this.#ackTimer);
+    this.#env.clear(this.#scheduled);
+    this.#env.clear(this.#ackTimer);
     this.#scheduled = null;
     this.#ackTimer = null;
     this.#dirty.clear();
@@ -75,7 +78,7 @@ export class MeshFlusher<P> {
     this.#count(sock, encodeFrame(frame), frame.payloads.length);
   }
 
-  #count(sock: FrameSocket<P>, bytes: Buffer, messages: number): void {
+  #count(sock: FrameSocket<P>, bytes: Uint8Array, messages: number): void {
     if (!sock.sendEncoded(bytes)) return;
     this.#stats.framesSent++;
     this.#stats.messagesSent += messages;

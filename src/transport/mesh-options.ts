@@ -4,8 +4,10 @@
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';
+import type { Env } from '../env.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
+import type { Listener, Network } from './network.js';
 
 /** A configured peer; `index` is its position in the cluster configuration. */
 export interface MeshPeer {
@@ -22,21 +24,33 @@ export interface MeshOptions<P> {
   readonly self: MeshPeer;
   /** Every other configured peer (not self). */
   readonly peers: readonly MeshPeer[];
-  /** Port 0 binds any free port; `port()` tells which. */
-  readonly listen: { readonly host: string; readonly port: number };
+  /** Clocks, timers and randomness of this process. */
+  readonly env: Env;
+  /** Dials the other peers. */
+  readonly network: Network;
+  /** The bound listening socket, which outlives meshes: this one takes its connections. */
+  readonly listener: Listener;
   readonly incarnation: Incarnation;
   readonly heartbeatMs: number;
   readonly isPayload: (v: unknown) => v is P;
   /** Current Lamport clock, for handshakes and heartbeats. */
   readonly clock: () => number;
   readonly logger: Logger;
-  /** Optional wss: PEM file paths; mutual TLS when `ca` is given. */
-  readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string };
   /**
    * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
    * lease, which eviction may forbid (a confirmation we gave). Default: always.
    */
   readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
+  /** Planted bugs, for the simulator's mutation tests only. */
+  readonly faults?: Partial<MeshFaults> | undefined;
+}
+
+/** Planted bugs of the mesh (the simulator's mutants); production sets none. */
+export interface MeshFaults {
+  /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
+  readonly heartbeatClockWhilePending: boolean;
+  /** A newer incarnation is admitted while its predecessor is not evicted (issue 12, defect 1). */
+  readonly admitOverLivePredecessor: boolean;
 }
 
 /** What the mesh reports to the runtime. Called synchronously from socket events. */
@@ -57,8 +71,16 @@ export interface MeshEvents<P> {
   onEcho(peer: number, sentAtMs: number, rttMs: number): void;
   /** Both sockets with `peer` are up (true), or one of them went down (false). */
   onConnection(peer: number, connected: boolean): void;
-  /** `peer` refused us with a reason; 'evicted' means our incarnation must rejoin. */
-  onRefused?(peer: number, reason: string): void;
+  /**
+   * `peer` refused us with a reason; 'evicted' means our incarnation must rejoin;
+   * 'stale_incarnation' comes with the newer incarnation of our id that `peer` knows.
+   */
+  onRefused?(peer: number, reason: string, known: Incarnation | undefined): void;
+  /**
+   * An authenticated newer incarnation of `peer` knocked while `predecessor` is not evicted:
+   * it was refused until the predecessor is, which the runtime should now bring about.
+   */
+  onSuperseded?(peer: number, predecessor: Incarnation): void;
 }
 
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */

@@ -15,10 +15,7 @@
  * This class owns the per-peer slots and what both directions share; the accepting side
  * is in mesh-acceptor.ts, the dialing side in mesh-dialer.ts.
  */
-import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import type WebSocket from 'ws';
 import { assert } from '../assert.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -26,10 +23,9 @@ import type { Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
-import type { TlsMaterial } from './connection.js';
 import { Backoff, FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
-import { secretKey } from './handshake.js';
+import { refuse, secretKey } from './handshake.js';
 import { IncarnationBook } from './incarnations.js';
 import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
@@ -39,10 +35,19 @@ import type { MeshEvents, MeshOptions } from './mesh-options.js';
 import { validateMeshOptions } from './mesh-options.js';
 import type { PeerSlot } from './peer-slot.js';
 import { newPeerSlot } from './peer-slot.js';
+import { WsNetwork, readTlsMaterial } from './ws-network.js';
+import { nodeEnv } from '../env.js';
+import type { RawSocket } from './network.js';
 
 export type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
 
-/** One line of `status()`. Times are monotonic milliseconds (performance.now()). */
+/** What `Mesh.standalone` takes: the options less the world, plus where to listen. */
+export type StandaloneMeshOptions<P> = Omit<MeshOptions<P>, 'env' | 'network' | 'listener'> & {
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string } | undefined;
+};
+
+/** One line of `status()`. Times are the mesh's monotonic milliseconds (`env.monoMs`). */
 export interface MeshPeerStatus {
   readonly peer: number;
   readonly id: string;
@@ -77,6 +82,7 @@ export class Mesh<P> {
   readonly #acceptor: MeshAcceptor<P>;
   readonly #dialer: MeshDialer<P>;
   #closing = false;
+  #ownsListener = false;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>) {
     validateMeshOptions(opts);
@@ -87,7 +93,7 @@ export class Mesh<P> {
     this.#book = new IncarnationBook(size);
     this.#slots = new Array<PeerSlot<P> | undefined>(size).fill(undefined);
     for (const peer of opts.peers) {
-      this.#slots[peer.index] = newPeerSlot<P>(peer, limits.linkUnackedBytesMax, new Backoff());
+      this.#slots[peer.index] = newPeerSlot<P>(peer, limits.linkUnackedBytesMax, new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30));
       this.#indexOfId.set(peer.id, peer.index);
     }
     const identity: HandshakeIdentity = {
@@ -95,9 +101,9 @@ export class Mesh<P> {
       key: secretKey(opts.secret),
       selfId: opts.self.id,
       incarnation: opts.incarnation,
-      randomNonce: () => randomBytes(nonceBytes),
+      randomNonce: () => opts.env.randomBytes(nonceBytes),
     };
-    this.#flusher = new MeshFlusher<P>(this.#stats, this.#log);
+    this.#flusher = new MeshFlusher<P>(opts.env, this.#stats, this.#log);
     const context: MeshContext<P> = {
       identity,
       book: this.#book,
@@ -116,23 +122,12 @@ export class Mesh<P> {
     this.#dialer = new MeshDialer<P>(opts, events, context);
   }
 
-  /** Binds the listening socket, then starts dialing every peer. */
-  async start(): Promise<void> {
+  /** Takes the listener's connections, then starts dialing every peer. */
+  start(): void {
     assert(!this.#acceptor.started, 'a mesh starts once');
-    const { tls } = this.#opts;
-    let material: TlsMaterial | null = null;
-    if (tls !== undefined) {
-      const ca = tls.ca === undefined ? {} : { ca: readFileSync(tls.ca) };
-      material = { cert: readFileSync(tls.cert), key: readFileSync(tls.key), ...ca };
-    }
-    await this.#acceptor.start(material);
-    this.#log.info({ port: this.#acceptor.port(), incarnation: formatIncarnation(this.#opts.incarnation) }, 'mesh listening');
-    this.#dialer.start(material, this.#slots);
-  }
-
-  /** The bound listening port. */
-  port(): number {
-    return this.#acceptor.port();
+    this.#acceptor.start();
+    this.#log.info({ port: this.#opts.listener.port, incarnation: formatIncarnation(this.#opts.incarnation) }, 'mesh started');
+    this.#dialer.start(this.#slots);
   }
 
   /**
@@ -186,16 +181,42 @@ export class Mesh<P> {
     return { ...this.#stats };
   }
 
-  /** Stops dialing and listening, cuts every socket. */
+  /**
+   * Stops dialing and accepting, cuts every socket. The listener stays bound for the next
+   * mesh, unless this mesh owns it (`standalone`), which closes it too.
+   */
   async close(): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
     this.#flusher.cancel();
-    for (const slot of this.#slots) {
-      if (slot?.redial != null) clearTimeout(slot.redial);
-    }
+    for (const slot of this.#slots) if (slot !== undefined) this.#opts.env.clear(slot.redial);
     for (const sock of [...this.#sockets]) sock.terminate('mesh closing');
-    await this.#acceptor.close();
+    this.#acceptor.close();
+    if (this.#ownsListener) await this.#opts.listener.close();
+  }
+
+  /**
+   * A mesh with a listener and a network of its own, on real sockets (`ws`): what tools and
+   * tests that run one mesh alone use. A peer runtime shares its listener across meshes.
+   */
+  static async standalone<P>(opts: StandaloneMeshOptions<P>, events: MeshEvents<P>): Promise<Mesh<P>> {
+    const { listen, tls, ...rest } = opts;
+    const network = new WsNetwork({ tls: tls === undefined ? null : readTlsMaterial(tls), logger: opts.logger });
+    const listener = await network.listen(listen.host, listen.port);
+    const mesh = new Mesh<P>({ ...rest, env: nodeEnv, network, listener }, events);
+    mesh.#ownsListener = true;
+    mesh.start();
+    return mesh;
+  }
+
+  /** The bound listening port. */
+  port(): number {
+    return this.#opts.listener.port;
+  }
+
+  /** True while something sent to `peer` waits unframed in this turn's queue. */
+  hasPending(peer: number): boolean {
+    return this.#slot(peer).pending.length > 0;
   }
 
   #slot(peer: number): PeerSlot<P> {
@@ -204,9 +225,10 @@ export class Mesh<P> {
     return slot;
   }
 
-  #newSocket(ws: WebSocket, remote: string): FrameSocket<P> {
+  #newSocket(raw: RawSocket, remote: string): FrameSocket<P> {
     const sock = new FrameSocket<P>({
-      ws,
+      sock: raw,
+      env: this.#opts.env,
       isPayload: this.#opts.isPayload,
       logger: this.#log.child({ remote }),
       handshakeMsMax: limits.handshakeMsMax,
@@ -217,8 +239,18 @@ export class Mesh<P> {
 
   // ---- incarnations -------------------------------------------------------------------
 
-  /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
+  /**
+   * Admits an authenticated incarnation; a new one resets the streams and joins first. A
+   * newer one whose predecessor is not evicted yet is refused for now (it redials): the
+   * runtime hears of the supersession, lends the predecessor no more lease, and lets the
+   * majority evict it (IncarnationBook.livePredecessor).
+   */
   #admit(slot: PeerSlot<P>, inc: Incarnation, clock: number): void {
+    const predecessor = this.#book.livePredecessor(slot.peer.index, inc);
+    if (predecessor !== null && this.#opts.faults?.admitOverLivePredecessor !== true) {
+      this.#events.onSuperseded?.(slot.peer.index, predecessor);
+      refuse('predecessor_live', `incarnation ${formatIncarnation(inc)} of ${slot.peer.id} waits until its predecessor ${formatIncarnation(predecessor)} is evicted`);
+    }
     const news = this.#book.admit(slot.peer.index, inc);
     if (news === 'same') return;
     this.#dropStreams(slot);
@@ -239,7 +271,8 @@ export class Mesh<P> {
   #refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
     this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: slot.peer.id }, `refused by peer: ${frame.message}`);
     sock.close(1000, 'refused');
-    this.#events.onRefused?.(slot.peer.index, frame.reason);
+    if (frame.reason === 'predecessor_live') slot.awaitingEviction = true;
+    this.#events.onRefused?.(slot.peer.index, frame.reason, frame.known);
   }
 
   #updateConnected(slot: PeerSlot<P>): void {

@@ -2,6 +2,7 @@
  * Everything the mesh keeps about one other peer: both streams (our sender, our receiver),
  * the payloads of the current event-loop turn, and the sockets bound to its incarnation.
  */
+import type { Timer } from '../env.js';
 import type { Backoff, FrameSocket } from './connection.js';
 import { LinkReceiver, LinkSender } from './link.js';
 import type { MeshPeer } from './mesh-options.js';
@@ -23,8 +24,13 @@ export interface PeerSlot<P> {
   in: FrameSocket<P> | null;
   /** Dial attempt still in its handshake. */
   dialing: FrameSocket<P> | null;
-  redial: NodeJS.Timeout | null;
+  redial: Timer | null;
   readonly backoff: Backoff;
+  /**
+   * The peer refused us until our predecessor is evicted: redial every heartbeat rather
+   * than with a growing backoff, so we join soon after the eviction.
+   */
+  awaitingEviction: boolean;
   /** Last value reported through onConnection. */
   connected: boolean;
   /** Monotonic time a frame was last heard on a socket now closed. */
@@ -45,6 +51,7 @@ export function newPeerSlot<P>(peer: MeshPeer, unackedBytesMax: number, backoff:
     dialing: null,
     redial: null,
     backoff,
+    awaitingEviction: false,
     connected: false,
     lastHeardMs: null,
     rttMs: null,

@@ -63,6 +63,7 @@ export class Recorder implements MeshEvents<TestPayload> {
   readonly echoes: { peer: number; rttMs: number }[] = [];
   readonly connections: { peer: number; connected: boolean; atMs: number }[] = [];
   readonly refused: { peer: number; reason: string }[] = [];
+  readonly superseded: { peer: number; predecessor: Incarnation }[] = [];
   readonly connected = new Set<number>();
   /** Called inside onPeerJoined, e.g. to send a state transfer. */
   onJoin: (peer: number, restarted: boolean) => void = () => undefined;
@@ -71,6 +72,9 @@ export class Recorder implements MeshEvents<TestPayload> {
   readonly expectNext = new Map<number, number>();
   checkOrder = false;
 
+  onSuperseded(peer: number, predecessor: Incarnation): void {
+    this.superseded.push({ peer, predecessor });
+  }
   onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
     this.joined.push({ peer, inc, clock, restarted });
     this.onJoin(peer, restarted);
@@ -119,7 +123,7 @@ export interface MakeMeshOptions {
 /** A started mesh on 127.0.0.1 with a Recorder. */
 export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPayload>; rec: Recorder }> {
   const rec = new Recorder();
-  const mesh = new Mesh<TestPayload>(
+  const mesh = await Mesh.standalone<TestPayload>(
     {
       cluster: o.cluster ?? 'test',
       secret: o.secret ?? 'sesame',
@@ -134,7 +138,6 @@ export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPay
     },
     rec,
   );
-  await mesh.start();
   return { mesh, rec };
 }
 

@@ -28,20 +28,20 @@ describe.skipIf(pem === null)('mesh over wss', () => {
     const proxies = [await TcpProxy.start(), await TcpProxy.start()];
     const peers = proxies.map((p, index) => ({ id: `p${index}`, index, ws: `wss://127.0.0.1:${p.port}` }));
     const recs = [new Recorder(), new Recorder()];
-    const meshes = [0, 1].map(
-      (i) =>
-        new Mesh<TestPayload>(
+    const meshes: Mesh<TestPayload>[] = [];
+    const make = (i: number): Promise<Mesh<TestPayload>> =>
+        Mesh.standalone<TestPayload>(
           {
             cluster: 'test', secret: 'sesame', self: peers[i]!, peers: [peers[1 - i]!], listen: { host: '127.0.0.1', port: 0 },
             incarnation: { startMs: 10 + i, nonce: 1 }, heartbeatMs: 100, isPayload: isTestPayload, clock: () => 1,
             logger: pino({ level: 'silent' }), tls,
           },
           recs[i]!,
-        ),
-    );
+        );
     try {
-      for (const [i, mesh] of meshes.entries()) {
-        await mesh.start();
+      for (const i of [0, 1]) {
+        const mesh = await make(i);
+        meshes.push(mesh);
         proxies[i]!.target = mesh.port();
       }
       await waitFor('connected over TLS', () => recs[0]!.connected.has(1) && recs[1]!.connected.has(0));

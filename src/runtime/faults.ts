@@ -1,0 +1,27 @@
+/**
+ * Planted bugs ("mutants") of the runtime's timing rules, one line each, that the
+ * simulator must catch (issue 12, "Mutation score"). Production never sets any of them.
+ * Together with the core's (core/faults.ts), the eviction logic's (core/membership.ts)
+ * and the mesh's (transport/mesh-options.ts), they are what `npm run sim -- --mutants` runs.
+ */
+import type { MachineFaults } from '../core/faults.js';
+import type { MembershipFaults } from '../core/membership.js';
+import type { MeshFaults } from '../transport/mesh-options.js';
+
+/** The runtime's own planted bugs. */
+export interface RuntimeFaults {
+  /** The lease is not re-checked before each event, only on its timer. */
+  readonly noLeaseCheckBeforeEvent: boolean;
+  /** An echo extends the lease from its arrival, not from the heartbeat's send time. */
+  readonly leaseFromArrival: boolean;
+  /** A suspend of the host is not counted: the lease clock is the bare monotonic clock. */
+  readonly noSuspendDetect: boolean;
+}
+
+/** Every planted bug a peer runtime can be built with, by layer. */
+export interface PlantedFaults {
+  readonly machine?: Partial<MachineFaults>;
+  readonly membership?: Partial<MembershipFaults>;
+  readonly mesh?: Partial<MeshFaults>;
+  readonly runtime?: Partial<RuntimeFaults>;
+}
