@@ -22,6 +22,20 @@ export interface MachineFaults {
   readonly acceptEvicted: boolean;
   /** A peer whose lease lapses keeps its clients' holds. */
   readonly noSelfFence: boolean;
+  /** Synced once every peer handshaked, before its first packet (seed 1371's bug). */
+  readonly syncedOnHandshake: boolean;
+  /** Requests leave without a lease (seed 276422's bug). */
+  readonly issueWithoutLease: boolean;
+  /** A lease lapse ends holds but keeps waiting requests (seed 216761's bug). */
+  readonly keepWaitersOnLeaseLoss: boolean;
+  /** An eviction notice for an incarnation never met takes the peer out of the view (seed 150336's bug). */
+  readonly evictUnmetIncarnation: boolean;
+  /**
+   * Requests are acknowledged before this peer is synced. A new incarnation whose
+   * predecessor may still hold a lease is not synced until every peer evicted that
+   * predecessor; its acks would let a third peer grant a lock the predecessor holds.
+   */
+  readonly ackWhileUnsynced: boolean;
 }
 
 /** No planted bug: what production runs. */
@@ -33,4 +47,9 @@ export const noFaults: MachineFaults = {
   clockReset: false,
   acceptEvicted: false,
   noSelfFence: false,
+  syncedOnHandshake: false,
+  issueWithoutLease: false,
+  keepWaitersOnLeaseLoss: false,
+  evictUnmetIncarnation: false,
+  ackWhileUnsynced: false,
 };

@@ -197,12 +197,14 @@ export class LockTable {
   }
 
   /** Locks with a queue, requests queued, requests of ours, and those of them waiting. */
-  counts(): { locks: number; queued: number; own: number; waiting: number } {
+  counts(): { locks: number; queued: number; own: number; waiting: number; granted: number } {
     let queued = 0;
     for (const q of this.#queues.values()) queued += q.size;
     let waiting = 0;
     for (const n of this.#waitingLocks.values()) waiting += n;
-    return { locks: this.#queues.size, queued, own: this.#own.size, waiting };
+    let granted = 0;
+    for (const o of this.#own.values()) if (o.state === 'granted') granted++;
+    return { locks: this.#queues.size, queued, own: this.#own.size, waiting, granted };
   }
 
   #queued(own: OwnRequest): QueuedRequest {

@@ -54,7 +54,7 @@ export class Machine {
     this.#clock = this.#faults.clockReset ? 0 : opts.clockFloor;
     const { self, peerCount } = opts;
     this.#locks = new LockTable(self, this.#faults.badTiebreak ? (p) => (p - self + peerCount) % peerCount : (p) => p);
-    this.#peers = new PeerView(self, peerCount);
+    this.#peers = new PeerView(self, peerCount, this.#faults.syncedOnHandshake);
   }
 
   /** The Lamport clock. */
@@ -71,6 +71,16 @@ export class Machine {
    */
   get synced(): boolean {
     return this.#peers.synced;
+  }
+
+  /**
+   * Whether this incarnation may acknowledge requests: every peer it met has let it join.
+   * A new incarnation whose predecessor may still hold a lease is refused by the peers that
+   * knew the predecessor until the majority evicted it; its acks meanwhile would let a third
+   * peer, which never knew the predecessor, grant a lock the predecessor still holds.
+   */
+  get ackReady(): boolean {
+    return this.#peers.joinedByMet || this.#faults.ackWhileUnsynced;
   }
 
   /** Whether this peer currently holds a lease (the runtime decides, the core obeys). */
@@ -116,7 +126,7 @@ export class Machine {
     // A request leaves only while we are synced AND hold a lease: a request issued without
     // a lease could outlive an eviction we were never told of and be granted, on acks heard
     // before it, below grants the majority made meanwhile (simulator seed 276422).
-    if (this.synced && this.#leaseValid) this.#issue(own);
+    if (this.synced && (this.#leaseValid || this.#faults.issueWithoutLease)) this.#issue(own);
   }
 
   /** Rule 1: clock++, queue (ts, self), send REQUEST to every peer in the view. */
@@ -156,8 +166,9 @@ export class Machine {
       touched.add(msg.lock);
       if (msg.t === 'req') {
         this.#locks.insert(fromRequestMessage(msg, from));
-        // Rule 2: j must see a later timestamp from us; an empty packet is such an ack.
-        this.#out.ack(from);
+        // Rule 2: j must see a later timestamp from us; an empty packet is such an ack. Not
+        // before every peer we met let us join (ackReady): a later heartbeat's clock acks then.
+        if (this.ackReady) this.#out.ack(from);
       } else {
         this.#locks.remove(msg.lock, msg.ts, from);
       }
@@ -192,7 +203,7 @@ export class Machine {
   }
 
   #issuePending(): void {
-    if (!this.#leaseValid) return;
+    if (!this.#leaseValid && !this.#faults.issueWithoutLease) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -204,7 +215,7 @@ export class Machine {
     // incarnation, but must not take the peer out of our view: a newer incarnation we have
     // not met yet may be alive, with requests older than ours (simulator seed 150336). We
     // wait to meet the peer, as for any peer we have not met.
-    if (!this.#peers.evict(peer, inc)) return;
+    if (!this.#peers.evict(peer, inc, this.#faults.evictUnmetIncarnation)) return;
     this.#out.drop(peer);
     this.#dropPeerRequests(peer);
     if (!wasSynced && this.synced) this.#issuePending();
@@ -229,7 +240,7 @@ export class Machine {
     // the majority made meanwhile (simulator seed 216761: a zombie regained a lease through
     // peers that restarted after evicting it, and granted a request older than their grants).
     for (const own of this.#locks.ownRequests()) {
-      if (own.state === 'pending') continue;
+      if (own.state === 'pending' || (own.state === 'waiting' && this.#faults.keepWaitersOnLeaseLoss)) continue;
       this.#out.push({ type: 'ended', ref: own.ref, lock: own.lock, reason: 'lease_lost' });
       this.#dropOwn(own);
     }
@@ -281,7 +292,7 @@ export class Machine {
   }
 
   /** Counts for metrics and the cluster view. */
-  stats(): { locks: number; queued: number; own: number; waiting: number } {
+  stats(): { locks: number; queued: number; own: number; waiting: number; granted: number } {
     return this.#locks.counts();
   }
 

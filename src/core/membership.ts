@@ -51,6 +51,8 @@ export interface MembershipFaults {
   readonly confirmFromArrival: boolean;
   /** A confirmer echoes the suspect again at once: a confirmation is no promise (seed 101151's bug). */
   readonly echoDespitePromise: boolean;
+  /** A newer incarnation replaces a live one at once (issue 12, defect 1). */
+  readonly forgetPredecessor: boolean;
 }
 
 interface PeerTrack {
@@ -68,12 +70,14 @@ interface PeerTrack {
   /** We confirmed `inc` silent: we echo none of its heartbeats before this (local ms). */
   noEchoUntilMs: number;
   /**
-   * A newer incarnation proved itself (an authenticated handshake) while this one was
-   * current: this one and older ones are stale. We lend them no lease and no longer count
-   * hearing them, so the majority evicts them as silent, which proves their lease lapsed,
-   * before the newer one is admitted (transport/incarnations.ts livePredecessor).
+   * A newer incarnation that joined while `inc` was not evicted. `inc` stays the one
+   * tracked until the majority evicts it: hearing the successor is not hearing `inc`,
+   * `inc` itself no longer counts as heard and is lent no lease, so it goes silent and is
+   * evicted, which proves its lease lapsed, before the runtime lets the successor join the
+   * protocol (issue 12, defect 1: freeing `inc`'s requests at once let another peer take a
+   * lock `inc`, a frozen process or a second one with the same id, still validly held).
    */
-  supersededUpTo: Incarnation | null;
+  successor: Incarnation | null;
 }
 
 function key(inc: Incarnation): string {
@@ -102,13 +106,13 @@ export class Membership {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, supersededUpTo: null,
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, successor: null,
       });
     }
   }
@@ -129,17 +133,17 @@ export class Membership {
   }
 
   /**
-   * An authenticated newer incarnation of `peer` waits for `predecessor` (and every older
-   * one) to be evicted: from now on they are as good as silent here.
+   * The live predecessor a newer incarnation of `peer` waits for: the incarnation tracked
+   * while `inc` is its pending successor, else null (nothing to wait for).
    */
-  superseded(peer: number, predecessor: Incarnation): void {
+  predecessorOf(peer: number, inc: Incarnation): Incarnation | null {
     const t = this.#track(peer);
-    if (t === undefined) return;
-    if (t.supersededUpTo === null || compareIncarnation(predecessor, t.supersededUpTo) > 0) t.supersededUpTo = predecessor;
+    if (t?.successor == null || compareIncarnation(inc, t.inc) <= 0) return null;
+    return t.inc;
   }
 
   #isSuperseded(t: PeerTrack, inc: Incarnation): boolean {
-    return t.supersededUpTo !== null && compareIncarnation(inc, t.supersededUpTo) <= 0;
+    return t.successor !== null && compareIncarnation(inc, t.successor) < 0;
   }
 
   /** Peers (this one included) that make a majority of the configuration. */
@@ -157,7 +161,17 @@ export class Membership {
     if (t === undefined || this.isEvicted(peer, inc) || this.#isSuperseded(t, inc)) return;
     const order = compareIncarnation(inc, t.inc);
     if (order < 0) return;
-    if (order > 0) t.inc = inc;
+    const known = compareIncarnation(t.inc, unknownIncarnation) !== 0;
+    if (order > 0 && known && !this.isEvicted(peer, t.inc) && !this.#faults.forgetPredecessor) {
+      // A successor while `t.inc` lives: `t.inc` stays tracked, and is silent from now on.
+      if (t.successor === null || compareIncarnation(inc, t.successor) > 0) t.successor = inc;
+      return;
+    }
+    if (order > 0) {
+      t.inc = inc;
+      t.successor = null;
+    }
+    if (t.successor !== null) return; // A superseded incarnation no longer counts as heard.
     // A confirmation vouches for one period of silence only. Once the peer is heard again,
     // the confirmations gathered while it was silent are void: a confirmer may have heard it
     // (and echoed its heartbeats, keeping its lease) since. Kept, they would add up with the
@@ -184,7 +198,7 @@ export class Membership {
    * its id proved itself, and its lease needs our echo, which we have withheld for evictMs.
    */
   #alone(t: PeerTrack): boolean {
-    return this.majority >= this.#peerCount && t.supersededUpTo !== null && compareIncarnation(t.inc, t.supersededUpTo) <= 0;
+    return this.majority >= this.#peerCount && t.successor !== null;
   }
 
   /** Periodic check: suspect every peer silent for evictMs that is not evicted yet. */
@@ -198,11 +212,12 @@ export class Membership {
       // peer nobody here has met would let us count it out of the view while its live
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
       if (compareIncarnation(t.inc, unknownIncarnation) === 0 && !this.#faults.evictWithoutMajority) return;
+      const inc = t.inc;
       t.confirmations.set(this.#self, nowMs);
       out.push(...this.#maybeEvict(peer, t, nowMs));
-      if (this.isEvicted(peer, t.inc)) return;
+      if (this.isEvicted(peer, inc)) return;
       for (let q = 0; q < this.#peerCount; q++) {
-        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc: t.inc, at: nowMs } });
+        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc, at: nowMs } });
       }
     });
     return out;
@@ -215,18 +230,25 @@ export class Membership {
       if (from !== this.#self && nowMs - atMs >= this.#confirmationValidMs) t.confirmations.delete(from);
     }
     if (t.confirmations.size < needed) return [];
-    const out: MembershipEffect[] = this.#apply(peer, t.inc);
+    const inc = t.inc; // #apply moves on to a successor, if any
+    const out: MembershipEffect[] = this.#apply(peer, inc, nowMs);
     for (let q = 0; q < this.#peerCount; q++) {
-      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc: t.inc } });
+      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc } });
     }
     return out;
   }
 
-  #apply(peer: number, inc: Incarnation): MembershipEffect[] {
+  #apply(peer: number, inc: Incarnation, nowMs: number): MembershipEffect[] {
     const t = this.#track(peer);
     if (t === undefined || this.isEvicted(peer, inc)) return [];
     t.evictedUpTo = inc;
     t.confirmations.clear();
+    if (t.successor !== null && compareIncarnation(t.successor, inc) > 0 && compareIncarnation(t.inc, inc) <= 0) {
+      // The predecessor is out: its successor is the one tracked from now on.
+      t.inc = t.successor;
+      t.successor = null;
+      t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
+    }
     return [{ type: 'evict', peer, inc }];
   }
 
@@ -236,12 +258,13 @@ export class Membership {
     if (t === undefined) return []; // About ourselves: the mesh tells us when we are refused.
     switch (msg.t) {
       case 'suspect': {
-        // Never confirm an incarnation older than one we know, even when the newer one is
-        // silent too: EVICT(j, X) takes j out of the view of peers that know no newer
-        // incarnation, while peers that know the newer one keep it, and it may then regain a
-        // lease that nobody's silence ended. A silent newer one is evicted by its own suspicion.
-        const newerKnown = compareIncarnation(t.inc, msg.inc) > 0;
-        const agree = this.isEvicted(msg.peer, msg.inc) || (!newerKnown && this.#silent(t, nowMs));
+        // An incarnation older than the one we track, and not evicted, was never tracked here
+        // (a tracked one leaves only by eviction): we never admitted it, so never echoed it.
+        // We confirm it once this membership is evict_ms old: its successor waits for that
+        // eviction, and a peer that met only the successor must not block it.
+        // One newer than the one we track is a successor we do not watch yet: never confirmed.
+        const order = compareIncarnation(msg.inc, t.inc);
+        const agree = this.isEvicted(msg.peer, msg.inc) || (order < 0 ? nowMs - this.#startMs >= this.#evictMs : order === 0 && this.#silent(t, nowMs));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];
@@ -259,7 +282,7 @@ export class Membership {
         return this.#maybeEvict(msg.peer, t, nowMs);
       }
       case 'evict':
-        return this.#apply(msg.peer, msg.inc);
+        return this.#apply(msg.peer, msg.inc, nowMs);
     }
   }
 

@@ -16,15 +16,30 @@ export class PeerView {
   readonly #inc = new Map<number, Incarnation>();
   readonly #evictedInc = new Map<number, Incarnation>();
 
+  /** `handshakeSyncs`: the synced-on-handshake mutant only (a handshake counts as a packet). */
+  readonly #handshakeSyncs: boolean;
+
   /** Every configured peer but `self` is in the view at first, none of them met yet. */
-  constructor(self: number, peerCount: number) {
+  constructor(self: number, peerCount: number, handshakeSyncs = false) {
+    this.#handshakeSyncs = handshakeSyncs;
     this.#lastTs = new Array<number>(peerCount).fill(0);
     for (let p = 0; p < peerCount; p++) if (p !== self) this.#view.add(p);
   }
 
   /** True when every peer of the view has handshaked and sent us a packet since. */
   get synced(): boolean {
-    for (const p of this.#view) if (!this.#inc.has(p) || (this.#lastTs[p] ?? 0) === 0) return false;
+    for (const p of this.#view) if (!this.#inc.has(p) || ((this.#lastTs[p] ?? 0) === 0 && !this.#handshakeSyncs)) return false;
+    return true;
+  }
+
+  /**
+   * True when every peer of the view we met has sent us a packet since: they all let this
+   * incarnation join (a peer that knew a live predecessor of ours sends nothing before the
+   * majority evicted it). Peers never met do not count: one down for good must not stop us
+   * from answering the others.
+   */
+  get joinedByMet(): boolean {
+    for (const p of this.#view) if (this.#inc.has(p) && (this.#lastTs[p] ?? 0) === 0) return false;
     return true;
   }
 
@@ -95,12 +110,12 @@ export class PeerView {
    * incarnation is the one we met (it lives). True when `inc` is the incarnation we met,
    * which leaves the view until a newer one joins.
    */
-  evict(peer: number, inc: Incarnation): boolean {
+  evict(peer: number, inc: Incarnation, unmetLeaves = false): boolean {
     const current = this.#inc.get(peer);
     if (current !== undefined && compareIncarnation(current, inc) > 0) return false; // A newer one lives.
     const prev = this.#evictedInc.get(peer);
     if (prev === undefined || compareIncarnation(inc, prev) > 0) this.#evictedInc.set(peer, inc);
-    if (current === undefined) return false;
+    if (current === undefined && !unmetLeaves) return false;
     this.#view.delete(peer);
     this.#inc.delete(peer);
     return true;

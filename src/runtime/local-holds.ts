@@ -65,6 +65,18 @@ export class LocalHolds {
     return this.#byRef.get(ref);
   }
 
+  /** The state of request `id`: waiting or held while live, else why it ended (if remembered). */
+  stateOf(id: string): 'waiting' | 'held' | EndReason | undefined {
+    const req = this.#requests.get(id);
+    if (req !== undefined && req.state !== 'ended') return req.state;
+    return this.#ended.reasonOf(id);
+  }
+
+  /** The core ref of live request `id`. */
+  refOf(id: string): number | undefined {
+    return this.#requests.get(id)?.ref;
+  }
+
   /** Number of live local requests (waiting or held). */
   get size(): number {
     return this.#requests.size;

@@ -14,7 +14,7 @@ export interface MetricsSource {
   readonly id: string;
   meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
   meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
-  coreStats(): { locks: number; queued: number; own: number; waiting: number; clock: number };
+  coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
   leaseValid(): boolean;
   /** Now on the clock of `meshStatus().lastHeardMs`. */
   leaseNowMs(): number;
@@ -96,7 +96,7 @@ export class PeerMetrics {
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
     gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.leaseValid() ? 1 : 0));
     gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);
-    gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().own - source.coreStats().waiting);
+    gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().granted);
     gauge('lamport_lock_queued_requests', 'Requests in this peer\'s queues, all peers\' (held and waiting).', () => source.coreStats().queued);
     gauge('lamport_lock_names', 'Lock names with a non-empty queue.', () => source.coreStats().locks);
     new Gauge({

@@ -85,6 +85,8 @@ export class PeerRuntime {
   #session: Session | null = null;
   #stopping = false;
   #rejoining = false;
+  /** A start above a newer incarnation of our id is tried once: a second one means another process runs with it. */
+  #restartedAboveStale = false;
 
   constructor(opts: PeerOptions) {
     const index = opts.config.peers.findIndex((p) => p.id === opts.id);
@@ -104,9 +106,15 @@ export class PeerRuntime {
   }
 
   #holdsHost(): ConstructorParameters<typeof LocalHolds>[0] {
+    // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
+    const checked = (fn: () => void) => (): void => {
+      if (this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true) this.#session?.checkLease();
+      fn();
+    };
+    const env: Env = { ...this.#env, after: (ms, fn) => this.#env.after(ms, checked(fn)), every: (ms, fn) => this.#env.every(ms, checked(fn)) };
     return {
       id: this.id,
-      env: this.#env,
+      env,
       metrics: this.metrics,
       log: this.#log,
       step: (event) => this.#step(event),
@@ -124,6 +132,11 @@ export class PeerRuntime {
     const floor = this.#reservation.load();
     this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0);
     this.#session.start();
+  }
+
+  /** Whether `start` ran. */
+  get started(): boolean {
+    return this.#session !== null;
   }
 
   /** The session of the current incarnation (a new one after each rejoin). */
@@ -151,6 +164,13 @@ export class PeerRuntime {
   /** Rejoins at the end of this turn, outside the socket handler that found it necessary. */
   #rejoinSoon(reason: RejoinReason, startFloorMs: number): void {
     if (this.#rejoining || this.#stopping) return;
+    if (reason === 'stale_incarnation') {
+      if (this.#restartedAboveStale) {
+        this.#log.error({ code: ErrorCode.HandshakeRefused }, 'refused again as older than an incarnation of this peer id: another process runs with this id; stop one of them');
+        return;
+      }
+      this.#restartedAboveStale = true;
+    }
     this.#rejoining = true;
     this.#env.soon(() => {
       this.#rejoining = false;
@@ -185,6 +205,11 @@ export class PeerRuntime {
     return machine.leaseValid && machine.synced;
   }
 
+  /** Peers whose new incarnation waits here until the majority evicts its predecessor. */
+  waitingForPredecessor(): string[] {
+    return this.session().waitingForPredecessor();
+  }
+
   /** Now on the clock the lease and the link status use. */
   leaseNowMs(): number {
     return this.session().leaseNowMs();
@@ -216,11 +241,19 @@ export class PeerRuntime {
       cb.failed(refusal);
       return { id: '', clientGone: () => undefined };
     }
-    return this.#holds.request(lock, opts, cb);
+    const handle = this.#holds.request(lock, opts, cb);
+    return {
+      id: handle.id,
+      clientGone: () => {
+        this.#session?.checkLease();
+        handle.clientGone();
+      },
+    };
   }
 
   #refusal(): LockError | null {
     if (this.#stopping) return new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down');
+    this.session().checkLease();
     if (this.#rejoining) return new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again');
     // A failed high-water-mark write stops new requests; each one retries the write first.
     this.#reservation.reserve(this.session().machine.clock);
@@ -246,12 +279,24 @@ export class PeerRuntime {
 
   /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
   release(lock: string, id: string): void {
+    this.session().checkLease();
     this.#holds.release(lock, id);
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
   refresh(lock: string, id: string, ttlMs?: number): number | null {
+    this.session().checkLease();
     return this.#holds.refresh(lock, id, ttlMs);
+  }
+
+  /** The state of local request `id`: waiting, held, or why it ended (if remembered). */
+  requestState(id: string): ReturnType<LocalHolds['stateOf']> {
+    return this.#holds.stateOf(id);
+  }
+
+  /** The core ref of live local request `id` (for explanations). */
+  refOf(id: string): number | undefined {
+    return this.#holds.refOf(id);
   }
 
   /** The live local request with that core ref, if any (for the views). */

@@ -19,12 +19,13 @@ import type { MembershipEffect, MembershipMessage } from '../core/membership.js'
 import type { Packet } from '../core/messages.js';
 import { isPacket } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
-import { formatIncarnation } from '../core/types.js';
+import { compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { isLockError } from '../errors.js';
+import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import { Mesh } from '../transport/mesh.js';
-import type { Listener, Network } from '../transport/network.js';
+import type { Listener, Network, RawSocket } from '../transport/network.js';
 import type { PlantedFaults } from './faults.js';
 import { LeaseClock } from './lease-clock.js';
 import { LeaseTracker } from './lease.js';
@@ -78,6 +79,33 @@ export interface SessionOptions {
   readonly faults?: PlantedFaults | undefined;
 }
 
+/** Wraps what runs a function: the guard runs first. */
+type Guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A) => void;
+
+function guardedSocket(sock: RawSocket, guard: Guard): RawSocket {
+  return {
+    get isOpen() {
+      return sock.isOpen;
+    },
+    handle: (h) => sock.handle({ onOpen: guard(() => h.onOpen()), onMessage: guard((d: Uint8Array, b: boolean) => h.onMessage(d, b)), onError: guard((e: { code?: string | undefined; message: string }) => h.onError(e)), onClose: guard(() => h.onClose()) }),
+    send: (data) => sock.send(data),
+    close: (code, reason) => sock.close(code, reason),
+    terminate: () => sock.terminate(),
+  };
+}
+
+function guardedNetwork(net: Network, guard: Guard): Network {
+  return { listen: (host, port) => net.listen(host, port), dial: (url) => guardedSocket(net.dial(url), guard) };
+}
+
+function guardedListener(l: Listener, guard: Guard): Listener {
+  return {
+    port: l.port,
+    accept: (fn) => l.accept(fn === null ? null : (sock, remote) => guard(() => fn(guardedSocket(sock, guard), remote))()),
+    close: () => l.close(),
+  };
+}
+
 /** The lease timer's period: often enough that a lapse is noticed within a small part of lease_ms. */
 export function leaseTickMs(leaseMs: number): number {
   return Math.max(10, Math.min(100, Math.floor(leaseMs / 20)));
@@ -97,11 +125,22 @@ export class Session {
   readonly #lease: LeaseTracker;
   readonly #membership: Membership;
   readonly #mesh: Mesh<Payload>;
+  /**
+   * Incarnations that joined the mesh while their predecessor was not evicted: they wait,
+   * out of the protocol, until the majority evicts it (Membership.predecessorOf). Their
+   * core packets wait here (they send none that matter: they cannot sync before every peer
+   * let them join), and nothing of ours that could count as an ack goes to them.
+   */
+  readonly #pending = new Map<number, { readonly inc: Incarnation; readonly clock: number; readonly packets: Packet[] }>();
   /** When each remote request was first seen here (wall ms), by `peer:ts`. */
   readonly #seenAt = new Map<string, number>();
   readonly #timers: Timer[] = [];
-  /** Whether any peer admitted this incarnation: a refused stale start may retry above the known one. */
-  #met = false;
+  /**
+   * Whether this incarnation ever synced with every peer: one that never did and is refused
+   * as stale (its wall clock stepped back since its predecessor started) starts again above
+   * the incarnation the refusal names; one that did is an old process a newer one replaced.
+   */
+  #everSynced = false;
   #closed = false;
 
   constructor(opts: SessionOptions, hooks: SessionHooks) {
@@ -129,13 +168,28 @@ export class Session {
     const self = peers[opts.index];
     assert(self !== undefined, 'self is configured');
     // The mesh stamps heartbeats and watches silence on the lease clock, so an echo's send
-    // time and the lease it extends are on one clock that counts suspends.
-    const env: Env = { ...this.#env, monoMs: () => this.#now() };
+    // time and the lease it extends are on one clock that counts suspends. Every event that
+    // enters this incarnation (a timer, a socket's) re-checks the lease first: a process
+    // resumed after a pause or a suspend ends its holds before it does anything else.
+    const guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A): void => {
+      if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
+      fn(...args);
+    };
+    const base = this.#env;
+    const env: Env = {
+      ...base,
+      monoMs: () => this.#now(),
+      after: (ms, fn) => base.after(ms, guard(fn)),
+      every: (ms, fn) => base.every(ms, guard(fn)),
+      soon: (fn) => base.soon(guard(fn)),
+    };
+    const network = guardedNetwork(opts.world.network, guard);
+    const listener = guardedListener(opts.world.listener, guard);
     return new Mesh<Payload>(
       {
         cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
-        env, network: opts.world.network, listener: opts.world.listener, incarnation: this.incarnation,
-        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock,
+        env, network, listener, incarnation: this.incarnation,
+        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, mayAck: (peer) => !this.#pending.has(peer) && this.#machine.ackReady,
         mayEcho: (peer, inc) => this.#membership.mayEcho(peer, inc, this.#now()),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh,
       },
@@ -144,12 +198,11 @@ export class Session {
         onPayload: (from, inc, payload) => this.#onPayload(from, inc, payload),
         onHeartbeat: (from, inc, clock) => {
           this.#membership.heard(from, inc, this.#now());
-          if (clock !== undefined) this.step({ type: 'packet', from, inc, packet: { c: clock, m: [] } });
+          if (clock !== undefined && !this.#pending.has(from)) this.step({ type: 'packet', from, inc, packet: { c: clock, m: [] } });
         },
         onEcho: (peer, sentAtMs, rttMs) => this.#onEcho(peer, sentAtMs, rttMs),
         onConnection: (peer, connected) => this.#log.info({ remote: this.peerId(peer), connected }, connected ? 'link up' : 'link down'),
         onRefused: (peer, reason, known) => this.#onRefused(peer, reason, known),
-        onSuperseded: (peer, predecessor) => this.#onSuperseded(peer, predecessor),
       },
     );
   }
@@ -158,7 +211,10 @@ export class Session {
   start(): void {
     this.#mesh.start();
     this.#timers.push(this.#env.every(leaseTickMs(this.#config.leaseMs), () => this.#refreshLease()));
-    this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => this.#applyMembership(this.#membership.tick(this.#now()))));
+    this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
+      if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
+      this.#applyMembership(this.#membership.tick(this.#now()));
+    }));
     this.#refreshLease();
     this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock }, 'incarnation started');
   }
@@ -169,9 +225,19 @@ export class Session {
   }
 
   #onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
-    this.#met = true;
-    this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted after its predecessor was evicted' : 'peer joined');
     this.#membership.heard(peer, inc, this.#now());
+    const predecessor = this.#membership.predecessorOf(peer, inc);
+    if (predecessor !== null) {
+      this.#log.warn({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), predecessor: formatIncarnation(predecessor) },
+        'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
+      this.#pending.set(peer, { inc, clock, packets: [] });
+      return;
+    }
+    this.#join(peer, inc, clock, restarted);
+  }
+
+  #join(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
+    this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted: dropping its old requests' : 'peer joined');
     if (restarted) {
       this.#lease.forget(peer);
       this.#forgetSeen(peer);
@@ -184,6 +250,12 @@ export class Session {
     this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
       this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
+      return;
+    }
+    const pending = this.#pending.get(from);
+    if (pending !== undefined) {
+      if (pending.packets.length < limits.frameMessagesMax) pending.packets.push(payload);
+      else this.#log.warn({ remote: this.peerId(from) }, 'dropping a packet of a waiting incarnation: too many');
       return;
     }
     const now = this.#env.wallMs();
@@ -207,7 +279,7 @@ export class Session {
     if (reason === 'evicted') {
       this.#log.warn({ remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
       this.#hooks.onRejoin('evicted', this.incarnation.startMs + 1);
-    } else if (reason === 'stale_incarnation' && known !== undefined && !this.#met) {
+    } else if (reason === 'stale_incarnation' && known !== undefined && !this.#everSynced) {
       // We started older than an incarnation of our id that the others know: the wall clock
       // stepped back since it started, or another process runs with our id. Start again above
       // it; a live one is then superseded and evicted before we are admitted.
@@ -218,21 +290,28 @@ export class Session {
     }
   }
 
-  #onSuperseded(peer: number, predecessor: Incarnation): void {
-    this.#log.warn({ remote: this.peerId(peer), incarnation: formatIncarnation(predecessor) }, 'a newer incarnation of this peer knocked: lending the old one no lease, the majority will evict it');
-    this.#membership.superseded(peer, predecessor);
-  }
-
   #applyMembership(effects: readonly MembershipEffect[]): void {
     for (const e of effects) {
       if (e.type === 'send') {
+        this.#log.debug({ remote: this.peerId(e.to), t: e.msg.t, about: this.peerId(e.msg.peer), incarnation: formatIncarnation(e.msg.inc) }, 'membership message');
         this.#send(e.to, e.msg);
         continue;
       }
       this.#log.warn({ remote: this.peerId(e.peer), incarnation: formatIncarnation(e.inc) }, 'peer evicted by a majority: dropping its requests');
       this.#mesh.refuseIncarnation(e.peer, e.inc);
-      this.#lease.forget(e.peer);
       this.#forgetSeen(e.peer);
+      const pending = this.#pending.get(e.peer);
+      // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.
+      if (pending !== undefined && compareIncarnation(pending.inc, e.inc) <= 0) this.#pending.delete(e.peer);
+      if (pending !== undefined && compareIncarnation(pending.inc, e.inc) > 0) {
+        // Its predecessor's lease has lapsed: the waiting incarnation joins, then its packets.
+        this.#pending.delete(e.peer);
+        this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
+        this.#join(e.peer, pending.inc, pending.clock, false);
+        for (const packet of pending.packets) this.#onPayload(e.peer, pending.inc, packet);
+        continue;
+      }
+      this.#lease.forget(e.peer);
       this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
       this.#hooks.onChanged();
     }
@@ -241,6 +320,11 @@ export class Session {
   #forgetSeen(peer: number): void {
     const prefix = `${peer}:`;
     for (const key of this.#seenAt.keys()) if (key.startsWith(prefix)) this.#seenAt.delete(key);
+  }
+
+  /** Re-checks the lease now (the runtime does before each client call). */
+  checkLease(): void {
+    this.#refreshLease();
   }
 
   /** Tells the core when the lease changed. */
@@ -271,6 +355,7 @@ export class Session {
       } else this.#hooks.onEffect(effect);
     }
     this.#hooks.onClock(this.#machine.clock);
+    if (!this.#everSynced && this.#machine.synced) this.#everSynced = true;
     if (event.type !== 'packet' || event.packet.m.length > 0) this.#hooks.onChanged();
   }
 
@@ -279,6 +364,9 @@ export class Session {
    * dropping it would break exactly-once delivery, so this incarnation ends instead.
    */
   #send(to: number, payload: Payload): void {
+    // Core packets for a peer whose new incarnation waits were meant for the predecessor,
+    // which the mesh can no longer reach; the new one gets the state transfer when it joins.
+    if (!('t' in payload) && this.#pending.has(to)) return;
     try {
       this.#mesh.send(to, payload);
     } catch (err) {
@@ -289,7 +377,7 @@ export class Session {
   }
 
   /** The protocol core, for read-only queries (views, explanations). */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'leaseValid' | 'view' | 'lastTs' | 'queue' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'queue' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 
@@ -311,6 +399,11 @@ export class Session {
   /** Ids of the peers whose heartbeat echoes no longer vouch for our lease. */
   leaseSilentPeers(): string[] {
     return this.#lease.silentPeers(this.#now()).map((p) => this.peerId(p));
+  }
+
+  /** Peers whose new incarnation waits here for its predecessor's eviction. */
+  waitingForPredecessor(): string[] {
+    return [...this.#pending.keys()].map((p) => this.peerId(p));
   }
 
   /** When a remote request was first seen here (epoch ms), if known. */

@@ -20,8 +20,8 @@ export type { DataFrame } from './link.js';
 /**
  * The only protocol version this code speaks; a hello with another one is refused.
  * 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
- * incarnation names the one it is older than, and a newer incarnation waits for its
- * predecessor's eviction (`predecessor_live`).
+ * incarnation names the one it is older than (a restart after the wall clock stepped back
+ * starts again above it).
  */
 export const protocolVersion = 3;
 

@@ -31,7 +31,6 @@ export type RefuseReason =
   | 'bad_mac'
   | 'replayed'
   | IncarnationRefusal
-  | 'predecessor_live'
   | 'protocol'
   | 'busy';
 

@@ -42,19 +42,6 @@ export class IncarnationBook {
     return null;
   }
 
-  /**
-   * The live predecessor a newer `inc` of `peer` must wait for: the incarnation admitted so
-   * far when `inc` is newer and that one is not refused (evicted) yet, else null. Freeing the
-   * predecessor's requests at once would let the lock go to another holder while the
-   * predecessor, a frozen process or a second one with the same id, may still hold a valid
-   * lease (issue 12, defect 1); its eviction by a majority proves that lease lapsed.
-   */
-  livePredecessor(peer: number, inc: Incarnation): Incarnation | null {
-    const known = this.known(peer);
-    if (known === null || compareIncarnation(inc, known) <= 0 || this.isRefused(peer, known)) return null;
-    return known;
-  }
-
   /** Admits `inc` (which passed `check`) and says whether it is news. */
   admit(peer: number, inc: Incarnation): IncarnationNews {
     assert(this.check(peer, inc) === null, 'only an admissible incarnation is admitted');

@@ -64,7 +64,6 @@ export class MeshDialer<P> {
     slot.dialing = null;
     slot.out = sock;
     slot.backoff.reset();
-    slot.awaitingEviction = false;
     sock.onFrame = (frame) => this.#onOutboundFrame(slot, sock, frame);
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
     sock.startHeartbeat(this.#opts.heartbeatMs, () => this.#heartbeat(slot));
@@ -81,7 +80,7 @@ export class MeshDialer<P> {
    */
   #heartbeat(slot: PeerSlot<P>): HeartbeatFrame {
     const sentAtMs = this.#opts.env.monoMs();
-    const safe = slot.pending.length === 0 || this.#opts.faults?.heartbeatClockWhilePending === true;
+    const safe = (slot.pending.length === 0 || this.#opts.faults?.heartbeatClockWhilePending === true) && (this.#opts.mayAck?.(slot.peer.index) ?? true);
     return safe ? { t: 'hb', sentAtMs, clock: this.#opts.clock() } : { t: 'hb', sentAtMs };
   }
 
@@ -112,7 +111,6 @@ export class MeshDialer<P> {
       this.#mesh.updateConnected(slot);
     }
     if (this.#mesh.closing() || slot.out !== null || slot.dialing !== null || slot.redial !== null) return;
-    const delayMs = slot.backoff.next();
-    slot.redial = this.#opts.env.after(slot.awaitingEviction ? Math.min(delayMs, this.#opts.heartbeatMs) : delayMs, () => this.#dial(slot));
+    slot.redial = this.#opts.env.after(slot.backoff.next(), () => this.#dial(slot));
   }
 }

@@ -35,6 +35,11 @@ export interface MeshOptions<P> {
   readonly isPayload: (v: unknown) => v is P;
   /** Current Lamport clock, for handshakes and heartbeats. */
   readonly clock: () => number;
+  /**
+   * Whether a heartbeat to `peer` may carry the clock, which it takes as an ack. Not while
+   * the runtime has not let that peer's incarnation join the protocol. Default: always.
+   */
+  readonly mayAck?: (peer: number) => boolean;
   readonly logger: Logger;
   /**
    * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
@@ -49,8 +54,8 @@ export interface MeshOptions<P> {
 export interface MeshFaults {
   /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
   readonly heartbeatClockWhilePending: boolean;
-  /** A newer incarnation is admitted while its predecessor is not evicted (issue 12, defect 1). */
-  readonly admitOverLivePredecessor: boolean;
+  /** An evicted incarnation is never refused: its streams stay, and it may dial again. */
+  readonly acceptEvicted: boolean;
 }
 
 /** What the mesh reports to the runtime. Called synchronously from socket events. */
@@ -76,11 +81,7 @@ export interface MeshEvents<P> {
    * 'stale_incarnation' comes with the newer incarnation of our id that `peer` knows.
    */
   onRefused?(peer: number, reason: string, known: Incarnation | undefined): void;
-  /**
-   * An authenticated newer incarnation of `peer` knocked while `predecessor` is not evicted:
-   * it was refused until the predecessor is, which the runtime should now bring about.
-   */
-  onSuperseded?(peer: number, predecessor: Incarnation): void;
+
 }
 
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */

@@ -25,7 +25,7 @@ import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
 import { Backoff, FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
-import { refuse, secretKey } from './handshake.js';
+import { secretKey } from './handshake.js';
 import { IncarnationBook } from './incarnations.js';
 import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
@@ -151,6 +151,7 @@ export class Mesh<P> {
 
   /** Refuses `inc` of `peer` and every older incarnation forever (eviction, DESIGN section 5). */
   refuseIncarnation(peer: number, inc: Incarnation): void {
+    if (this.#opts.faults?.acceptEvicted === true) return;
     const slot = this.#slot(peer);
     if (!this.#book.refuse(peer, inc)) return;
     this.#log.warn({ remote: slot.peer.id, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');
@@ -239,18 +240,8 @@ export class Mesh<P> {
 
   // ---- incarnations -------------------------------------------------------------------
 
-  /**
-   * Admits an authenticated incarnation; a new one resets the streams and joins first. A
-   * newer one whose predecessor is not evicted yet is refused for now (it redials): the
-   * runtime hears of the supersession, lends the predecessor no more lease, and lets the
-   * majority evict it (IncarnationBook.livePredecessor).
-   */
+  /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
   #admit(slot: PeerSlot<P>, inc: Incarnation, clock: number): void {
-    const predecessor = this.#book.livePredecessor(slot.peer.index, inc);
-    if (predecessor !== null && this.#opts.faults?.admitOverLivePredecessor !== true) {
-      this.#events.onSuperseded?.(slot.peer.index, predecessor);
-      refuse('predecessor_live', `incarnation ${formatIncarnation(inc)} of ${slot.peer.id} waits until its predecessor ${formatIncarnation(predecessor)} is evicted`);
-    }
     const news = this.#book.admit(slot.peer.index, inc);
     if (news === 'same') return;
     this.#dropStreams(slot);
@@ -271,7 +262,6 @@ export class Mesh<P> {
   #refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
     this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: slot.peer.id }, `refused by peer: ${frame.message}`);
     sock.close(1000, 'refused');
-    if (frame.reason === 'predecessor_live') slot.awaitingEviction = true;
     this.#events.onRefused?.(slot.peer.index, frame.reason, frame.known);
   }
 

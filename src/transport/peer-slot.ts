@@ -26,11 +26,7 @@ export interface PeerSlot<P> {
   dialing: FrameSocket<P> | null;
   redial: Timer | null;
   readonly backoff: Backoff;
-  /**
-   * The peer refused us until our predecessor is evicted: redial every heartbeat rather
-   * than with a growing backoff, so we join soon after the eviction.
-   */
-  awaitingEviction: boolean;
+
   /** Last value reported through onConnection. */
   connected: boolean;
   /** Monotonic time a frame was last heard on a socket now closed. */
@@ -51,7 +47,6 @@ export function newPeerSlot<P>(peer: MeshPeer, unackedBytesMax: number, backoff:
     dialing: null,
     redial: null,
     backoff,
-    awaitingEviction: false,
     connected: false,
     lastHeardMs: null,
     rttMs: null,

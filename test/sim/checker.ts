@@ -80,6 +80,11 @@ export class Checker {
     this.#dirty.clear();
   }
 
+  /** The promise that a holder is told when and why its hold ended was broken. */
+  told(nowMs: number, what: string): void {
+    this.#fail(nowMs, `told: ${what}`);
+  }
+
   /** The self-fencing rule of DESIGN section 5 was broken. */
   selfFence(nowMs: number, what: string): void {
     this.#fail(nowMs, `self-fencing: ${what}`);

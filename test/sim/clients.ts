@@ -1,46 +1,54 @@
 /**
- * The sim runtime's client bookkeeping: every request a simulated client made, its state
- * as the client sees it, and the holds it reports to the checker. Refs are allocated here,
- * as the real runtime allocates them, and are unique across the whole run.
+ * The simulated clients, entering where the HTTP API enters: `PeerRuntime.request` with
+ * the callbacks the API uses, then release, refresh and going away (a closed connection:
+ * a cancelled wait, or the end of a connection-bound hold). A client keeps what it was
+ * told, and the checker holds the runtime to its promise that a holder is told when and
+ * why its hold ended: exactly once, and for every end it did not cause itself.
  */
-import type { Effect } from '../../src/core/machine.js';
-import type { RequestSpec } from '../../src/core/types.js';
+import type { EndReason, Mode } from '../../src/core/types.js';
+import { tokenPeerFactor } from '../../src/core/types.js';
+import { isLockError } from '../../src/errors.js';
+import type { AcquireOptions, Grant, RequestHandle } from '../../src/runtime/holds.js';
 import type { Checker } from './checker.js';
-import type { ClientEnd } from './events.js';
+import type { SimPeerProcess } from './cluster.js';
+import type { SimTime } from './host.js';
 
-/** queued: not yet seen by its peer (paused); waiting: in the core; held; done. */
-export type ClientState = 'queued' | 'waiting' | 'held' | 'done';
+/** waiting: asked, no answer yet; held; done (failed, ended, released, or its peer died). */
+export type ClientState = 'waiting' | 'held' | 'done';
 
 /** One client request and what became of it. */
 export interface ClientRequest {
   readonly ref: number;
   readonly peer: number;
-  readonly life: number;
+  readonly proc: SimPeerProcess;
   readonly lock: string;
-  readonly spec: RequestSpec;
-  readonly noWait: boolean;
+  readonly opts: AcquireOptions;
   readonly issuedMs: number;
+  /** The client cancels by going away; false in the liveness phase's requests. */
   state: ClientState;
+  handle: RequestHandle | null;
+  grant: Grant | null;
+  /** Ends the runtime told (more than one is a violation). */
+  told: EndReason[];
   outcome: string;
 }
 
-/** Told when a request is granted, so the workload can schedule its release. */
+/** Told when a request is granted, so the workload can schedule what the holder does next. */
 export type OnGranted = (req: ClientRequest) => void;
 
-type GrantedEffect = Extract<Effect, { type: 'granted' }>;
-
-/** Every open request of the run, by ref. */
+/** Every request of the run. */
 export class Clients {
   readonly #checker: Checker;
+  readonly #time: SimTime;
   readonly #open = new Map<number, ClientRequest>();
   #nextRef = 1;
   #unresolved = 0;
-  readonly #openPerPeer = new Map<number, number>();
-  readonly #heldPerPeer = new Map<number, number>();
   onGranted: OnGranted = () => undefined;
+  transcript: { add(nowMs: number, peer: number | null, what: string): void } | null = null;
 
-  constructor(checker: Checker) {
+  constructor(checker: Checker, time: SimTime) {
     this.#checker = checker;
+    this.#time = time;
   }
 
   /** Requests neither granted nor finished: what the liveness phase waits for. */
@@ -55,75 +63,125 @@ export class Clients {
 
   /** Open requests and holds of one peer's clients. */
   openOf(peer: number): number {
-    return this.#openPerPeer.get(peer) ?? 0;
+    let n = 0;
+    for (const r of this.#open.values()) if (r.peer === peer) n++;
+    return n;
   }
 
-  /** Holds of one peer's clients granted and not ended (the self-fencing check). */
-  heldOf(peer: number): number {
-    return this.#heldPerPeer.get(peer) ?? 0;
-  }
-
-  /** A client asks its peer for a lock. */
-  create(opts: { peer: number; life: number; lock: string; spec: RequestSpec; noWait: boolean; nowMs: number }): ClientRequest {
-    const req: ClientRequest = { ref: this.#nextRef++, ...opts, issuedMs: opts.nowMs, state: 'queued', outcome: '' };
+  /** A client asks a process for a lock; the request reaches it when the process runs. */
+  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions): ClientRequest {
+    const req: ClientRequest = {
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '',
+    };
     this.#open.set(req.ref, req);
-    this.#openPerPeer.set(req.peer, this.openOf(req.peer) + 1);
     this.#unresolved += 1;
+    proc.proc.at(this.#time.nowMs, () => {
+      if (req.state !== 'waiting') return false;
+      req.handle = proc.runtime.request(lock, opts, {
+        granted: (g) => this.#granted(req, g),
+        failed: (err) => {
+          if (req.state !== 'waiting') return this.#checker.told(this.#time.nowMs, `ref ${req.ref} failed (${err.code}) after it ${req.state === 'held' ? 'was granted' : 'ended'}`);
+          this.#close(req, err.code);
+        },
+        ended: (reason) => this.#ended(req, reason),
+      });
+      return true;
+    });
     return req;
   }
 
-  /** The open request with this ref, if any. */
-  get(ref: number): ClientRequest | undefined {
-    return this.#open.get(ref);
-  }
-
-  /** The peer's core has taken the request. */
-  submitted(req: ClientRequest): void {
-    req.state = 'waiting';
-  }
-
-  /** The core granted: the hold becomes valid and the checker learns of it. */
-  granted(peer: number, f: GrantedEffect, nowMs: number): void {
-    const req = this.#open.get(f.ref);
-    if (req === undefined || req.state !== 'waiting') throw new Error(`p${peer} granted ref ${f.ref}, which is not waiting`);
+  #granted(req: ClientRequest, g: Grant): void {
+    if (req.state !== 'waiting') {
+      this.#checker.told(this.#time.nowMs, `ref ${req.ref} granted while ${req.state}`);
+      return;
+    }
     req.state = 'held';
+    req.grant = g;
     this.#unresolved -= 1;
-    this.#heldPerPeer.set(peer, this.heldOf(peer) + 1);
-    const { limit, permits } = req.spec;
-    const hold = { ref: f.ref, peer, life: req.life, lock: f.lock, ts: f.ts, mode: f.mode, limit, permits, token: f.token, grantedMs: nowMs };
-    this.#checker.grant(hold, nowMs);
+    const ts = Number(g.token / BigInt(tokenPeerFactor));
+    const { limit, permits } = req.opts;
+    const mode: Mode = g.mode;
+    if (this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} GRANT ref ${req.ref} ${req.lock} ${g.mode} token ${g.token}`);
+    this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock: req.lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
     this.onGranted(req);
   }
 
-  /** The core ended the request itself (no-wait refusal, lease lost). */
-  endedByCore(ref: number, outcome: string): void {
-    const req = this.#open.get(ref);
-    if (req !== undefined) this.#close(req, outcome);
+  #ended(req: ClientRequest, reason: EndReason): void {
+    req.told.push(reason);
+    if (req.told.length > 1) this.#checker.told(this.#time.nowMs, `ref ${req.ref} was told its hold ended ${req.told.length} times: ${req.told.join(', ')}`);
+    if (req.state === 'held') this.#close(req, reason);
   }
 
-  /** The client released, its TTL expired or its wait was cancelled. */
-  finish(req: ClientRequest, end: ClientEnd): void {
-    this.#close(req, end);
+  /** The holder releases its hold (it must be live, or the client must have been told it ended). */
+  release(req: ClientRequest): void {
+    req.proc.proc.at(this.#time.nowMs, () => {
+      if (req.state !== 'held') return false;
+      this.#onHolder(req, () => req.proc.runtime.release(req.lock, req.grant?.id ?? ''), 'release');
+      if (req.state === 'held') this.#checker.told(this.#time.nowMs, `ref ${req.ref} released, but its end was not told`);
+      return true;
+    });
   }
 
-  /** A peer's incarnation ended (crashed, or evicted and rejoining): its clients' requests and holds end. */
-  endAll(peer: number, outcome: 'crashed' | 'evicted'): void {
-    for (const req of [...this.#open.values()]) if (req.peer === peer) this.#close(req, outcome);
+  /** The holder extends its TTL. */
+  refresh(req: ClientRequest): void {
+    req.proc.proc.at(this.#time.nowMs, () => {
+      if (req.state !== 'held') return false;
+      this.#onHolder(req, () => req.proc.runtime.refresh(req.lock, req.grant?.id ?? ''), 'refresh');
+      return true;
+    });
+  }
+
+  /** The client goes away: a waiting request is withdrawn, a connection-bound hold released. */
+  leave(req: ClientRequest): void {
+    req.proc.proc.at(this.#time.nowMs, () => {
+      if (req.state === 'done') return false;
+      if (req.state === 'held' && req.opts.hold !== 'connection') return false;
+      req.handle?.clientGone();
+      this.#close(req, 'left');
+      return true;
+    });
+  }
+
+  /** Runs a holder's call on its process; a 404 for a hold it was never told had ended is a violation. */
+  #onHolder(req: ClientRequest, call: () => unknown, what: string): void {
+    if (req.state !== 'held') return;
+    try {
+      call();
+    } catch (err) {
+      if (!isLockError(err, 'ERR_NOT_HELD')) throw err;
+      if (req.state === 'held') {
+        this.#checker.told(this.#time.nowMs, `ref ${req.ref}'s ${what} answered 404 (${String(err.details['reason'])}): its hold ended untold`);
+        this.#close(req, 'untold');
+      }
+    }
+  }
+
+  /** A process died: its clients' connections reset; their requests and holds are over. */
+  crashed(procId: number): void {
+    for (const req of [...this.#open.values()]) if (req.proc.proc.id === procId) this.#close(req, 'crashed');
+  }
+
+  /** At the end of a run: every hold a client still believes live must be live in its runtime. */
+  checkBelieved(): void {
+    for (const req of this.#open.values()) {
+      if (req.state !== 'held' || !req.proc.proc.alive) continue;
+      const state = req.proc.runtime.requestState(req.grant?.id ?? '');
+      if (state !== 'held') this.#checker.told(this.#time.nowMs, `ref ${req.ref} believes it holds ${req.lock}, but its peer says ${state ?? 'nothing'}: ended untold`);
+    }
   }
 
   /** Requests still waiting, for the liveness report. */
   waiting(): ClientRequest[] {
-    return [...this.#open.values()].filter((r) => r.state === 'queued' || r.state === 'waiting');
+    return [...this.#open.values()].filter((r) => r.state === 'waiting');
   }
 
   #close(req: ClientRequest, outcome: string): void {
-    if (req.state === 'held') {
-      this.#checker.end(req.lock, req.ref);
-      this.#heldPerPeer.set(req.peer, this.heldOf(req.peer) - 1);
-    } else this.#unresolved -= 1;
+    if (req.state === 'done') return;
+    if (req.state === 'held' && this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} END ref ${req.ref} ${req.lock} ${outcome}`);
+    if (req.state === 'held') this.#checker.end(req.lock, req.ref);
+    else this.#unresolved -= 1;
     req.state = 'done';
     req.outcome = outcome;
     this.#open.delete(req.ref);
-    this.#openPerPeer.set(req.peer, this.openOf(req.peer) - 1);
   }
 }

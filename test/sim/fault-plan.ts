@@ -1,13 +1,16 @@
 /**
- * The safety phase's faults, drawn from the seed at the seed's own rate: crashes with
- * state loss (a restart follows after a random down time), pauses (the peer processes
- * nothing and its timers wait; sometimes longer than evict_ms), cuts between two peers,
- * and partitions: two groups (symmetric), some directions cut (asymmetric), or one peer
- * bridging two sides that do not see each other. Some last longer than evict_ms, so the
- * majority evicts and the cut-off peers self-fence and rejoin.
+ * The safety phase's faults, drawn from the seed at the seed's own rate: crashes (kill -9;
+ * the restart may find its data dir gone or unwritable, or its wall clock stepped back),
+ * pauses (SIGSTOP: the process runs nothing, its clocks run on), host suspends (the
+ * monotonic clock stops too, the wall clock does not), a second process started with a
+ * live peer's id, windows in which the clock file cannot be written, cuts between two
+ * peers, and partitions: two groups (symmetric), some directions cut (asymmetric), or one
+ * peer bridging two sides that do not see each other. Durations are short, longer than
+ * evict_ms, or placed around the lease and eviction deadlines, where timing bugs live.
  */
-import type { Cluster, SimTime } from './cluster.js';
-import type { Schedule } from './events.js';
+import type { Cluster } from './cluster.js';
+import type { ScheduleWorld } from './events.js';
+import type { SimTime } from './host.js';
 import type { Wire } from './network.js';
 import type { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
@@ -19,7 +22,7 @@ export interface FaultPlanOptions {
   readonly rng: Prng;
   readonly cluster: Cluster;
   readonly wire: Wire;
-  readonly schedule: Schedule;
+  readonly schedule: ScheduleWorld;
   readonly time: SimTime;
   readonly transcript: Transcript;
 }
@@ -45,28 +48,36 @@ export class FaultPlan {
     this.#next();
   }
 
+  #weights(): number[] {
+    const s = this.#o.scenario;
+    return [s.crashWeight, s.pauseWeight, s.suspendWeight, s.cutWeight, s.partitionWeight, s.duplicateWeight, s.diskFaultWeight];
+  }
+
   /** One random fault, then the next one is scheduled. */
-  onFault(): void {
+  #onFault(): void {
     if (!this.#active) return;
-    const { scenario: s, rng, cluster } = this.#o;
+    const { scenario: s, rng } = this.#o;
     const peer = rng.int(0, s.peers - 1);
-    const x = rng.float() * (s.crashWeight + s.pauseWeight + s.cutWeight + s.partitionWeight);
-    if (x < s.crashWeight) this.#crash(peer);
-    else if (x < s.crashWeight + s.pauseWeight) cluster.pause(peer, this.#duration(s.pauseMaxMs));
-    else if (x < s.crashWeight + s.pauseWeight + s.cutWeight) this.#cut(peer);
-    else this.#partition();
+    const weights = this.#weights();
+    let x = rng.float() * weights.reduce((a, b) => a + b, 0);
+    let kind = 0;
+    while (kind < weights.length - 1 && x >= (weights[kind] ?? 0)) x -= weights[kind++] ?? 0;
+    [
+      () => this.#crash(peer),
+      () => this.#pause(peer),
+      () => this.#suspend(peer),
+      () => this.#cut(peer),
+      () => this.#partition(),
+      () => this.#duplicate(peer),
+      () => this.#diskFault(peer),
+    ][kind]?.();
     this.#next();
   }
 
-  /** A scheduled restart; in the liveness phase every peer but the dead one is already back. */
-  onRestart(peer: number): void {
-    if (peer !== this.#dead) this.#o.cluster.restart(peer);
-  }
-
   /**
-   * The liveness phase: no more faults; cuts heal, every peer is restarted and resumed now,
-   * except, in some seeds, one peer that stays dead: the others must evict it and go on.
-   * Returns the dead peer, if any.
+   * The liveness phase: no more faults; cuts heal, disks work, duplicates are gone, every
+   * peer runs, except, in some seeds, one that stays dead: the others must evict it and go
+   * on. Returns the dead peer, if any.
    */
   heal(): number | null {
     this.#active = false;
@@ -77,40 +88,105 @@ export class FaultPlan {
       // A peer nobody has met cannot be evicted (by design: see Membership.tick), so the dead
       // one is a running peer whose incarnation some other peer knows.
       const candidate = rng.int(0, s.peers - 1);
-      if (cluster.isUp(candidate) && cluster.isKnown(candidate)) this.#dead = candidate;
+      if (cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate)) this.#dead = candidate;
     }
     for (let peer = 0; peer < cluster.size; peer++) {
+      cluster.hostOf(peer).disk.failing = false;
+      // Two processes with one id make each other unavailable (safely): the operator stops
+      // both and starts one.
+      if (cluster.processes(peer).length > 1 || cluster.wasDuplicated(peer)) while (cluster.isUp(peer)) cluster.crash(peer);
       if (peer === this.#dead) {
         cluster.crash(peer);
         continue;
       }
       cluster.restart(peer);
-      if (cluster.isPaused(peer)) cluster.resume(peer, cluster.lifeOf(peer));
+      cluster.wake(peer);
+      cluster.resume(peer);
     }
     return this.#dead;
   }
 
-  /** Short, or (at the seed's rate) longer than evict_ms in the slowest clock. */
-  #duration(shortMaxMs: number): number {
+  /** Short, longer than evict_ms, or ending near a lease or eviction deadline (in that host's clock). */
+  #duration(shortMaxMs: number, peer: number): number {
     const { rng, scenario: s } = this.#o;
-    if (!rng.chance(s.longFaultChance)) return rng.int(1, shortMaxMs);
-    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
-    return rng.int(Math.ceil(evictGlobalMs), Math.ceil(3 * evictGlobalMs));
+    const rate = s.clockRates[peer] ?? 1;
+    if (rng.chance(s.longFaultChance)) {
+      const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+      return rng.int(Math.ceil(evictGlobalMs), Math.ceil(3 * evictGlobalMs));
+    }
+    if (rng.chance(0.3)) {
+      const deadline = rng.pick([s.leaseMs, s.evictMs, s.leaseMs * 1.5]) / rate;
+      return Math.max(1, Math.round(deadline + rng.int(-s.heartbeatMs, s.heartbeatMs)));
+    }
+    return rng.int(1, shortMaxMs);
   }
 
   #crash(peer: number): void {
-    const { cluster, rng, schedule, time, scenario } = this.#o;
+    const { cluster, rng, schedule, time, scenario: s, transcript } = this.#o;
     if (!cluster.isUp(peer)) return;
     cluster.crash(peer);
-    // At least 1 ms down, so the next incarnation's start time is strictly later.
-    schedule(time.nowMs + rng.int(1, scenario.downMaxMs), { k: 'restart', peer });
+    const host = cluster.hostOf(peer);
+    if (rng.chance(s.wallStepBackChance)) {
+      const stepMs = rng.int(1, 3 * s.evictMs);
+      host.clock.stepWall(-stepMs);
+      transcript.add(time.nowMs, peer, `WALL CLOCK stepped back ${stepMs} ms`);
+    }
+    if (rng.chance(s.lostDiskChance)) {
+      host.disk.hwm = 0;
+      transcript.add(time.nowMs, peer, 'DATA DIR lost');
+    }
+    const failing = rng.chance(s.failingDiskChance);
+    // At least 1 ms down.
+    schedule(time.nowMs + rng.int(1, s.downMaxMs), () => {
+      if (!this.#active && peer === this.#dead) return;
+      if (failing && this.#active) this.#diskFault(peer);
+      cluster.restart(peer);
+    });
+  }
+
+  #pause(peer: number): void {
+    const { cluster, schedule, time } = this.#o;
+    if (!cluster.isUp(peer) || cluster.isFrozen(peer)) return;
+    cluster.pause(peer);
+    schedule(time.nowMs + this.#duration(this.#o.scenario.pauseMaxMs, peer), () => cluster.resume(peer));
+  }
+
+  /** A host sleeps (a laptop lid, a VM frozen by its hypervisor): at least 20 ms, so it shows. */
+  #suspend(peer: number): void {
+    const { cluster, schedule, time } = this.#o;
+    if (!cluster.isUp(peer) || cluster.isFrozen(peer)) return;
+    cluster.suspend(peer);
+    schedule(time.nowMs + Math.max(20, this.#duration(this.#o.scenario.pauseMaxMs, peer)), () => cluster.wake(peer));
+  }
+
+  /** A second process with the id of a live one; later one of the two dies. */
+  #duplicate(peer: number): void {
+    const { cluster, schedule, time, rng, scenario: s } = this.#o;
+    if (cluster.processes(peer).length !== 1) return;
+    cluster.restart(peer, { duplicate: true });
+    schedule(time.nowMs + rng.int(1, 3 * s.evictMs), () => {
+      if (cluster.processes(peer).length > 1) cluster.crash(peer, rng.chance(0.5) ? 'oldest' : 'newest');
+    });
+  }
+
+  /** The clock file cannot be written for a while (disk full, read-only remount). */
+  #diskFault(peer: number): void {
+    const { cluster, schedule, time, transcript } = this.#o;
+    const disk = cluster.hostOf(peer).disk;
+    if (disk.failing) return;
+    disk.failing = true;
+    const until = time.nowMs + this.#duration(this.#o.scenario.cutMaxMs, peer);
+    transcript.add(time.nowMs, peer, `DISK cannot be written until ${until}ms`);
+    schedule(until, () => {
+      disk.failing = false;
+    });
   }
 
   #cut(a: number): void {
     const { scenario, rng, wire, time } = this.#o;
     if (scenario.peers < 2) return;
     const b = (a + rng.int(1, scenario.peers - 1)) % scenario.peers;
-    const until = time.nowMs + this.#duration(scenario.cutMaxMs);
+    const until = time.nowMs + this.#duration(scenario.cutMaxMs, a);
     wire.cut(a, b, until);
     wire.cut(b, a, until);
     this.#o.transcript.add(time.nowMs, null, `CUT p${a}<->p${b} until ${until}ms`);
@@ -120,7 +196,7 @@ export class FaultPlan {
   #partition(): void {
     const { scenario: s, rng, wire, time } = this.#o;
     if (s.peers < 2) return;
-    const until = time.nowMs + this.#duration(s.cutMaxMs);
+    const until = time.nowMs + this.#duration(s.cutMaxMs, 0);
     const side = Array.from({ length: s.peers }, () => rng.chance(0.5));
     const kind = rng.int(0, 2);
     const bridge = kind === 2 ? rng.int(0, s.peers - 1) : -1;
@@ -139,11 +215,11 @@ export class FaultPlan {
 
   #next(): void {
     const { scenario: s, rng, schedule, time } = this.#o;
-    const total = s.crashWeight + s.pauseWeight + s.cutWeight + s.partitionWeight;
+    const total = this.#weights().reduce((a, b) => a + b, 0);
     if (!Number.isFinite(s.faultEveryMs) || total === 0) return;
     // Fault rates are per evict period at least, so long faults do not pile up endlessly.
     const meanMs = Math.max(s.faultEveryMs, s.evictMs / 8);
     const gap = Math.max(1, Math.round(-Math.log(1 - rng.float()) * meanMs));
-    schedule(time.nowMs + gap, { k: 'fault' });
+    schedule(time.nowMs + gap, () => this.#onFault());
   }
 }

@@ -1,65 +1,59 @@
 /**
- * The planted bugs the simulator must catch (issues 2 and 5, "Mutants"). Most live in the
- * core (`MachineFaults`); `evict-without-majority` lives in the eviction logic
- * (`MembershipFaults`); `no-fifo` lives in the simulated network, which then lets frames of
- * one direction overtake each other, breaking the FIFO premise of the ack rule.
+ * The planted bugs the simulator must catch (issue 12, "Mutation score"): one line each,
+ * in the production code behind a flag that only the simulator sets. They cover the
+ * protocol core (core/faults.ts), the eviction rules (core/membership.ts), the mesh
+ * (transport/mesh-options.ts) and the runtime's timing rules (runtime/faults.ts); `no-fifo`
+ * lives in the simulated network, which then lets messages of one direction overtake each
+ * other, breaking the FIFO premise of the ack rule.
+ *
+ * The regression mutants revert the fix of a bug a seed once found (named in the fix's
+ * commit): `npm run sim -- --mutants` shows each is caught, so no regression seed is a
+ * seed that could no longer fail.
  */
-import type { MachineFaults } from '../../src/core/faults.js';
-import type { MembershipFaults } from '../../src/core/membership.js';
+import type { PlantedFaults } from '../../src/runtime/faults.js';
 
-/** Every mutant, in the order the mutation test runs them. */
-export const mutantNames = ['ack-ge', 'no-fifo', 'clock-reset', 'no-state-transfer', 'bad-tiebreak', 'semaphore-overcount', 'evict-without-majority', 'no-self-fence', 'accept-evicted'] as const;
+/** Every mutant, with the layer and the one-line deviation it plants. */
+const mutants = {
+  'ack-ge': { machine: { ackGe: true } },
+  'no-fifo': {},
+  'clock-reset': { machine: { clockReset: true } },
+  'no-state-transfer': { machine: { noStateTransfer: true } },
+  'bad-tiebreak': { machine: { badTiebreak: true } },
+  'semaphore-overcount': { machine: { semaphoreOvercount: true } },
+  'no-self-fence': { machine: { noSelfFence: true } },
+  'accept-evicted': { machine: { acceptEvicted: true }, mesh: { acceptEvicted: true } },
+  'synced-on-handshake': { machine: { syncedOnHandshake: true } },
+  'issue-without-lease': { machine: { issueWithoutLease: true } },
+  'keep-waiters-on-lease-loss': { machine: { keepWaitersOnLeaseLoss: true } },
+  'evict-unmet-incarnation': { machine: { evictUnmetIncarnation: true } },
+  'ack-while-unsynced': { machine: { ackWhileUnsynced: true } },
+  'evict-without-majority': { membership: { evictWithoutMajority: true } },
+  'confirm-from-arrival': { membership: { confirmFromArrival: true } },
+  'echo-despite-promise': { membership: { echoDespitePromise: true } },
+  'hb-clock-while-pending': { mesh: { heartbeatClockWhilePending: true } },
+  'forget-predecessor': { membership: { forgetPredecessor: true } },
+  'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
+  'lease-from-arrival': { runtime: { leaseFromArrival: true } },
+  'no-suspend-detect': { runtime: { noSuspendDetect: true } },
+} as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */
-export type MutantName = (typeof mutantNames)[number];
+export type MutantName = keyof typeof mutants;
+
+/** Every mutant, in the order the mutation table runs them. */
+export const mutantNames = Object.keys(mutants) as MutantName[];
 
 /** Narrows a CLI string to a mutant name. */
 export function isMutantName(s: string): s is MutantName {
-  return (mutantNames as readonly string[]).includes(s);
+  return Object.hasOwn(mutants, s);
 }
 
-/** The core faults a mutant turns on (none for a network mutant). */
-export function machineFaultsOf(mutant: MutantName | undefined): Partial<MachineFaults> {
-  switch (mutant) {
-    case undefined:
-    case 'no-fifo':
-    case 'evict-without-majority':
-      return {};
-    case 'no-self-fence':
-      return { noSelfFence: true };
-    case 'accept-evicted':
-      return { acceptEvicted: true };
-    case 'ack-ge':
-      return { ackGe: true };
-    case 'clock-reset':
-      return { clockReset: true };
-    case 'no-state-transfer':
-      return { noStateTransfer: true };
-    case 'bad-tiebreak':
-      return { badTiebreak: true };
-    case 'semaphore-overcount':
-      return { semaphoreOvercount: true };
-  }
+/** The planted faults a mutant turns on (none for the network's own mutant). */
+export function plantedFaultsOf(mutant: MutantName | undefined): PlantedFaults {
+  return mutant === undefined ? {} : mutants[mutant];
 }
 
-/** The eviction faults a mutant turns on. */
-export function membershipFaultsOf(mutant: MutantName | undefined): Partial<MembershipFaults> {
-  return mutant === 'evict-without-majority' ? { evictWithoutMajority: true } : {};
-}
-
-/**
- * False for the accept-evicted mutant: the whole planted bug, as a real implementation would
- * have it. The mesh does not refuse an evicted incarnation (no refusal at the handshake, the
- * streams with it are kept), and the core processes its packets (`acceptEvicted`). A zombie
- * (a peer paused or cut off past evict_ms, back with its old incarnation) then reconnects,
- * resumes its streams, is never told it was evicted, regains a lease from the echoes and
- * grants on the acks of peers that no longer send it their requests.
- */
-export function refusesEvicted(mutant: MutantName | undefined): boolean {
-  return mutant !== 'accept-evicted';
-}
-
-/** True when the mutant lets the network reorder packets on one link. */
+/** True when the mutant lets the network reorder messages on one link. */
 export function reordersLinks(mutant: MutantName | undefined): boolean {
   return mutant === 'no-fifo';
 }

@@ -5,17 +5,20 @@
  */
 import { Checker } from './checker.js';
 import { Clients } from './clients.js';
-import type { SimTime } from './cluster.js';
+import type { ClientRequest } from './clients.js';
+import type { SimPeerProcess } from './cluster.js';
 import { Cluster } from './cluster.js';
-import type { DriverEvent, SimEvent } from './events.js';
+import type { SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
+import type { SimProcess, SimTime } from './host.js';
 import type { MutantName } from './mutants.js';
-import { machineFaultsOf, membershipFaultsOf, refusesEvicted, reordersLinks } from './mutants.js';
+import { plantedFaultsOf, reordersLinks } from './mutants.js';
 import { Wire, randomDelays } from './network.js';
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
+import { SimNetworks } from './sockets.js';
 import { Transcript } from './transcript.js';
 import { Workload } from './workload.js';
 
@@ -26,10 +29,10 @@ export interface RunOptions {
   readonly mutant?: MutantName;
   readonly transcript?: boolean;
   /**
-   * Both modes run the real link (src/transport/link.ts) over FIFO connections that cuts
-   * and the silence watchdog close. 'link' also breaks connections at random (a seed-drawn
-   * rate per frame): the frames in flight are lost with the connection and the link's
-   * resume must deliver them exactly once, in order.
+   * Both modes run the production mesh and link over FIFO connections that cuts and the
+   * silence watchdog close. 'link' also breaks connections at random (a seed-drawn rate
+   * per message): what is in flight is lost with the connection and the link's resume must
+   * deliver it exactly once, in order.
    */
   readonly net?: 'fifo' | 'link';
 }
@@ -46,7 +49,7 @@ export interface RunResult {
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
-const eventsMax = 2_000_000;
+const eventsMax = 3_000_000;
 
 interface Parts {
   readonly queue: EventQueue<SimEvent>;
@@ -57,15 +60,17 @@ interface Parts {
   readonly workload: Workload;
   readonly faults: FaultPlan;
   readonly transcript: Transcript;
+  readonly processes: Map<SimProcess, SimPeerProcess>;
 }
 
 function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const queue = new EventQueue<SimEvent>();
-  const schedule = (atMs: number, ev: SimEvent): void => queue.push(atMs, ev);
+  const world = (atMs: number, fn: () => void): void => queue.push(atMs, { k: 'world', fn });
   const time: SimTime = { nowMs: 0 };
   const checker = new Checker();
-  const clients = new Clients(checker);
+  const clients = new Clients(checker, time);
   const transcript = new Transcript({ enabled: opts.transcript === true });
+  if (transcript.enabled) clients.transcript = transcript;
   const delays = randomDelays(rng.fork(), {
     minMs: scenario.delayMinMs,
     maxMs: scenario.delayMaxMs,
@@ -76,13 +81,16 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const wireRng = new Prng(opts.seed).fork().fork();
   const breakChance = opts.net === 'link' ? wireRng.pick([0.001, 0.005, 0.02]) : 0;
   const wire = new Wire({ peers: scenario.peers, faults: delays, breakChance });
-  const faults = machineFaultsOf(opts.mutant);
-  const membershipFaults = membershipFaultsOf(opts.mutant);
-  const refuseEvicted = refusesEvicted(opts.mutant);
-  const cluster = new Cluster({ scenario, rng: rng.fork(), faults, membershipFaults, refuseEvicted, wire, schedule, clients, checker, transcript, time });
-  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule, time });
-  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript };
+  const net = new SimNetworks({ wire, rng: wireRng.fork(), time, kernel: world });
+  net.log = (peer, what) => transcript.add(time.nowMs, peer, what);
+  const schedule = (atMs: number, proc: SimProcess, task: () => void): void => queue.push(atMs, { k: 'task', proc, task });
+  const cluster = new Cluster({ scenario, rng: rng.fork(), faults: plantedFaultsOf(opts.mutant), net, schedule, checker, transcript, time });
+  const processes = new Map<SimProcess, SimPeerProcess>();
+  cluster.onStarted = (p) => processes.set(p.proc, p);
+  cluster.onCrashed = (procId) => clients.crashed(procId);
+  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time });
+  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, schedule: world, time, transcript });
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
@@ -99,7 +107,7 @@ export function runSeed(opts: RunOptions): RunResult {
   try {
     runLoop(parts, scenario, loop);
   } catch (err) {
-    // An assertion inside the core or the sim is a bug the seed found, not a crash of the run.
+    // An assertion inside the runtime or the sim is a bug the seed found, not a crash of the run.
     checker.violations.push(`t=${time.nowMs}ms exception: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
@@ -122,35 +130,16 @@ function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; e
 }
 
 function dispatch(parts: Parts, ev: SimEvent): void {
-  switch (ev.k) {
-    case 'frame':
-    case 'tick':
-    case 'leaseTick':
-    case 'acquire':
-    case 'release':
-      return parts.cluster.handle(ev);
-    default:
-      return drive(parts, ev);
-  }
-}
-
-function drive(parts: Parts, ev: DriverEvent): void {
-  switch (ev.k) {
-    case 'fault':
-      return parts.faults.onFault();
-    case 'restart':
-      return parts.faults.onRestart(ev.peer);
-    case 'resume':
-      return parts.cluster.resume(ev.peer, ev.life);
-    case 'arrival':
-      return parts.workload.onArrival(ev.peer);
-    case 'burst':
-      return parts.workload.onBurst();
-    case 'capacity':
-      return parts.workload.onCapacity(ev.lock);
-    case 'liveness':
-      return;
-  }
+  if (ev.k === 'world') return ev.fn();
+  if (ev.k !== 'task') return;
+  const { proc, task } = ev;
+  if (!proc.alive) return;
+  if (proc.frozen) return proc.run(task);
+  const p = parts.processes.get(proc);
+  if (p !== undefined) parts.cluster.beforeTask(p);
+  const did = task();
+  if (process.env["SIM_DEBUG"] !== undefined && p !== undefined) parts.transcript.add(parts.time.nowMs, proc.peer, `task ${did === false ? "(nothing)" : ""} ${task.toString().slice(0, 80).replace(/\s+/g, " ")}`);
+  if (did !== false && p !== undefined) parts.cluster.afterTask(p);
 }
 
 /**
@@ -164,24 +153,44 @@ function drive(parts: Parts, ev: DriverEvent): void {
 function startLiveness(parts: Parts, s: Scenario): number {
   const dead = parts.faults.heal();
   parts.workload.stopIssuing();
-  parts.cluster.cancelsEnabled = false;
   const deadNote = dead === null ? '' : `, p${dead} stays dead`;
   parts.transcript.add(parts.time.nowMs, null, `LIVENESS phase: ${parts.clients.unresolved} request(s) open${deadNote}`);
   const slowest = Math.min(...s.clockRates);
   const roundTripMs = 4 * 11 * s.delayMaxMs + 2 * s.heartbeatMs / slowest;
-  const recoveryMs = (2 * s.evictMs + 12 * s.heartbeatMs) / slowest + s.connectMaxMs + 4 * roundTripMs;
+  // Watchdogs drop dead sockets, the majority evicts the dead peer and every predecessor a
+  // restarted or duplicated peer waits for, evicted peers rejoin (their new incarnation
+  // waits for that eviction too, redialing every heartbeat), leases come back.
+  const recoveryMs = (3 * s.evictMs + 16 * s.heartbeatMs) / slowest + s.connectMaxMs + 6 * roundTripMs;
   const perRequestMs = Math.min(s.holdMaxMs, s.ttlMs) + roundTripMs;
   return parts.time.nowMs + recoveryMs + (parts.clients.openCount + 1) * perRequestMs;
 }
 
+function describeStuck(parts: Parts, r: ClientRequest): string {
+  const p = r.proc;
+  if (!p.proc.alive) return `process ${p.proc.id} dead`;
+  if (r.handle === null) return `process ${p.proc.id} never took the request${p.proc.frozen ? ' (frozen)' : ''}`;
+  const state = p.runtime.requestState(r.handle.id);
+  const ref = p.runtime.refOf(r.handle.id);
+  const why = ref === undefined ? undefined : p.runtime.session().machine.explain(ref);
+  const missing = (why?.missingPeers ?? []).map((q) => {
+    const qp = parts.cluster.current(q);
+    if (qp === undefined) return `p${q} down`;
+    const m = qp.runtime.session().machine;
+    const link = qp.runtime.meshStatus().find((l) => l.peer === r.peer);
+    return `p${q}#${qp.proc.id}: synced ${m.synced}, clock ${m.clock}, lastTs(p${r.peer}) ${m.lastTs(r.peer)}, link ${link?.connected ?? '-'}; requester's lastTs(p${q}) ${p.runtime.session().machine.lastTs(q)}`;
+  });
+  return `process ${p.proc.id}: ${String(state)}; ${ref === undefined ? 'no core ref' : parts.cluster.explain(p, ref)} [${missing.join(' | ')}]`;
+}
+
 function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   const { checker, clients, time } = parts;
+  clients.checkBelieved();
   if (events >= eventsMax) checker.stuck(time.nowMs, [`the run hit the cap of ${eventsMax} events`]);
   // A peer that never met the dead peer waits for it forever, by design (README: a
   // (re)starting peer waits for peers it has not met): its own requests are excused, but
   // every peer that met the dead one must keep granting, and nobody may wait for the excused.
   const dead = parts.faults.dead;
-  const expected = clients.waiting().filter((r) => !parts.cluster.cannotSync(r.peer, dead));
-  const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.spec.mode} ${r.state} since ${r.issuedMs}ms (${parts.cluster.explain(r.peer, r.ref)})`);
+  const expected = clients.waiting().filter((r) => !parts.cluster.cannotSync(r.peer, dead) && !parts.cluster.waitsForUnevictable(r.proc, dead));
+  const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.opts.mode} ${r.state} since ${r.issuedMs}ms (${describeStuck(parts, r)})`);
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);
 }

@@ -41,6 +41,18 @@ export interface Scenario {
   readonly cutWeight: number;
   /** Partitions: two groups (symmetric), some links cut one way (asymmetric), a bridge. */
   readonly partitionWeight: number;
+  /** Host suspends: the monotonic clock stops, the wall clock runs on (issue 12, defect 4). */
+  readonly suspendWeight: number;
+  /** A second process started with a live peer's id (issue 12, defect 1). */
+  readonly duplicateWeight: number;
+  /** A window in which the clock high-water mark cannot be written (issue 12, defect 3). */
+  readonly diskFaultWeight: number;
+  /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
+  readonly lostDiskChance: number;
+  readonly failingDiskChance: number;
+  readonly wallStepBackChance: number;
+  /** Chance that a request asks for a connection-bound hold. */
+  readonly connectionHoldChance: number;
   /** Chance that a pause, a cut or a partition outlasts evict_ms (eviction territory). */
   readonly longFaultChance: number;
   /** Chance that the liveness phase keeps one peer dead: the others must evict it. */
@@ -99,6 +111,13 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
     cutWeight: rng.pick([0, 1, 2]),
     partitionWeight: rng.pick([0, 1, 2, 4]),
     longFaultChance: rng.pick([0, 0.1, 0.3, 0.6]),
+    suspendWeight: rng.pick([0, 1, 2]),
+    duplicateWeight: rng.pick([0, 0, 1]),
+    diskFaultWeight: rng.pick([0, 0, 1]),
+    lostDiskChance: rng.pick([0, 0.2, 0.5]),
+    failingDiskChance: rng.pick([0, 0, 0.2]),
+    wallStepBackChance: rng.pick([0, 0.2, 0.5]),
+    connectionHoldChance: rng.pick([0, 0.2, 0.5]),
     deadPeerChance: rng.pick([0, 0.5]),
     downMaxMs: rng.int(2, 150),
     pauseMaxMs,

@@ -1,13 +1,17 @@
 /**
- * The simulated clients: random acquires in all three modes across a few lock names,
- * bursts of simultaneous acquires on one lock (timestamp ties), semaphore capacities that
- * change while holds are out (the canal-lock case), no-wait requests, holds released after
- * a random time or expired at their TTL, and waits cancelled after a random timeout.
+ * The simulated clients' behaviour: random acquires in all three modes across a few lock
+ * names, bursts of simultaneous acquires on one lock (timestamp ties), semaphore
+ * capacities that change while holds are out (the canal-lock case), no-wait requests,
+ * TTL holds (released, refreshed, or left to expire), connection-bound holds (ended by
+ * going away), waits the runtime times out and waits the client abandons.
  */
-import type { Mode, RequestSpec } from '../../src/core/types.js';
+import type { Mode } from '../../src/core/types.js';
+import { limits } from '../../src/limits.js';
+import type { AcquireOptions } from '../../src/runtime/holds.js';
 import type { ClientRequest, Clients } from './clients.js';
-import type { Cluster, SimTime } from './cluster.js';
-import type { Schedule } from './events.js';
+import type { Cluster } from './cluster.js';
+import type { ScheduleWorld } from './events.js';
+import type { SimTime } from './host.js';
 import type { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
 
@@ -19,15 +23,17 @@ export interface WorkloadOptions {
   readonly rng: Prng;
   readonly cluster: Cluster;
   readonly clients: Clients;
-  readonly schedule: Schedule;
+  readonly schedule: ScheduleWorld;
   readonly time: SimTime;
 }
 
-/** Issues requests during the safety phase and releases holds for the whole run. */
+/** Issues requests during the safety phase; holders act for the whole run. */
 export class Workload {
   readonly #o: WorkloadOptions;
   readonly #capacity = new Map<string, number>();
   #issuing = true;
+  /** Off in the liveness phase: waiting requests must then be granted, not abandoned. */
+  #abandoning = true;
 
   constructor(o: WorkloadOptions) {
     this.#o = o;
@@ -37,55 +43,70 @@ export class Workload {
   /** Schedules the first arrival of every peer's clients, bursts and capacity redraws. */
   start(): void {
     const { scenario, schedule } = this.#o;
-    for (let peer = 0; peer < scenario.peers; peer++) schedule(this.#gap(scenario.acquireEveryMs), { k: 'arrival', peer });
-    if (Number.isFinite(scenario.burstEveryMs)) schedule(this.#gap(scenario.burstEveryMs), { k: 'burst' });
+    for (let peer = 0; peer < scenario.peers; peer++) schedule(this.#gap(scenario.acquireEveryMs), () => this.#onArrival(peer));
+    if (Number.isFinite(scenario.burstEveryMs)) schedule(this.#gap(scenario.burstEveryMs), () => this.#onBurst());
     for (const lock of scenario.locks) {
       this.#capacity.set(lock, this.#o.rng.int(1, scenario.capacityMax));
-      schedule(this.#gap(scenario.capacityEveryMs), { k: 'capacity', lock });
+      schedule(this.#gap(scenario.capacityEveryMs), () => this.#onCapacity(lock));
     }
   }
 
-  /** The liveness phase: no new requests; holds are still released. */
+  /** The liveness phase: no new requests, no abandoned waits; holders still act. */
   stopIssuing(): void {
     this.#issuing = false;
+    this.#abandoning = false;
   }
 
-  /** One client of `peer` asks for a random lock, then the next arrival is scheduled. */
-  onArrival(peer: number): void {
+  #onArrival(peer: number): void {
     if (!this.#issuing) return;
     const lock = this.#o.rng.pick(this.#o.scenario.locks);
     this.#acquire(peer, lock, this.#drawMode());
-    this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.acquireEveryMs), { k: 'arrival', peer });
+    this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.acquireEveryMs), () => this.#onArrival(peer));
   }
 
   /** Several peers ask for one lock in the same millisecond: their timestamps tend to tie. */
-  onBurst(): void {
+  #onBurst(): void {
     if (!this.#issuing) return;
     const { rng, scenario } = this.#o;
     const lock = rng.pick(scenario.locks);
     const mode = this.#drawMode();
     for (let peer = 0; peer < scenario.peers; peer++) if (rng.chance(0.7)) this.#acquire(peer, lock, mode);
-    this.#o.schedule(this.#o.time.nowMs + this.#gap(scenario.burstEveryMs), { k: 'burst' });
+    this.#o.schedule(this.#o.time.nowMs + this.#gap(scenario.burstEveryMs), () => this.#onBurst());
   }
 
   /** The canal-lock case: a semaphore's capacity changes while holds are out. */
-  onCapacity(lock: string): void {
+  #onCapacity(lock: string): void {
     this.#capacity.set(lock, this.#o.rng.int(1, this.#o.scenario.capacityMax));
-    this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.capacityEveryMs), { k: 'capacity', lock });
+    this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.capacityEveryMs), () => this.#onCapacity(lock));
   }
 
   #acquire(peer: number, lock: string, mode: Mode): void {
     const { cluster, clients, rng, schedule, time, scenario } = this.#o;
-    if (!cluster.isUp(peer)) return; // A client cannot reach a peer that is down.
+    const procs = cluster.processes(peer);
+    if (procs.length === 0) return; // A client cannot reach a peer that is down.
     if (clients.openOf(peer) >= scenario.openMaxPerPeer) return; // The waiter limit: refused.
-    const spec = this.#spec(lock, mode);
+    // While two processes share an id, a client may still talk to the older one.
+    const proc = procs.length > 1 && rng.chance(0.3) ? procs[0] : procs[procs.length - 1];
+    if (proc === undefined) return;
     const noWait = rng.chance(scenario.noWaitChance);
-    const req = clients.create({ peer, life: cluster.lifeOf(peer), lock, spec, noWait, nowMs: time.nowMs });
-    cluster.handle({ k: 'acquire', peer, ref: req.ref, lock, spec, noWait });
-    if (!noWait) schedule(time.nowMs + rng.int(1, scenario.timeoutMaxMs), { k: 'release', peer, ref: req.ref, end: 'cancelled' });
+    // Most waits are abandoned by the client (which the liveness phase turns off); some the
+    // runtime ends at their timeout_ms.
+    const runtimeTimeout = !noWait && rng.chance(0.2);
+    const waitMs = rng.int(1, scenario.timeoutMaxMs);
+    const connection = !noWait && rng.chance(scenario.connectionHoldChance);
+    const opts: AcquireOptions = {
+      ...this.#spec(lock, mode), timeoutMs: noWait ? 0 : runtimeTimeout ? waitMs : limits.timeoutMsMax,
+      ttlMs: connection ? 0 : scenario.ttlMs, hold: connection ? 'connection' : 'ttl', expectedMs: null,
+    };
+    const req = clients.acquire(proc, lock, opts);
+    if (!noWait && !runtimeTimeout) {
+      schedule(time.nowMs + waitMs, () => {
+        if (this.#abandoning && req.state === 'waiting') clients.leave(req);
+      });
+    }
   }
 
-  #spec(lock: string, mode: Mode): RequestSpec {
+  #spec(lock: string, mode: Mode): Pick<AcquireOptions, 'mode' | 'limit' | 'permits' | 'owner' | 'meta'> {
     const owner = `c${this.#o.rng.int(0, 99)}`;
     if (mode !== 'semaphore') return { mode, limit: 1, permits: 1, owner, meta: null };
     // A request asking for more permits than its own limit could never be admitted; the
@@ -94,13 +115,21 @@ export class Workload {
     return { mode, limit, permits: Math.min(limit, this.#o.rng.int(1, 2)), owner, meta: null };
   }
 
-  /** Holds last a random time; one past the TTL is ended by the runtime as `expired`. */
+  /**
+   * A holder keeps its hold a random time, then releases it (or goes away, for a
+   * connection-bound one). A TTL hold may be refreshed on the way; one kept past its TTL
+   * is ended by the runtime as `expired`, which the holder is told.
+   */
   #onGranted(req: ClientRequest): void {
-    const { rng, schedule, time, scenario } = this.#o;
+    const { rng, schedule, time, scenario, clients } = this.#o;
     const holdMs = rng.int(0, scenario.holdMaxMs);
-    const expired = holdMs > scenario.ttlMs;
-    const at = time.nowMs + (expired ? scenario.ttlMs : holdMs);
-    schedule(at, { k: 'release', peer: req.peer, ref: req.ref, end: expired ? 'expired' : 'released' });
+    const refresh = req.opts.hold === 'ttl' && rng.chance(0.2) && holdMs > 1;
+    if (refresh) schedule(time.nowMs + rng.int(0, Math.min(holdMs, scenario.ttlMs) - 1), () => clients.refresh(req));
+    schedule(time.nowMs + holdMs, () => {
+      if (req.state !== 'held') return;
+      if (req.opts.hold === 'connection' && rng.chance(0.5)) clients.leave(req);
+      else clients.release(req);
+    });
   }
 
   #drawMode(): Mode {

@@ -63,7 +63,6 @@ export class Recorder implements MeshEvents<TestPayload> {
   readonly echoes: { peer: number; rttMs: number }[] = [];
   readonly connections: { peer: number; connected: boolean; atMs: number }[] = [];
   readonly refused: { peer: number; reason: string }[] = [];
-  readonly superseded: { peer: number; predecessor: Incarnation }[] = [];
   readonly connected = new Set<number>();
   /** Called inside onPeerJoined, e.g. to send a state transfer. */
   onJoin: (peer: number, restarted: boolean) => void = () => undefined;
@@ -72,9 +71,6 @@ export class Recorder implements MeshEvents<TestPayload> {
   readonly expectNext = new Map<number, number>();
   checkOrder = false;
 
-  onSuperseded(peer: number, predecessor: Incarnation): void {
-    this.superseded.push({ peer, predecessor });
-  }
   onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
     this.joined.push({ peer, inc, clock, restarted });
     this.onJoin(peer, restarted);
