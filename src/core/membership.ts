@@ -262,9 +262,11 @@ export class Membership {
         // (a tracked one leaves only by eviction): we never admitted it, so never echoed it.
         // We confirm it once this membership is evict_ms old: its successor waits for that
         // eviction, and a peer that met only the successor must not block it.
-        // One newer than the one we track is a successor we do not watch yet: never confirmed.
+        // One newer than the one we track is a successor we do not watch yet: never confirmed,
+        // unless we never heard any incarnation of that peer (silent since we started).
         const order = compareIncarnation(msg.inc, t.inc);
-        const agree = this.isEvicted(msg.peer, msg.inc) || (order < 0 ? nowMs - this.#startMs >= this.#evictMs : order === 0 && this.#silent(t, nowMs));
+        const never = compareIncarnation(t.inc, unknownIncarnation) === 0;
+        const agree = this.isEvicted(msg.peer, msg.inc) || (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];

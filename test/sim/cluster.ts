@@ -124,6 +124,11 @@ export class Cluster {
     return this.#host(peer).procs;
   }
 
+  /** True when every peer but `peer` runs one process, synced with its view. */
+  othersSynced(peer: number): boolean {
+    return this.#hosts.every((h) => h.peer === peer || (h.procs.length === 1 && this.current(h.peer)?.runtime.session().machine.synced === true));
+  }
+
   /** True when a second process with this peer's id ever ran. */
   wasDuplicated(peer: number): boolean {
     return this.#duplicated.has(peer);
@@ -173,7 +178,9 @@ export class Cluster {
     if (dead === null) return false;
     const majority = Math.floor(this.size / 2) + 1;
     const others = this.size - 2; // neither the dead peer nor the waiting one's own id
-    return p.runtime.waitingForPredecessor().length > 0 && others < majority;
+    if (others >= majority) return false;
+    // Every peer's requests need every peer's ack: one peer stuck waiting stalls them all.
+    return p.proc.alive && this.#hosts.some((h) => h.procs.some((q) => q.runtime.started && q.runtime.waitingForPredecessor().length > 0));
   }
 
   /** Why a request is not granted yet, as its peer's core explains it (liveness reports). */
@@ -280,7 +287,10 @@ export class Cluster {
     else if (!Number.isFinite(track.sinceMs)) track.sinceMs = now;
     if (valid) return;
     const holds = p.runtime.coreStats().granted;
-    if (holds > 0) this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease but ${holds} hold(s) still granted after its event`);
+    if (holds > 0) {
+      const u = session.leaseValidUntilMs();
+      this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${session.leaseNowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
+    }
   }
 
   /**

@@ -131,7 +131,10 @@ export class FaultPlan {
       host.clock.stepWall(-stepMs);
       transcript.add(time.nowMs, peer, `WALL CLOCK stepped back ${stepMs} ms`);
     }
-    if (rng.chance(s.lostDiskChance)) {
+    // A lost data dir is survivable while every other peer runs, synced: the restarted one
+    // learns their clocks before it issues anything. A cluster that loses every clock at
+    // once starts over from the wall clock (README, "What is not promised").
+    if (rng.chance(s.lostDiskChance) && cluster.othersSynced(peer)) {
       host.disk.hwm = 0;
       transcript.add(time.nowMs, peer, 'DATA DIR lost');
     }

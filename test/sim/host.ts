@@ -187,7 +187,7 @@ export class SimProcess {
     const now = this.#time.nowMs;
     if (this.host.monoMs(now) + 1e-9 < timer.dueMonoMs) {
       this.at(this.host.whenMono(timer.dueMonoMs, now), () => this.#fire(timer));
-      return;
+      return false;
     }
     if (timer.everyMs !== null) {
       timer.dueMonoMs = this.host.monoMs(now) + timer.everyMs;
