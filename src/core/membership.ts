@@ -266,7 +266,9 @@ export class Membership {
         // unless we never heard any incarnation of that peer (silent since we started).
         const order = compareIncarnation(msg.inc, t.inc);
         const never = compareIncarnation(t.inc, unknownIncarnation) === 0;
-        const agree = this.isEvicted(msg.peer, msg.inc) || (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs));
+        const placeholder = compareIncarnation(msg.inc, unknownIncarnation) === 0;
+        const agree = this.isEvicted(msg.peer, msg.inc) ||
+          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];

@@ -45,11 +45,52 @@ describe('Membership', () => {
     expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs)).toEqual([]);
   });
 
-  it('does not confirm an old incarnation when a newer one is alive', () => {
+  it('confirms an incarnation older than the one it tracks only once it has itself existed evict_ms (it never echoed it)', () => {
     const [, m1] = three();
-    m1?.heard(2, Y, evictMs - 10);
-    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs)).toEqual([]);
+    m1?.heard(2, Y, 10);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs - 1 }, evictMs - 1)).toEqual([]);
+    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
     expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: unknownIncarnation, at: evictMs }, evictMs)).toEqual([]);
+  });
+
+  it('keeps tracking a live incarnation when a newer one joins: the successor waits for its eviction (issue 12, defect 1)', () => {
+    const [m0, m1] = three();
+    for (const m of [m0, m1]) m?.heard(2, X, 0);
+    m0?.heard(2, Y, 100);
+    expect(m0?.predecessorOf(2, Y)).toEqual(X);
+    // The predecessor no longer counts as heard, and is lent no lease.
+    m0?.heard(2, X, 200);
+    expect(m0?.mayEcho(2, X, 200)).toBe(false);
+    expect(m0?.mayEcho(2, Y, 200)).toBe(true);
+    // A suspicion of the successor is never confirmed while the predecessor is tracked.
+    expect(m0?.onMessage(1, { t: 'suspect', peer: 2, inc: Y, at: evictMs }, evictMs)).toEqual([]);
+    // The predecessor is suspected (not the successor), and evicted with a majority.
+    const suspect = m0?.tick(evictMs) ?? [];
+    expect(suspect.flatMap((e) => (e.type === 'send' ? [e.msg.inc] : []))).toEqual([X]);
+    const evict = m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs) ?? [];
+    expect(evict.flatMap((e) => (e.type === 'evict' ? [e.inc] : []))).toEqual([X]);
+    expect(evict.flatMap((e) => (e.type === 'send' ? [e.msg.inc] : []))).toEqual([X]);
+    // From now on the successor is the one tracked, heard from the eviction on.
+    expect(m0?.predecessorOf(2, Y)).toBeNull();
+    expect(m0?.tick(evictMs + 1)).toEqual([]);
+  });
+
+  it('replaces the predecessor at once under the forget-predecessor mutant', () => {
+    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { forgetPredecessor: true } });
+    m.heard(2, X, 0);
+    m.heard(2, Y, 100);
+    expect(m.predecessorOf(2, Y)).toBeNull();
+  });
+
+  it('in a two-peer cluster, evicts a superseded incarnation alone once it was silent evict_ms', () => {
+    const m = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    m.heard(1, X, 0);
+    expect(m.tick(evictMs)).toEqual([]); // two peers never evict each other...
+    m.heard(1, Y, 10);
+    expect(m.tick(evictMs - 1)).toEqual([]);
+    expect(evictions(m.tick(evictMs))).toEqual([1]); // ...but a superseded incarnation, yes
+    expect(m.isEvicted(1, X)).toBe(true);
+    expect(m.isEvicted(1, Y)).toBe(false);
   });
 
   it('ignores a confirmation that arrives after the suspect was heard again', () => {

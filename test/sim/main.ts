@@ -1,13 +1,20 @@
 /**
  * The simulator's CLI: `npm run sim -- --seeds N [--seed S] [--peers P] [--mutant NAME]
- * [--verbose]`. Runs seeds S..S+N-1, prints how to reproduce the first failure with the
- * tail of its transcript, and ends with exactly `sim: <S> seeds, <G> grants, <V> violations`;
- * the exit code is 0 only when V is 0.
+ * [--net link] [--verbose]`. Runs seeds S..S+N-1, prints how to reproduce the first failure
+ * with the tail of its transcript, and ends with exactly `sim: <S> seeds, <G> grants, <V>
+ * violations`; the exit code is 0 only when V is 0.
+ *
+ * `npm run sim -- --mutants [--seeds N]` runs every planted bug instead (N seeds at most
+ * each, default 2000) and prints the table: mutant, first failing seed, seeds run; the exit
+ * code is 0 only when every mutant was caught.
  */
 import type { MutantName } from './mutants.js';
 import { isMutantName, mutantNames } from './mutants.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runSeed } from './run.js';
+
+/** Each planted bug must be caught within this many seeds (issue 12). */
+const mutantSeedsMax = 2000;
 
 interface CliOptions {
   readonly seeds: number;
@@ -16,9 +23,10 @@ interface CliOptions {
   readonly mutant: MutantName | undefined;
   readonly verbose: boolean;
   readonly net: 'fifo' | 'link';
+  readonly mutants: boolean;
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -34,9 +42,16 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let mutant: MutantName | undefined;
   let verbose = false;
   let net: 'fifo' | 'link' = 'fifo';
+  let mutants = false;
+  let seedsGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
+    if (flag === '--mutants') {
+      mutants = true;
+      continue;
+    }
+    if (flag === '--seeds') seedsGiven = true;
     if (flag === '--verbose') verbose = true;
     else if (flag === '--seeds') seeds = intArg('seeds', value, 1, 1e9);
     else if (flag === '--seed') seed = intArg('seed', value, 0, 2 ** 52);
@@ -46,7 +61,8 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else throw new Error(`unknown or invalid argument ${flag ?? ''}\n${usage}`);
     if (flag !== '--verbose') i++;
   }
-  return { seeds, seed, peers, mutant, verbose, net };
+  if (mutants && !seedsGiven) seeds = mutantSeedsMax;
+  return { seeds, seed, peers, mutant, verbose, net, mutants };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
@@ -78,8 +94,31 @@ function reportFailure(cli: CliOptions, result: RunResult): void {
   console.log(reproduce(cli, result.seed));
 }
 
+/** The mutation table: every mutant, the first seed that catches it, and the seeds it took. */
+function mutationTable(cli: CliOptions): number {
+  const startedMs = performance.now();
+  let missed = 0;
+  console.log(`${'mutant'.padEnd(30)} ${'first failing seed'.padEnd(20)} seeds run`);
+  for (const mutant of mutantNames) {
+    let caught: RunResult | undefined;
+    let ran = 0;
+    for (let seed = cli.seed; seed < cli.seed + cli.seeds && caught === undefined; seed++) {
+      ran++;
+      const result = runSeed({ ...runOptions(cli, seed, false), mutant });
+      if (result.violations.length > 0) caught = result;
+    }
+    if (caught === undefined) missed++;
+    console.log(`${mutant.padEnd(30)} ${(caught === undefined ? 'NOT CAUGHT' : String(caught.seed)).padEnd(20)} ${ran}`);
+    if (caught !== undefined && cli.verbose) console.log(`  ${caught.violations[0] ?? ''}`);
+  }
+  const seconds = (performance.now() - startedMs) / 1000;
+  console.log(`mutants: ${mutantNames.length - missed} of ${mutantNames.length} caught within ${cli.seeds} seeds each (${seconds.toFixed(0)}s)`);
+  return missed === 0 ? 0 : 1;
+}
+
 function main(): number {
   const cli = parseArgs(process.argv.slice(2));
+  if (cli.mutants) return mutationTable(cli);
   const startedMs = performance.now();
   let grants = 0;
   const failed: number[] = [];
