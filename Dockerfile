@@ -1,4 +1,4 @@
-# lamport-lock peer image: one peer process per container (DESIGN section 7).
+# lamport-lock peer image: one peer process per container (docs/design.md section 7).
 #   docker build -t lamport-lock .
 #   docker compose up            (three peers and their workers: docker-compose.yml)
 # Stage 1 compiles the TypeScript with the dev dependencies; stage 2 carries only the

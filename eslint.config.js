@@ -1,5 +1,5 @@
 // ESLint flat config. The one rule that matters most: src/core/ and the pure link stay pure,
-// so the deterministic simulator can run the real protocol code (STYLE.md convention 1).
+// so the deterministic simulator can run the real protocol code (docs/style.md convention 1).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

@@ -9,7 +9,7 @@ import type { Spread } from './stats.js';
 import { sumCounters } from './systems/lamport.js';
 import type { PeerHandle } from './systems/lamport.js';
 
-/** The counters of DESIGN-level link accounting that the benchmark reads. */
+/** The link counters (docs/design.md section 4, docs/operations.md) that the benchmark reads. */
 export const linkCounters = {
   messages: 'lamport_peer_messages_sent_total',
   frames: 'lamport_peer_frames_sent_total',

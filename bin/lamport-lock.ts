@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * lamport-lock: the client CLI (DESIGN section 7). `run NAME -- CMD` holds a lock while a
+ * lamport-lock: the client CLI (docs/design.md section 7). `run NAME -- CMD` holds a lock while a
  * command runs (the flock / etcdctl lock / consul lock habit); `acquire`, `release`,
  * `status` are for scripts. Exit codes are listed in exitCodes and the README.
  */

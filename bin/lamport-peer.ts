@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * lamport-peer: one peer of a lamport-lock cluster (DESIGN section 7). Parses flags,
+ * lamport-peer: one peer of a lamport-lock cluster (docs/design.md section 7). Parses flags,
  * loads the config, starts the peer; no logic of its own.
  */
 import yargs from 'yargs';

@@ -1,5 +1,5 @@
 /**
- * Assertions for programmer errors (STYLE.md convention 6). A failed assertion means the
+ * Assertions for programmer errors (docs/style.md convention 6). A failed assertion means the
  * code is wrong, not the input: it throws, and the process must not turn it into a retry.
  */
 export class AssertionError extends Error {

@@ -1,5 +1,5 @@
 /**
- * The cluster configuration file (DESIGN section 8). An invalid file is refused at start
+ * The cluster configuration file (docs/design.md section 8). An invalid file is refused at start
  * with every problem listed, not only the first, so an operator fixes it in one pass.
  */
 import { readFileSync } from 'node:fs';
@@ -33,12 +33,12 @@ export interface ClusterConfig {
   readonly tls: TlsConfig | undefined;
 }
 
-/** Defaults of DESIGN section 5. */
+/** Defaults of docs/design.md section 5. */
 export const timingDefaults = { heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000 } as const;
 
 /**
  * How much faster one host's monotonic clock may run than another's, as a factor. Eviction
- * is safe when `evict_ms > lease_ms * clockRateMargin` plus a heartbeat (DESIGN section 5).
+ * is safe when `evict_ms > lease_ms * clockRateMargin` plus a heartbeat (docs/design.md section 5).
  */
 export const clockRateMargin = 1.5;
 

@@ -1,6 +1,6 @@
 /**
  * Operating errors: one class, one code enum, one place that maps codes to HTTP status
- * (STYLE.md convention 7). Programmer errors are assertions (assert.ts), never these.
+ * (docs/style.md convention 7). Programmer errors are assertions (assert.ts), never these.
  */
 export const ErrorCode = {
   ConfigInvalid: 'ERR_CONFIG_INVALID',

@@ -1,12 +1,12 @@
 /**
- * A limit on everything (STYLE.md convention 9). Relations between limits are asserted
+ * A limit on everything (docs/style.md convention 9). Relations between limits are asserted
  * at load, so a bad edit fails at start, not under load.
  */
 import { assert } from './assert.js';
 
 /** Hard limits of one peer process. */
 export const limits = {
-  /** Lock names are 1 to this many bytes of UTF-8 (DESIGN section 6). */
+  /** Lock names are 1 to this many bytes of UTF-8 (docs/design.md section 6). */
   lockNameBytesMax: 256,
   /** Largest decoded WebSocket frame between peers. */
   frameBytesMax: 1024 * 1024,

@@ -1,5 +1,5 @@
 /**
- * Logging: pino JSON lines, every line tagged with `component` and `peer` (STYLE.md
+ * Logging: pino JSON lines, every line tagged with `component` and `peer` (docs/style.md
  * convention 14). Pretty output when stderr is a terminal and pino-pretty is installed.
  */
 import { pino } from 'pino';

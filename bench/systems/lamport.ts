@@ -1,7 +1,7 @@
 /**
  * The system under test: a lamport-lock cluster of N peers started from the built
- * `dist/bin/lamport-peer.js`, with a generated cluster config (DESIGN section 8), and
- * clients that use the local HTTP API of DESIGN section 6 with keep-alive sockets.
+ * `dist/bin/lamport-peer.js`, with a generated cluster config (docs/design.md section 8), and
+ * clients that use the local HTTP API of docs/design.md section 6 with keep-alive sockets.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -79,7 +79,7 @@ async function isReady(ep: Endpoint): Promise<boolean> {
 function lamportSystem(group: ProcessGroup, peers: readonly PeerHandle[]): LamportCluster {
   return {
     name: 'lamport-lock',
-    clientNote: 'HTTP API of DESIGN section 6 (POST /v1/locks/{name}/acquire, /release), node:http keep-alive, workers spread over the peers round-robin',
+    clientNote: 'HTTP API of docs/design.md section 6 (POST /v1/locks/{name}/acquire, /release), node:http keep-alive, workers spread over the peers round-robin',
     peers,
     async openSession(worker: number): Promise<LockSession> {
       const peer = peers[worker % peers.length];

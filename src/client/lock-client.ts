@@ -1,6 +1,6 @@
 /**
  * The typed client for Node applications, exported as `lamport-lock/client`. It speaks the
- * local HTTP API of DESIGN section 6 over keep-alive connections. `withLock` holds a lock
+ * local HTTP API of docs/design.md section 6 over keep-alive connections. `withLock` holds a lock
  * for the duration of a function, refreshes it, and hands the function an AbortSignal
  * that fires the moment the hold is lost (TTL, lease lost, eviction, peer shutdown).
  */
@@ -12,7 +12,7 @@ import { LockError } from '../errors.js';
 export { LockError } from '../errors.js';
 export type { ErrorCode } from '../errors.js';
 
-/** Options of an acquire; every field optional (DESIGN section 6 defaults). */
+/** Options of an acquire; every field optional (docs/design.md section 6 defaults). */
 export interface AcquireRequest {
   readonly timeoutMs?: number;
   readonly ttlMs?: number;

@@ -1,5 +1,5 @@
 /**
- * Events in, effects out (STYLE.md convention 2): what a Machine is told, what it answers
+ * Events in, effects out (docs/style.md convention 2): what a Machine is told, what it answers
  * (and explains), and the buffer that collects one step's answer. Messages for a peer are not effects of
  * their own: a step sends each peer at most one packet, stamped with the clock after it.
  */

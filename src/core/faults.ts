@@ -1,6 +1,6 @@
 /**
  * Planted bugs ("mutants") that the deterministic simulator must catch. Each one is a
- * single-line deviation from DESIGN.md; production code never sets any of them, and the
+ * single-line deviation from docs/design.md; production code never sets any of them, and the
  * mutation test asserts that the simulator reports a violation for every one.
  */
 export interface MachineFaults {

@@ -1,5 +1,5 @@
 /**
- * All lock names of one peer (DESIGN section 3): one sorted queue per lock with requests in
+ * All lock names of one peer (docs/design.md section 3): one sorted queue per lock with requests in
  * it, the requests of this peer's own clients (from acquire on, issued or not), and the
  * grant check of rule 3 on one lock's queue. The Machine owns the clock, the view and the
  * messages; this table owns the queues, our requests, and the counts that say which locks

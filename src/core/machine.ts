@@ -1,5 +1,5 @@
 /**
- * The protocol core: Lamport's mutual exclusion (DESIGN section 3) as a pure state machine,
+ * The protocol core: Lamport's mutual exclusion (docs/design.md section 3) as a pure state machine,
  * `step(event) -> effects` (the etcd-io/raft pattern). No sockets, timers, clocks or
  * randomness: the runtime feeds events and executes effects, and the simulator drives the
  * very same code under any interleaving it draws from a seed.

@@ -1,5 +1,5 @@
 /**
- * Majority-confirmed eviction (DESIGN section 5), pure: time is an argument, so the
+ * Majority-confirmed eviction (docs/design.md section 5), pure: time is an argument, so the
  * simulator drives the same code as the runtime.
  *
  * When this peer has heard nothing from peer j's incarnation X for `evictMs`, it sends

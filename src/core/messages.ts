@@ -1,5 +1,5 @@
 /**
- * Messages between the protocol cores of two peers (DESIGN section 3), and their guards.
+ * Messages between the protocol cores of two peers (docs/design.md section 3), and their guards.
  * A packet carries the sender's Lamport clock once for all its messages: the receiver's
  * `lastTs[sender]` becomes at least that clock, which is what an ACK is for, so an ACK is
  * simply a packet with no messages.
@@ -81,7 +81,7 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   return false;
 }
 
-/** Shape guard for a packet decoded from the network (STYLE.md convention 8). */
+/** Shape guard for a packet decoded from the network (docs/style.md convention 8). */
 export function isPacket(v: unknown): v is Packet {
   if (!isRecord(v) || !isTs(v['c']) || !Array.isArray(v['m'])) return false;
   return v['m'].every(isPeerMessage);

@@ -1,5 +1,5 @@
 /**
- * The mode rules of DESIGN section 3, evaluated on one agreed order. A request is judged
+ * The mode rules of docs/design.md section 3, evaluated on one agreed order. A request is judged
  * against every request ahead of it in the queue, granted or not, so an exclusive request
  * is a barrier: it waits for all earlier requests and all later ones wait for it.
  */

@@ -1,5 +1,5 @@
 /**
- * Which other peers count for one peer's protocol (DESIGN sections 3 and 5): the view
+ * Which other peers count for one peer's protocol (docs/design.md sections 3 and 5): the view
  * (configured peers not evicted), the incarnation we met of each, the evicted incarnations
  * we refuse, and lastTs, the highest clock heard from each, which is what an ack is. The
  * Machine decides when these change; this class only keeps them.

@@ -1,5 +1,5 @@
 /**
- * One lock's queue of known requests, kept sorted by `(ts, peer rank)` (DESIGN section 3:
+ * One lock's queue of known requests, kept sorted by `(ts, peer rank)` (docs/design.md section 3:
  * requests are totally ordered by timestamp, ties broken by peer). Every peer must use the
  * same rank function, or peers disagree on who is first (the `bad-tiebreak` mutant).
  */

@@ -3,7 +3,7 @@
  * configuration (0..N-1): the index breaks timestamp ties and is the low bits of a token.
  */
 
-/** Grant modes of DESIGN section 3. A request with a `limit` is a semaphore request. */
+/** Grant modes of docs/design.md section 3. A request with a `limit` is a semaphore request. */
 export type Mode = 'exclusive' | 'shared' | 'semaphore';
 
 /** The modes, for validation at the boundary. */
@@ -32,7 +32,7 @@ export interface QueuedRequest extends RequestSpec {
 
 /**
  * A process incarnation: (start time in ms, random), compared in that order, so a paused
- * zombie of an older process can never re-associate (DESIGN section 4).
+ * zombie of an older process can never re-associate (docs/design.md section 4).
  */
 export interface Incarnation {
   readonly startMs: number;
@@ -49,7 +49,7 @@ export function formatIncarnation(inc: Incarnation): string {
   return `${inc.startMs}.${inc.nonce}`;
 }
 
-/** Bits of a token reserved for the peer index (DESIGN section 3: ts * 1024 + index). */
+/** Bits of a token reserved for the peer index (docs/design.md section 3: ts * 1024 + index). */
 export const tokenPeerFactor = 1024;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The local HTTP API of DESIGN section 6. Input is validated in validate.ts; errors map to
+ * The local HTTP API of docs/design.md section 6. Input is validated in validate.ts; errors map to
  * status codes in one place (errors.ts `httpStatusOf`); every error body is
  * `{error, message}` plus the details of its code.
  */

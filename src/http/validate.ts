@@ -1,5 +1,5 @@
 /**
- * Validation of HTTP input at the boundary (STYLE.md convention 8): every field of every
+ * Validation of HTTP input at the boundary (docs/style.md convention 8): every field of every
  * body checked, every problem a 400 with a sentence. Past this file the code trusts types.
  */
 import type { Meta, Mode } from '../core/types.js';
@@ -7,7 +7,7 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { AcquireOptions } from '../runtime/holds.js';
 
-/** Acquire defaults of DESIGN section 6. */
+/** Acquire defaults of docs/design.md section 6. */
 export const acquireDefaults = { timeoutMs: 30_000, ttlMs: 60_000 } as const;
 
 const utf8 = new TextEncoder();
@@ -78,7 +78,7 @@ function checkOwnerMeta(body: Record<string, unknown>): { owner: string; meta: M
   return { owner, meta };
 }
 
-/** Validates an acquire body (DESIGN section 6). */
+/** Validates an acquire body (docs/design.md section 6). */
 export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
   checkKeys(body, ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms']);
   const hold = body['hold'];

@@ -1,7 +1,7 @@
 /**
  * Local requests of one peer: what the HTTP API hands out (an id per request), their
  * TTLs and wait deadlines, and a bounded memory of how recent holds ended, so a release
- * or refresh of a hold that is gone answers 404 with the reason (DESIGN section 6).
+ * or refresh of a hold that is gone answers 404 with the reason (docs/design.md section 6).
  */
 import type { EndReason, Meta, Mode, RequestSpec } from '../core/types.js';
 import type { Timer } from '../env.js';

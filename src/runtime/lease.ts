@@ -1,5 +1,5 @@
 /**
- * Self-fencing leases (DESIGN section 5). A peer's lease is valid while, within the last
+ * Self-fencing leases (docs/design.md section 5). A peer's lease is valid while, within the last
  * `leaseMs` of its own monotonic clock, a majority of the configured peers (itself
  * included) has echoed a heartbeat it sent. The lease is measured from the SEND time of
  * the echoed heartbeat, never from its arrival, so a delayed echo cannot stretch it.

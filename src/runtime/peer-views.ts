@@ -1,5 +1,5 @@
 /**
- * Read-only views of one peer for the HTTP API and the dashboard (DESIGN section 6): the
+ * Read-only views of one peer for the HTTP API and the dashboard (docs/design.md section 6): the
  * holders and waiters of each lock, cluster-wide as this peer knows them, and the state of
  * this peer and its links. Nothing here changes state.
  */

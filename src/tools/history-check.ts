@@ -1,5 +1,5 @@
 /**
- * Checks a recorded history of holds as clients observed them (DESIGN section 9,
+ * Checks a recorded history of holds as clients observed them (docs/design.md section 9,
  * invariants 1 and 2). A client sees a grant after the peer granted it and sends its
  * release before the peer releases it, so each observed interval lies inside the real
  * hold: two observed intervals that overlap prove two real holds overlapped.

@@ -8,7 +8,7 @@
  * in which every other peer j's `ws` URL is the port of proxy (i, j), while i's own `ws`
  * stays its real listen address. The handshake identifies peers by id, so the URLs may
  * differ from one peer's config to the next. Peer i dials j for the stream i -> j and j's
- * acks and heartbeat echoes come back on that socket (DESIGN section 4), so proxy (i, j)
+ * acks and heartbeat echoes come back on that socket (docs/design.md section 4), so proxy (i, j)
  * carries i's payloads to j and the echoes that keep i's lease.
  */
 import { spawn } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * The wire format between peers: msgpack frames (msgpackr), checked at the boundary in
- * the order of STYLE.md convention 8: bytes -> size check -> decode to `unknown` -> shape
+ * the order of docs/style.md convention 8: bytes -> size check -> decode to `unknown` -> shape
  * guard -> typed frame. Everything malformed is a LockError with ERR_FRAME_TOO_LARGE or
  * ERR_FRAME_INVALID and a sentence; the connection that sent it is closed, never the
  * process.
@@ -86,7 +86,7 @@ export interface HeartbeatFrame {
   readonly clock?: number;
 }
 
-/** Listener -> dialer: the heartbeat's send time, echoed for RTT and lease (DESIGN section 5). */
+/** Listener -> dialer: the heartbeat's send time, echoed for RTT and lease (docs/design.md section 5). */
 export interface EchoFrame {
   readonly t: 'hbEcho';
   readonly sentAtMs: number;

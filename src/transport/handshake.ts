@@ -1,5 +1,5 @@
 /**
- * The handshake that opens the stream dialer -> listener (DESIGN section 4), as two small
+ * The handshake that opens the stream dialer -> listener (docs/design.md section 4), as two small
  * state machines fed with decoded frames; the sockets live in connection.ts and mesh.ts.
  *
  *   dialer  -> hello     {v, cluster, from, to, inc, clock, nonceD}

@@ -1,5 +1,5 @@
 /**
- * Which incarnation of each peer is current, and which are refused forever (DESIGN
+ * Which incarnation of each peer is current, and which are refused forever (docs/design.md
  * section 4: incarnations are ordered, so a paused zombie of an older process can never
  * re-associate; section 5: an evicted incarnation is refused from then on).
  */

@@ -1,5 +1,5 @@
 /**
- * The PURE reliable link of DESIGN section 4: per-stream sequence numbers, cumulative
+ * The PURE reliable link of docs/design.md section 4: per-stream sequence numbers, cumulative
  * acks, a byte-bounded resend buffer and in-order, exactly-once delivery. No sockets, no
  * timers, no clock, no randomness: the mesh drives it from real sockets and the
  * deterministic simulator drives it from a simulated network.

@@ -1,5 +1,5 @@
 /**
- * Behaviour of the protocol core (DESIGN section 3 and the membership rules of section 4),
+ * Behaviour of the protocol core (docs/design.md section 3 and the membership rules of section 4),
  * one rule per test, driven by hand through the Net harness.
  */
 import { describe, expect, it } from 'vitest';

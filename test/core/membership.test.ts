@@ -1,5 +1,5 @@
 /**
- * Majority-confirmed eviction (DESIGN section 5), driven with explicit times.
+ * Majority-confirmed eviction (docs/design.md section 5), driven with explicit times.
  */
 import { describe, expect, it } from 'vitest';
 import { Membership, isMembershipMessage, unknownIncarnation } from '../../src/core/membership.js';

@@ -1,5 +1,5 @@
 /**
- * The mode rules against a brute-force reference written straight from DESIGN section 3,
+ * The mode rules against a brute-force reference written straight from docs/design.md section 3,
  * and the early-stop rule `blocksAll` against its meaning: once it holds, no extension of
  * the prefix admits any request.
  */
@@ -27,7 +27,7 @@ const requestArb: fc.Arbitrary<QueuedRequest> = fc
     meta: null,
   }));
 
-/** DESIGN section 3, literally: the rule for `r` over the requests ahead of it. */
+/** docs/design.md section 3, literally: the rule for `r` over the requests ahead of it. */
 function reference(r: QueuedRequest, ahead: readonly QueuedRequest[]): boolean {
   switch (r.mode) {
     case 'exclusive':

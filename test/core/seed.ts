@@ -1,5 +1,5 @@
 /**
- * The seed of a random test (STYLE.md convention 10): SEED from the environment, or a fresh
+ * The seed of a random test (docs/style.md convention 10): SEED from the environment, or a fresh
  * one, printed either way so that any failure reproduces with `SEED=<n> npx vitest run`.
  */
 export function testSeed(what: string): number {

@@ -1,9 +1,9 @@
 /**
- * The checkers of a fault run (DESIGN section 9, invariants 1, 2 and 4).
+ * The checkers of a fault run (docs/design.md section 9, invariants 1, 2 and 4).
  *
  * What "valid" means, honestly. A client on peer p observes its hold from the grant answer
  * to the sending of its release. The hold is only guaranteed exclusive while p holds its
- * lease (DESIGN section 5): once p is paused or cut from the majority, the others may
+ * lease (docs/design.md section 5): once p is paused or cut from the majority, the others may
  * evict it after evict_ms and grant the lock again, while p's client, which has not yet
  * tried to release, still believes it holds. That is no violation; it is what fencing is
  * for. So the overlap and token-order checks use only holds that are valid by two rules:

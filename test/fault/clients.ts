@@ -1,5 +1,5 @@
 /**
- * Clients of a fault run: a few per peer, each talking HTTP to its own peer only (DESIGN
+ * Clients of a fault run: a few per peer, each talking HTTP to its own peer only (docs/design.md
  * section 6) in a loop: acquire one of the locks, then read-modify-write increments of that
  * lock's fenced register under the grant's token, then release. Every step is recorded.
  */

@@ -1,6 +1,6 @@
 /**
  * Fault windows per peer: when a peer may have been without its lease, so that a hold
- * its clients observed is not guaranteed exclusive (DESIGN section 5).
+ * its clients observed is not guaranteed exclusive (docs/design.md section 5).
  *
  * A peer's lease needs echoes of its own heartbeats from a majority of the configured
  * peers, itself included, and those echoes travel on the sockets it dials: through the

@@ -1,5 +1,5 @@
 /**
- * A fenced register (DESIGN section 1, "fencing"), kept in the test process: the resource a
+ * A fenced register (docs/design.md section 1, "fencing"), kept in the test process: the resource a
  * lock protects. Every access carries the holder's token, and the register refuses any
  * token lower than the highest it has seen, reads included. Fencing reads too is what
  * makes read-modify-write safe: once a newer holder has read, an older (paused or

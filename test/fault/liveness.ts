@@ -1,5 +1,5 @@
 /**
- * Liveness after the faults heal (DESIGN section 9, invariant 4): nothing stuck.
+ * Liveness after the faults heal (docs/design.md section 9, invariant 4): nothing stuck.
  * Right after the heal, every peer must be ready (lease held, synced with its view) within
  * a bound; once the clients have stopped, an acquire and a release of every lock through
  * every peer must succeed, and then every queue must drain: no holder, no waiter left

@@ -3,7 +3,7 @@
  * after a while, with a quiet gap between faults. Every change of a peer or a link is
  * reported to the FaultWindows, so the checker knows which holds were guaranteed.
  *
- * Faults (DESIGN section 5 and issue 5):
+ * Faults (docs/design.md section 5 and issue 5):
  * - kill: kill -9 of one peer, restarted after 1-6 s (before or after its eviction);
  * - pause: SIGSTOP of one peer for longer than evict_ms, then SIGCONT;
  * - partition: a random 2|3 split, links across it blocked (cut, new connections refused)

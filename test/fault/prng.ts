@@ -2,7 +2,7 @@
  * The fault test's source of randomness: mulberry32 from one seed. The processes and the
  * OS scheduler are not deterministic, so a seed does not replay a run event for event; it
  * replays the fault schedule (kinds, victims, durations) and the clients' choices, which is
- * what makes a failing run worth re-running (STYLE.md convention 10).
+ * what makes a failing run worth re-running (docs/style.md convention 10).
  */
 
 /** A small seeded generator. */

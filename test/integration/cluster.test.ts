@@ -1,6 +1,6 @@
 /**
  * Real peer processes under contention and restarts: overlapping holds and token order are
- * checked on the whole recorded history (DESIGN section 9, invariants 1 and 2).
+ * checked on the whole recorded history (docs/design.md section 9, invariants 1 and 2).
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Surviving a peer that goes away (DESIGN section 5): majority-confirmed eviction, the
+ * Surviving a peer that goes away (docs/design.md section 5): majority-confirmed eviction, the
  * self-fencing lease of a paused peer, rejoin as a new incarnation, and the two-peer
  * cluster that never evicts. Short timings: heartbeat 100 ms, lease 1000 ms, evict 3000 ms.
  */

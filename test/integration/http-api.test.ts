@@ -1,5 +1,5 @@
 /**
- * Every status path of the local HTTP API (DESIGN section 6), against a real 3-peer
+ * Every status path of the local HTTP API (docs/design.md section 6), against a real 3-peer
  * cluster of lamport-peer processes on 127.0.0.1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The configuration file (DESIGN section 8): every problem listed, defaults, env override.
+ * The configuration file (docs/design.md section 8): every problem listed, defaults, env override.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig, parseHostPort } from '../../src/config.js';

@@ -1,5 +1,5 @@
 /**
- * Self-fencing leases (DESIGN section 5): valid while a majority echoed a heartbeat sent
+ * Self-fencing leases (docs/design.md section 5): valid while a majority echoed a heartbeat sent
  * within lease_ms, measured from the send time.
  */
 import { describe, expect, it } from 'vitest';

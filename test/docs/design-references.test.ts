@@ -1,0 +1,79 @@
+/**
+ * Every code reference in docs/design.md and docs/style.md points into the repo: a link's
+ * target exists, a linked name occurs in the file it links to, a path in backticks exists,
+ * and `limits.x` names a limit. Code comments cite these documents by section, so a rename
+ * that leaves them pointing at nothing must fail here rather than mislead a newcomer.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { limits } from '../../src/limits.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const checkedDocs = ['docs/design.md', 'docs/style.md'];
+const repoPath = /^(src|bin|test|bench|examples|deploy|docs)\/[\w./-]*$/;
+
+/** The identifiers a linked code span names: `Machine.#onPacket` -> Machine, onPacket. */
+function namesOf(span: string): string[] {
+  return span
+    .replace(/\(.*\)$/, '')
+    .split('.')
+    .map((part) => part.replace(/^#/, ''))
+    .filter((part) => /^[A-Za-z_$][\w$]*$/.test(part));
+}
+
+function mentions(source: string, name: string): boolean {
+  return new RegExp(`(^|[^\\w$])#?${name.replace(/\$/g, '\\$')}([^\\w$]|$)`).test(source);
+}
+
+/** Problems with the references of one document at `docPath` (repo-relative). */
+function referenceProblems(docPath: string, text: string): string[] {
+  const problems: string[] = [];
+  const docDir = dirname(join(root, docPath));
+  for (const m of text.matchAll(/\[([^\]]+)\]\(([^)\s]+)\)/g)) {
+    const [, label = '', target = ''] = m;
+    if (/^[a-z]+:/.test(target) || target.startsWith('#')) continue;
+    const file = resolve(docDir, target.replace(/#.*$/, ''));
+    if (!existsSync(file)) {
+      problems.push(`${docPath}: link to ${target}, which does not exist`);
+      continue;
+    }
+    const span = /^`([^`]+)`$/.exec(label)?.[1];
+    if (span === undefined || span.includes('/') || !file.endsWith('.ts')) continue;
+    const source = readFileSync(file, 'utf8');
+    for (const name of namesOf(span)) {
+      if (!mentions(source, name)) problems.push(`${docPath}: \`${span}\` links to ${target}, which has no ${name}`);
+    }
+  }
+  for (const m of text.matchAll(/`([^`\s]+)`/g)) {
+    const span = m[1] ?? '';
+    if (repoPath.test(span) && !existsSync(join(root, span))) problems.push(`${docPath}: \`${span}\` does not exist`);
+    const limit = /^limits\.(\w+)$/.exec(span)?.[1];
+    if (limit !== undefined && !Object.hasOwn(limits, limit)) problems.push(`${docPath}: \`${span}\` is not a limit in src/limits.ts`);
+  }
+  return problems;
+}
+
+describe('design documents', () => {
+  it.each(checkedDocs)('%s refers only to files and names that exist', (docPath) => {
+    const text = readFileSync(join(root, docPath), 'utf8');
+    expect(referenceProblems(docPath, text)).toEqual([]);
+  });
+
+  it('finds a missing file, a missing name, a missing path and an unknown limit (the check can fail)', () => {
+    const planted = [
+      '[`x`](../src/core/no-such-file.ts)',
+      '[`Machine.noSuchMethod`](../src/core/machine.ts)',
+      '`src/core/gone.ts`',
+      '`limits.noSuchLimit`',
+      '[`Machine.step`](../src/core/machine.ts) and `src/core/machine.ts` and `limits.frameBytesMax` are fine',
+    ].join('\n');
+    expect(referenceProblems('docs/design.md', planted)).toEqual([
+      'docs/design.md: link to ../src/core/no-such-file.ts, which does not exist',
+      'docs/design.md: `Machine.noSuchMethod` links to ../src/core/machine.ts, which has no noSuchMethod',
+      'docs/design.md: `src/core/gone.ts` does not exist',
+      'docs/design.md: `limits.noSuchLimit` is not a limit in src/limits.ts',
+    ]);
+  });
+});
