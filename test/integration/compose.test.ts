@@ -137,7 +137,21 @@ const httpPort = flag(cmd, '--http').split(':')[1] ?? '';
 const secret = /^LAMPORT_SECRET=(.+)$/m.exec(read('deploy/demo.env'))?.[1] ?? '';
 const config = parseConfig(JSON.parse(read('deploy/cluster.compose.json')), { LAMPORT_SECRET: secret });
 
+/** Where the demo's peers and workers read the API token. */
+const tokenFile = '/var/lib/lamport-token/token';
+
 describe('docker-compose.yml', () => {
+  it('writes a private random API token once, into a volume the image\'s user owns', () => {
+    const t = map(services['api-token'], 'services.api-token');
+    expect(t['image']).toBe(map(services['peer-a'], 'peer-a')['image']);
+    expect(strings(t['volumes'], 'volumes')).toEqual([`api-token:${dirname(tokenFile)}`]);
+    const [script = ''] = strings(t['command'], 'command');
+    expect(script).toMatch(/^umask 077 && test -s \/var\/lib\/lamport-token\/token \|\| node -e .*randomBytes\(32\).* > \/var\/lib\/lamport-token\/token$/);
+    expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain('api-token');
+    const chown = dockerfile().find((d) => d.op === 'RUN' && d.args.includes('chown node:node'))?.args ?? '';
+    expect(chown).toContain(dirname(tokenFile));
+  });
+
   it('runs one healthy peer service per configured peer, reachable by its ws hostname', () => {
     expect(config.peers.map((p) => p.id)).toEqual(['a', 'b', 'c']);
     for (const p of config.peers) {
@@ -147,11 +161,23 @@ describe('docker-compose.yml', () => {
       expect(s['hostname']).toBe(ws.hostname);
       expect(dockerfile().find((d) => d.op === 'EXPOSE')?.args.split(' ')).toEqual(expect.arrayContaining([httpPort, ws.port]));
       expect(s['build']).toBe('.');
-      expect(strings(s['command'], 'command')).toEqual(['--id', p.id, '--http', `0.0.0.0:${httpPort}`]);
+      const command = strings(s['command'], 'command');
+      expect(command.slice(0, 4)).toEqual(['--id', p.id, '--http', `0.0.0.0:${httpPort}`]);
+      // Beyond loopback the peer needs a token (issue 14): the one api-token writes in its volume.
+      expect(flag(command, '--token-file')).toBe(tokenFile);
+      expect(map(map(s['depends_on'], 'depends_on')['api-token'], 'depends_on.api-token')['condition']).toBe('service_completed_successfully');
+      // The Host names clients use: the service name (the workers), the published ports (a browser on the host).
+      const allowed = command.filter((_, i) => command[i - 1] === '--http-allow-host');
+      expect(allowed).toContain(`peer-${p.id}`);
+      for (const port of strings(s['ports'], 'ports')) {
+        const published = port.split(':')[1] ?? '';
+        expect(allowed).toEqual(expect.arrayContaining([`127.0.0.1:${published}`, `localhost:${published}`]));
+      }
       expect(strings(s['env_file'], 'env_file').every((f) => existsSync(join(root, f)))).toBe(true);
       const volumes = strings(s['volumes'], 'volumes');
       expect(volumes).toContain(`./deploy/cluster.compose.json:${flag(entrypoint, '--config')}:ro`);
       expect(volumes).toContain(`peer-${p.id}-data:${flag(entrypoint, '--data-dir')}`);
+      expect(volumes).toContain(`api-token:${dirname(tokenFile)}:ro`);
       expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain(`peer-${p.id}-data`);
       for (const port of strings(s['ports'], 'ports')) expect(port).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+:${httpPort}$`));
       const health = map(s['healthcheck'], 'healthcheck');
@@ -168,6 +194,8 @@ describe('docker-compose.yml', () => {
       const w = map(services[`worker-${p.id}`], `services.worker-${p.id}`);
       expect(map(map(w['depends_on'], 'depends_on')[`peer-${p.id}`], 'depends_on.peer')['condition']).toBe('service_healthy');
       expect(map(w['environment'], 'environment')['LAMPORT_PEER']).toBe(`http://peer-${p.id}:${httpPort}`);
+      expect(map(w['environment'], 'environment')['LAMPORT_TOKEN_FILE']).toBe(tokenFile);
+      expect(strings(w['volumes'], 'volumes')).toContain(`api-token:${dirname(tokenFile)}:ro`);
       expect(strings(w['entrypoint'], 'entrypoint')).toEqual(['/bin/sh', '-c']);
       const [loop = ''] = strings(w['command'], 'command');
       expect(loop).toMatch(/^while true; do lamport-lock run demo-job .* -- .*; done$/);
