@@ -9,7 +9,8 @@
  * - where a compose client exists (`docker compose` or `docker-compose`), `config -q` too.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -203,6 +204,48 @@ describe('docker-compose.yml', () => {
       expect(w['image']).toBe(map(services['peer-a'], 'peer-a')['image']);
     }
   });
+
+  it('runs a peer with the demo\'s token script and command line, which its healthcheck and a worker\'s client pass', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-compose-'));
+    const token = join(dir, 'token');
+    const [script = ''] = strings(map(services['api-token'], 'api-token')['command'], 'command');
+    execFileSync('/bin/sh', ['-c', script.replaceAll(tokenFile, token)]);
+    expect(statSync(token).mode & 0o777).toBe(0o600);
+    const [http, ws] = [await freePort(), await freePort()];
+    const configPath = join(dir, 'cluster.json');
+    writeFileSync(configPath, JSON.stringify({ cluster: 'compose', secret, peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+    const command = strings(map(services['peer-a'], 'peer-a')['command'], 'command').map((a) => a.replace(`:${httpPort}`, `:${http}`).replace(tokenFile, token));
+    const peer = spawn(process.execPath, [join(root, 'dist/bin/lamport-peer.js'), '--config', configPath, '--data-dir', dir, ...command], { stdio: 'ignore' });
+    try {
+      const health = strings(map(map(services['peer-a'], 'peer-a')['healthcheck'], 'healthcheck')['test'], 'healthcheck.test');
+      const probe = (): boolean => {
+        try {
+          execFileSync(process.execPath, ['-e', (health[3] ?? '').replace(`:${httpPort}/`, `:${http}/`)], { stdio: 'ignore', timeout: 5000 });
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const deadline = Date.now() + 10_000;
+      while (!probe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(probe()).toBe(true);
+      // A worker reaches its peer by the service name, with the token from LAMPORT_TOKEN_FILE.
+      const ask = (authorization?: string): Promise<number> => new Promise((res, rej) => {
+        const req = request({ host: '127.0.0.1', port: http, path: '/v1/locks', headers: { host: `peer-a:${http}`, ...(authorization === undefined ? {} : { authorization }) } }, (r) => {
+          r.resume();
+          res(r.statusCode ?? 0);
+        });
+        req.on('error', rej);
+        req.end();
+      });
+      expect(await ask()).toBe(401);
+      expect(await ask(`Bearer ${readFileSync(token, 'utf8').trim()}`)).toBe(200);
+    } finally {
+      const exited = new Promise<number | null>((r) => peer.once('exit', (code) => r(code)));
+      peer.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+  }, 20_000);
 
   const client = ['docker compose', 'docker-compose'].find((c) => {
     const [cmd = '', ...args] = c.split(' ');
