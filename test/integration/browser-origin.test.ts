@@ -159,8 +159,11 @@ describe.skipIf(!hasChromium)('a page of another origin in headless chromium', (
     await page.goto(`${origin}/attack`);
     const seen = await page.evaluate(attack, { base: '', ...t, victimToken: undefined });
     expectNothingLeaked(seen);
-    for (const what of ['read locks', 'read cluster']) {
-      expect(seen.find((s) => s.what === what)?.status, what).toBe(421);
+    // The rebound page reads its answers (same origin, as it believes): each is the coded refusal.
+    for (const what of ['acquire text/plain', 'acquire json', 'release', 'refresh', 'read locks', 'read cluster']) {
+      const answer = seen.find((s) => s.what === what);
+      expect(answer?.status, what).toBe(421);
+      expect(JSON.parse(answer?.body ?? '{}'), what).toMatchObject({ error: 'ERR_HOST_REFUSED' });
     }
     await expectPeerUntouched(t);
   });
@@ -175,4 +178,31 @@ describe.skipIf(!hasChromium)('a page of another origin in headless chromium', (
     await own.waitForSelector('article[data-lock="seen-live"]', { state: 'detached', timeout: 2000 });
     await own.close();
   });
+
+  it('opens the dashboard of a peer that requires a token once the browser has it, and still refuses other origins', async () => {
+    const token = 'browser-token-0123456789abcdef';
+    const guarded = await LocalCluster.start({ peers: 1, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000, token });
+    const context = await browser.newContext({ httpCredentials: { username: 'operator', password: token } });
+    try {
+      const url = guarded.url('a');
+      const auth = { authorization: `Bearer ${token}` };
+      expect((await fetch(`${url}/`)).status).toBe(401);
+      const own = await context.newPage();
+      await own.goto(url);
+      await own.waitForSelector('#stream.ok', { timeout: 5000 });
+      const grant = await fetch(`${url}/v1/locks/tokened/acquire`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"ttl_ms": 30000}' });
+      expect(grant.status).toBe(200);
+      await own.waitForSelector('article[data-lock="tokened"] tr[data-role=holder]', { timeout: 2000 });
+      // The browser now holds the password for the peer's origin: a foreign page still gets nothing.
+      const foreignPage = await context.newPage();
+      await foreignPage.goto(`${foreignOrigin}/`);
+      const seen = await foreignPage.evaluate(attack, { base: url, victim: 'tokened', victimId: 'unknown', brief: 'tokened', briefId: 'unknown' });
+      expectNothingLeaked(seen);
+      const locks = (await (await fetch(`${url}/v1/locks`, { headers: auth })).json()) as { locks: Array<{ name: string }> };
+      expect(locks.locks.map((l) => l.name)).toEqual(['tokened']);
+    } finally {
+      await context.close();
+      await guarded.stop();
+    }
+  }, 30_000);
 });
