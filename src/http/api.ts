@@ -218,7 +218,7 @@ export class HttpApi {
    */
   #forceRelease(res: ServerResponse, name: string, body: Record<string, unknown>): void {
     if (Object.keys(body).length > 0) throw new LockError(ErrorCode.BadRequest, 'force-release takes an empty body');
-    const ids = this.#peer.lock(name).holders.filter((h) => h.local && h.id !== undefined).map((h) => h.id as string);
+    const ids = this.#peer.lock(name).holders.flatMap((h) => (h.local && h.id !== undefined ? [h.id] : []));
     for (const id of ids) this.#peer.release(name, id);
     this.#log.warn({ lock: name, ids }, 'force-released every local hold of a lock');
     send(res, 200, { released: ids });
