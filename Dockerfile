@@ -27,8 +27,8 @@ COPY --from=build /build/dist/bin ./dist/bin
 RUN chmod 0755 dist/bin/lamport-peer.js dist/bin/lamport-lock.js \
  && ln -s /app/dist/bin/lamport-peer.js /usr/local/bin/lamport-peer \
  && ln -s /app/dist/bin/lamport-lock.js /usr/local/bin/lamport-lock \
- && mkdir -p /var/lib/lamport /etc/lamport \
- && chown node:node /var/lib/lamport
+ && mkdir -p /var/lib/lamport /var/lib/lamport-token /etc/lamport \
+ && chown node:node /var/lib/lamport /var/lib/lamport-token
 USER node
 # 7000: local HTTP API, dashboard and /metrics; 7100: the peer links (WebSocket).
 EXPOSE 7000 7100
@@ -42,5 +42,7 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
 # LAMPORT_SECRET. Arguments after the image name replace CMD: the peer id, and where HTTP
 # listens (all container interfaces by default, so the healthcheck, other containers and a
 # published port reach it; without --http, the peer's "http" entry of the config is used).
+# Beyond loopback the peer requires an API token: add --token-file with a file of mode 0600
+# (docker-compose.yml shows one way; /var/lib/lamport-token is a directory the node user owns).
 ENTRYPOINT ["node", "/app/dist/bin/lamport-peer.js", "--config", "/etc/lamport/cluster.json", "--data-dir", "/var/lib/lamport", "--no-log-pretty"]
 CMD ["--id", "a", "--http", "0.0.0.0:7000"]

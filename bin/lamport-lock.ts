@@ -76,6 +76,19 @@ function signalNumber(signal: NodeJS.Signals): number {
   return table[signal] ?? 0;
 }
 
+/** A client of the peer named by --peer / LAMPORT_PEER, with the token of --token-file / LAMPORT_TOKEN_FILE. */
+function clientOf(a: { peer?: string | undefined; 'token-file'?: string | undefined }): LockClient {
+  try {
+    return new LockClient({ ...(a.peer === undefined ? {} : { peer: a.peer }), ...(a['token-file'] === undefined ? {} : { tokenFile: a['token-file'] }) });
+  } catch (err) {
+    if (err instanceof LockError) {
+      process.stderr.write(`lamport-lock: ${err.code}: ${err.message}\n`);
+      process.exit(exitCodes.usage);
+    }
+    throw err;
+  }
+}
+
 const lockOptions = {
   timeout: { ...durationOpt, describe: 'how long to wait (e.g. 500ms, 30s, 2m; 0 = do not wait)' },
   ttl: { ...durationOpt, describe: 'hold lease, refreshed while held (default 60s)' },
@@ -88,7 +101,8 @@ const lockOptions = {
 await yargs(hideBin(process.argv))
   .scriptName('lamport-lock')
   .parserConfiguration({ 'populate--': true })
-  .option('peer', { type: 'string', describe: 'local peer URL (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
+  .option('peer', { type: 'string', describe: 'local peer: http://host:port or unix:/path/peer.sock (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
+  .option('token-file', { type: 'string', describe: 'file with the peer\'s API token (default $LAMPORT_TOKEN_FILE)' })
   .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code', (y) =>
     y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
       .options(lockOptions).option('grace', { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when the hold is lost' }),
@@ -96,27 +110,27 @@ await yargs(hideBin(process.argv))
       const rest = (a as { '--'?: unknown[] })['--'] ?? [];
       const cmd = [...(a.cmd ?? []), ...rest].map(String);
       if (cmd.length === 0) fail(new Error('run needs a command after --'));
-      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const client = clientOf(a);
       const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);
       client.close();
       process.exit(code);
     })
   .command('acquire <name>', 'acquire NAME; print the grant as JSON', (y) => y.positional('name', { type: 'string', demandOption: true }).options(lockOptions),
     async (a) => {
-      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const client = clientOf(a);
       const hold = await client.acquire(a.name, acquireOpts(a)).catch(fail);
       process.stdout.write(`${JSON.stringify({ ...hold, token: hold.token.toString() })}\n`);
       client.close();
     })
   .command('release <name> <id>', 'release a hold by id', (y) => y.positional('name', { type: 'string', demandOption: true }).positional('id', { type: 'string', demandOption: true }),
     async (a) => {
-      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const client = clientOf(a);
       await client.release(a.name, a.id).catch(fail);
       client.close();
     })
   .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' }),
     async (a) => {
-      const client = new LockClient(a.peer === undefined ? {} : { peer: a.peer });
+      const client = clientOf(a);
       const body = await client.status(a.name).catch(fail);
       process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatStatus(body));
       client.close();

@@ -7,15 +7,21 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { loadConfig } from '../src/config.js';
 import { isLockError } from '../src/errors.js';
+import { parseSocketMode } from '../src/http/listen-target.js';
 import { createLogger, logLevels } from '../src/log.js';
 import { startPeerServer } from '../src/runtime/server.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('lamport-peer')
-  .usage('$0 --config cluster.json --id a [--http 127.0.0.1:7001] [--data-dir DIR]')
+  .usage('$0 --config cluster.json --id a [--http 127.0.0.1:7001 | --http unix:/run/lamport-lock/peer.sock] [--token-file FILE] [--data-dir DIR]')
   .option('config', { type: 'string', demandOption: true, describe: 'cluster config file (JSON)' })
   .option('id', { type: 'string', demandOption: true, describe: 'this peer\'s id in the config' })
-  .option('http', { type: 'string', describe: 'HTTP listen host:port (default: the peer\'s "http" in the config)' })
+  .option('http', { type: 'string', describe: 'HTTP listen host:port or unix:/path (default: the peer\'s "http" in the config)' })
+  .option('http-socket-mode', { type: 'string', describe: 'file mode of the unix socket (default 0660: owner and group may connect)' })
+  .option('http-socket-group', { type: 'string', describe: 'group of the unix socket (name or id; default the process\'s group)' })
+  .option('http-allow-host', { type: 'string', array: true, describe: 'another name clients use in Host: NAME (on the served port) or NAME:PORT (a published port); repeatable' })
+  .option('token-file', { type: 'string', describe: 'file with the API token required on every request (mode 0600); needed to listen beyond loopback' })
+  .option('admin-token-file', { type: 'string', describe: 'file with the admin token for administrative operations (mode 0600)' })
   .option('data-dir', { type: 'string', describe: 'directory for the persisted clock high-water mark' })
   .option('log-level', { choices: logLevels, default: 'info' as const })
   .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
@@ -26,7 +32,14 @@ const logger = createLogger({ level: argv['log-level'], peer: argv.id, ...(argv[
 
 async function main(): Promise<void> {
   const config = loadConfig(argv.config, process.env);
-  const server = await startPeerServer({ config, id: argv.id, http: argv.http, dataDir: argv['data-dir'], logger });
+  const access = {
+    tokenFile: argv['token-file'],
+    adminTokenFile: argv['admin-token-file'],
+    socketMode: argv['http-socket-mode'] === undefined ? undefined : parseSocketMode(argv['http-socket-mode']),
+    socketGroup: argv['http-socket-group'],
+    allowHosts: argv['http-allow-host'],
+  };
+  const server = await startPeerServer({ config, id: argv.id, http: argv.http, access, dataDir: argv['data-dir'], logger });
   let signals = 0;
   const stop = (signal: string): void => {
     signals += 1;

@@ -21,6 +21,12 @@ export const ErrorCode = {
   Evicted: 'ERR_EVICTED',
   LeaseLost: 'ERR_LEASE_LOST',
   Storage: 'ERR_STORAGE',
+  UnsupportedMediaType: 'ERR_UNSUPPORTED_MEDIA_TYPE',
+  BodyTooLarge: 'ERR_BODY_TOO_LARGE',
+  HostRefused: 'ERR_HOST_REFUSED',
+  OriginRefused: 'ERR_ORIGIN_REFUSED',
+  Unauthorized: 'ERR_UNAUTHORIZED',
+  AdminRequired: 'ERR_ADMIN_REQUIRED',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -59,6 +65,13 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_EVICTED: 503,
   ERR_LEASE_LOST: 503,
   ERR_STORAGE: 503,
+  ERR_UNSUPPORTED_MEDIA_TYPE: 415,
+  ERR_BODY_TOO_LARGE: 413,
+  // 421 Misdirected Request: this server does not serve the name the client used.
+  ERR_HOST_REFUSED: 421,
+  ERR_ORIGIN_REFUSED: 403,
+  ERR_UNAUTHORIZED: 401,
+  ERR_ADMIN_REQUIRED: 403,
 };
 
 /** True when `value` is a LockError with the given code. */

@@ -10,8 +10,16 @@ export const limits = {
   lockNameBytesMax: 256,
   /** Largest decoded WebSocket frame between peers. */
   frameBytesMax: 1024 * 1024,
-  /** Largest HTTP request body. */
+  /** Largest HTTP request body; a larger one is answered 413 (ERR_BODY_TOO_LARGE). */
   httpBodyBytesMax: 64 * 1024,
+  /**
+   * Bytes of an oversized body read and dropped after the 413 is sent, so the client gets
+   * the answer instead of a reset; past this the connection is cut.
+   */
+  httpBodyDrainBytesMax: 1024 * 1024,
+  /** Length bounds of an API token (the text of a --token-file, whitespace trimmed). */
+  apiTokenBytesMin: 16,
+  apiTokenBytesMax: 4096,
   /** Largest `owner` string. */
   ownerBytesMax: 256,
   /** Largest `meta` object, JSON-encoded. */
@@ -56,4 +64,6 @@ export const limits = {
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
 assert(limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax < limits.frameBytesMax, 'one request must fit in a frame');
+assert(limits.httpBodyBytesMax < limits.httpBodyDrainBytesMax, 'an oversized body is drained past the limit before the cut');
+assert(limits.apiTokenBytesMin < limits.apiTokenBytesMax, 'token length bounds are ordered');
 assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');

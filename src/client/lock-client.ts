@@ -1,13 +1,16 @@
 /**
  * The typed client for Node applications, exported as `lamport-lock/client`. It speaks the
- * local HTTP API of docs/design.md section 6 over keep-alive connections. `withLock` holds a lock
+ * local HTTP API of docs/design.md section 6 over keep-alive connections, by TCP or by the
+ * peer's unix socket (`unix:/path`, through node:http's socketPath), with the peer's token
+ * when it requires one. `withLock` holds a lock
  * for the duration of a function, refreshes it, and hands the function an AbortSignal
  * that fires the moment the hold is lost (TTL, lease lost, eviction, peer shutdown).
  */
 import { Agent, request } from 'node:http';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, RequestOptions } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import { LockError } from '../errors.js';
+import { readTokenFile } from '../token-file.js';
 
 export { LockError } from '../errors.js';
 export type { ErrorCode } from '../errors.js';
@@ -46,8 +49,30 @@ export interface ConnectionHold extends Hold {
 
 /** Client options. */
 export interface LockClientOptions {
-  /** Base URL of the local peer; default `LAMPORT_PEER` or http://127.0.0.1:7001. */
+  /** The local peer: `http://host:port` or `unix:/path/peer.sock`; default `LAMPORT_PEER` or http://127.0.0.1:7001. */
   readonly peer?: string;
+  /** The peer's API token, when it requires one. */
+  readonly token?: string;
+  /** A file holding the token; default `LAMPORT_TOKEN_FILE`. Ignored when `token` is given. */
+  readonly tokenFile?: string;
+}
+
+/** Where requests go: a base URL, or a unix socket. */
+type Target = { readonly base: URL; readonly socketPath: null } | { readonly base: null; readonly socketPath: string };
+
+function targetOf(peer: string): Target {
+  if (peer.startsWith('unix:')) {
+    const socketPath = peer.slice('unix:'.length);
+    if (!socketPath.startsWith('/')) throw new LockError('ERR_BAD_REQUEST', `peer ${JSON.stringify(peer)}: a unix socket path must be absolute (unix:/run/lamport-lock/peer.sock)`);
+    return { base: null, socketPath };
+  }
+  let base: URL;
+  try {
+    base = new URL(peer);
+  } catch {
+    throw new LockError('ERR_BAD_REQUEST', `peer ${JSON.stringify(peer)} must be a URL such as http://127.0.0.1:7001, or unix:/path/peer.sock`);
+  }
+  return { base, socketPath: null };
 }
 
 interface Answer {
@@ -101,19 +126,28 @@ function parseJson(text: string): Record<string, unknown> {
 
 /** A client of one local peer. */
 export class LockClient {
-  readonly #base: URL;
+  readonly #target: Target;
+  readonly #where: string;
+  readonly #authorization: string | null;
   readonly #agent = new Agent({ keepAlive: true, maxSockets: 256 });
 
   constructor(opts: LockClientOptions = {}) {
-    this.#base = new URL(opts.peer ?? process.env['LAMPORT_PEER'] ?? 'http://127.0.0.1:7001');
+    const peer = opts.peer ?? process.env['LAMPORT_PEER'] ?? 'http://127.0.0.1:7001';
+    this.#target = targetOf(peer);
+    this.#where = this.#target.base === null ? peer : this.#target.base.origin;
+    const tokenFile = opts.tokenFile ?? process.env['LAMPORT_TOKEN_FILE'];
+    const token = opts.token ?? (tokenFile === undefined || tokenFile === '' ? null : readTokenFile(tokenFile, 'token file', { private: false }));
+    this.#authorization = token === null ? null : `Bearer ${token}`;
   }
 
   #open(method: string, path: string, body: unknown, onResponse: (res: IncomingMessage) => void, onError: (e: Error) => void): () => void {
     const text = body === undefined ? '' : JSON.stringify(body);
-    const req = request(new URL(path, this.#base), {
-      method, agent: this.#agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
-    }, onResponse);
-    req.on('error', (e) => onError(new LockError('ERR_UNREACHABLE', `cannot reach the local peer at ${this.#base.origin}: ${e.message}`)));
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) };
+    if (this.#authorization !== null) headers['authorization'] = this.#authorization;
+    const options: RequestOptions = { method, agent: this.#agent, headers };
+    const { base, socketPath } = this.#target;
+    const req = base === null ? request({ ...options, socketPath, path }, onResponse) : request(new URL(path, base), options, onResponse);
+    req.on('error', (e) => onError(new LockError('ERR_UNREACHABLE', `cannot reach the local peer at ${this.#where}: ${e.message}`)));
     req.end(text);
     return () => req.destroy();
   }

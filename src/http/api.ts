@@ -1,5 +1,6 @@
 /**
- * The local HTTP API of docs/design.md section 6. Input is validated in validate.ts; errors map to
+ * The local HTTP API of docs/design.md section 6. Every request is first admitted by the
+ * access policy (access.ts: Host, Origin, token); input is validated in validate.ts; errors map to
  * status codes in one place (errors.ts `httpStatusOf`); every error body is
  * `{error, message}` plus the details of its code.
  */
@@ -11,6 +12,10 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { Grant } from '../runtime/holds.js';
 import type { PeerRuntime } from '../runtime/peer.js';
+import type { Access } from './access.js';
+import { AccessPolicy, requireAdmin } from './access.js';
+import type { SocketAccess } from './listen-target.js';
+import { applySocketAccess } from './listen-target.js';
 import { checkLockName, parseAcquire, parseBody, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
@@ -18,28 +23,51 @@ export function grantJson(g: Grant): Record<string, unknown> {
   return { lock: g.lock, id: g.id, token: g.token.toString(), mode: g.mode, peer: g.peer, granted_at: g.grantedAt, expires_at: g.expiresAt };
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }
 
+/** Codes that refuse a caller rather than a request's content: each gets a log line. */
+const refusals: ReadonlySet<ErrorCode> = new Set([ErrorCode.HostRefused, ErrorCode.OriginRefused, ErrorCode.Unauthorized, ErrorCode.AdminRequired, ErrorCode.UnsupportedMediaType, ErrorCode.BodyTooLarge]);
+
 function sendError(res: ServerResponse, err: LockError): void {
-  send(res, httpStatusOf[err.code], { error: err.code, message: err.message, ...err.details });
+  // A browser asked for a token (the dashboard, opened by hand) prompts for it as a password.
+  const headers: Record<string, string> = err.code === ErrorCode.Unauthorized ? { 'www-authenticate': 'Basic realm="lamport-lock", charset="UTF-8"' } : {};
+  send(res, httpStatusOf[err.code], { error: err.code, message: err.message, ...err.details }, headers);
 }
 
+/**
+ * A POST body must be JSON: a web page cannot send that content type to another origin
+ * without a CORS preflight, which this API never grants.
+ */
+function checkJsonBody(req: IncomingMessage): void {
+  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new LockError(ErrorCode.UnsupportedMediaType, `a POST body must be sent as content-type application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`);
+  }
+}
+
+/**
+ * Reads a body of at most limits.httpBodyBytesMax. A larger one is refused (413) as soon as
+ * it passes the limit, and the rest is read and dropped so the client can read the answer;
+ * past limits.httpBodyDrainBytesMax the connection is cut.
+ */
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    let over = false;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limits.httpBodyBytesMax) {
-        reject(new LockError(ErrorCode.BadRequest, `body larger than ${limits.httpBodyBytesMax} bytes`));
-        req.destroy();
-        return;
+      if (size > limits.httpBodyDrainBytesMax) req.destroy();
+      if (size <= limits.httpBodyBytesMax) chunks.push(chunk);
+      else if (!over) {
+        over = true;
+        chunks.length = 0;
+        reject(new LockError(ErrorCode.BodyTooLarge, `the request body is larger than ${limits.httpBodyBytesMax} bytes`, { limit_bytes: limits.httpBodyBytesMax }));
       }
-      chunks.push(chunk);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
@@ -55,12 +83,14 @@ export class HttpApi {
   readonly #log: Logger;
   readonly #server: Server;
   readonly #extra = new Map<string, ExtraRoute>();
+  readonly #access: AccessPolicy;
 
-  constructor(peer: PeerRuntime, logger: Logger) {
+  constructor(peer: PeerRuntime, logger: Logger, access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null })) {
     this.#peer = peer;
+    this.#access = access;
     this.#log = logger.child({ component: 'http' });
     this.#server = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0, maxHeaderSize: 16 * 1024 }, (req, res) => {
-      this.#handle(req, res).catch((err: unknown) => this.#onError(res, err));
+      this.#handle(req, res).catch((err: unknown) => this.#onError(req, res, err));
     });
     this.#server.on('clientError', (err, socket) => {
       this.#log.debug({ err: err.message }, 'malformed HTTP request');
@@ -84,6 +114,32 @@ export class HttpApi {
     });
   }
 
+  /**
+   * Listens on a unix socket (a stale file was cleared by the caller). It is bound under a
+   * umask that leaves it private, then given its mode and group, so no one else can
+   * connect in between.
+   */
+  listenPath(path: string, socket: SocketAccess): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      const umask = process.umask(0o177);
+      try {
+        this.#server.listen(path, () => {
+          this.#server.off('error', reject);
+          try {
+            applySocketAccess(path, socket);
+            resolve();
+          } catch (err) {
+            this.#server.close();
+            reject(err);
+          }
+        });
+      } finally {
+        process.umask(umask);
+      }
+    });
+  }
+
   /** Stops accepting new connections; `closeAll` then ends the ones still open. */
   close(): Promise<void> {
     return new Promise((resolve) => {
@@ -97,8 +153,12 @@ export class HttpApi {
     this.#server.closeAllConnections();
   }
 
-  #onError(res: ServerResponse, err: unknown): void {
+  #onError(req: IncomingMessage, res: ServerResponse, err: unknown): void {
     if (err instanceof LockError) {
+      if (refusals.has(err.code)) {
+        const { host, origin } = req.headers;
+        this.#log.warn({ code: err.code, method: req.method, path: req.url?.slice(0, 200), host, origin, remote: req.socket.remoteAddress }, `refused: ${err.message}`);
+      }
       if (!res.headersSent) sendError(res, err);
       return;
     }
@@ -110,6 +170,8 @@ export class HttpApi {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname;
+    const access = this.#access.admit(req, path);
+    if (req.method === 'POST') checkJsonBody(req);
     const extra = this.#extra.get(path);
     if (extra !== undefined && req.method === 'GET') return extra(req, res);
     if (path === '/healthz') return send(res, 200, { ok: true });
@@ -119,7 +181,7 @@ export class HttpApi {
     }
     if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, this.#peer.cluster());
     if (path === '/v1/locks' && req.method === 'GET') return send(res, 200, { locks: this.#peer.locks() });
-    const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh))?$/.exec(path);
+    const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release))?$/.exec(path);
     if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
     let name: string;
     try {
@@ -128,16 +190,19 @@ export class HttpApi {
       if (err instanceof URIError) throw new LockError(ErrorCode.BadRequest, 'lock name is not valid percent-encoded UTF-8');
       throw err;
     }
-    return this.#lockRoute(req, res, name, m[2]);
+    return this.#lockRoute(req, res, { name, action: m[2], access });
   }
 
-  async #lockRoute(req: IncomingMessage, res: ServerResponse, name: string, action: string | undefined): Promise<void> {
+  async #lockRoute(req: IncomingMessage, res: ServerResponse, route: { name: string; action: string | undefined; access: Access }): Promise<void> {
+    const { name, action } = route;
     if (action === undefined) {
       if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/locks/{name}`);
       return send(res, 200, this.#peer.lock(name));
     }
     if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/locks/{name}/${action}`);
+    if (action === 'force-release') requireAdmin(route.access, 'force-release');
     const body = parseBody(await readBody(req));
+    if (action === 'force-release') return this.#forceRelease(res, name, body);
     if (action === 'acquire') return this.#acquire(res, name, body);
     if (action === 'release') {
       this.#peer.release(name, parseRelease(body).id);
@@ -145,6 +210,18 @@ export class HttpApi {
     }
     const { id, ttlMs } = parseRefresh(body);
     return send(res, 200, { expires_at: this.#peer.refresh(name, id, ttlMs) });
+  }
+
+  /**
+   * Ends every hold of `name` that this peer's clients have (not other peers' holds: each
+   * peer is the authority on its own clients). The holders see the end as `released`.
+   */
+  #forceRelease(res: ServerResponse, name: string, body: Record<string, unknown>): void {
+    if (Object.keys(body).length > 0) throw new LockError(ErrorCode.BadRequest, 'force-release takes an empty body');
+    const ids = this.#peer.lock(name).holders.flatMap((h) => (h.local && h.id !== undefined ? [h.id] : []));
+    for (const id of ids) this.#peer.release(name, id);
+    this.#log.warn({ lock: name, ids }, 'force-released every local hold of a lock');
+    send(res, 200, { released: ids });
   }
 
   /**

@@ -3,11 +3,14 @@
  * together. The binary and the integration tests both start peers through this.
  */
 import type { ClusterConfig } from '../config.js';
-import { parseHostPort, wsListenAddress } from '../config.js';
+import { wsListenAddress } from '../config.js';
 import { nodeEnv } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { HttpApi } from '../http/api.js';
 import { registerDashboard } from '../http/dashboard.js';
+import { parseListenTarget } from '../http/listen-target.js';
+import type { HttpAccessOptions } from '../http/listener.js';
+import { listenHttp, prepareHttp } from '../http/listener.js';
 import { metricsRoute } from '../http/metrics.js';
 import type { Logger } from '../log.js';
 import { WsNetwork, readTlsMaterial } from '../transport/ws-network.js';
@@ -18,8 +21,10 @@ import { PeerRuntime } from './peer.js';
 export interface PeerServerOptions {
   readonly config: ClusterConfig;
   readonly id: string;
-  /** `host:port` to serve HTTP on; defaults to the peer's `http` entry in the config. */
+  /** `host:port` or `unix:/path` to serve HTTP on; defaults to the peer's `http` entry in the config. */
   readonly http?: string | undefined;
+  /** Tokens, socket mode and group, allowed Host names of the HTTP API. */
+  readonly access?: HttpAccessOptions | undefined;
   readonly dataDir?: string | undefined;
   readonly logger: Logger;
 }
@@ -35,8 +40,8 @@ export interface PeerServer {
 export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServer> {
   const self = opts.config.peers.find((p) => p.id === opts.id);
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
-  const httpAddr = parseHostPort(opts.http ?? self.http);
-  if (httpAddr === undefined) throw new LockError(ErrorCode.ConfigInvalid, `--http must look like host:port`);
+  const target = parseListenTarget(opts.http ?? self.http);
+  const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
   const network = new WsNetwork({ tls, logger: opts.logger.child({ component: 'mesh' }) });
   const wsAddr = wsListenAddress(self.ws);
@@ -50,16 +55,15 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
     await listener.close();
     throw err;
   }
-  const api = new HttpApi(runtime, opts.logger);
+  const api = new HttpApi(runtime, opts.logger, access);
   api.route('/metrics', metricsRoute(runtime.metrics.registry));
   const dashboard = registerDashboard(api, runtime);
-  const bound = await api.listen(httpAddr.host, httpAddr.port);
-  const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
-  opts.logger.info({ http: `${host}:${bound.port}`, ws: self.ws }, 'serving');
+  const httpUrl = await listenHttp(api, target, opts.access ?? {});
+  opts.logger.info({ http: httpUrl, ws: self.ws, token: access.tokenRequired }, 'serving');
   let stopping: Promise<void> | null = null;
   return {
     runtime,
-    httpUrl: `http://${host}:${bound.port}`,
+    httpUrl,
     stop: () => {
       stopping ??= (async () => {
         const closed = api.close();

@@ -68,6 +68,10 @@ export interface LocalClusterOptions {
   readonly logLevel?: string;
   /** Route every ordered peer link through its own TcpProxy (see `link`). Not with `configPath`. */
   readonly linkProxies?: boolean;
+  /** An API token every peer requires (written to a mode-0600 file, given as --token-file). */
+  readonly token?: string;
+  /** More lamport-peer flags, for every peer. */
+  readonly peerArgs?: readonly string[];
 }
 
 /** One running (or stopped) peer process. */
@@ -89,6 +93,10 @@ export class LocalCluster {
   readonly #links = new Map<string, TcpProxy>();
   /** Config file of each peer when it differs from `configPath` (proxied links). */
   readonly #configs = new Map<string, string>();
+  /** Flags every peer is started with beyond the config, id, data dir and logging. */
+  readonly #peerArgs: string[] = [];
+  /** Headers of this class's own requests (the token, when the peers require one). */
+  readonly #headers: Record<string, string> = {};
 
   private constructor(dir: string, configPath: string, peers: LocalPeer[], logLevel: string) {
     this.dir = dir;
@@ -97,11 +105,22 @@ export class LocalCluster {
     this.#logLevel = logLevel;
   }
 
+  #guard(opts: LocalClusterOptions): void {
+    if (opts.token !== undefined) {
+      const tokenFile = join(this.dir, 'api-token');
+      writeFileSync(tokenFile, `${opts.token}\n`, { mode: 0o600 });
+      this.#peerArgs.push('--token-file', tokenFile);
+      this.#headers['authorization'] = `Bearer ${opts.token}`;
+    }
+    this.#peerArgs.push(...(opts.peerArgs ?? []));
+  }
+
   /** Writes a config (or reads the given one) and starts every peer; waits until all are ready. */
   static async start(opts: LocalClusterOptions): Promise<LocalCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'lamport-cluster-'));
     if (opts.linkProxies === true && opts.configPath !== undefined) throw new Error('linkProxies needs a generated config, not configPath');
     const cluster = opts.configPath === undefined ? await LocalCluster.#generate(dir, opts) : await LocalCluster.#fromFile(dir, opts.configPath);
+    cluster.#guard(opts);
     try {
       if (opts.linkProxies === true) await cluster.#proxyLinks();
       for (const p of cluster.peers) cluster.startPeer(p.id);
@@ -199,7 +218,7 @@ export class LocalCluster {
   startPeer(id: string): void {
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
-    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty'], {
+    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout?.pipe(log);
@@ -248,7 +267,7 @@ export class LocalCluster {
     const deadline = Date.now() + timeoutMs;
     for (const id of running) {
       for (;;) {
-        const body = await fetch(`${this.url(id)}/v1/cluster`).then((r) => r.json() as Promise<{ peers: Array<{ id: string; self?: boolean; connected?: boolean }> }>, () => null);
+        const body = await fetch(`${this.url(id)}/v1/cluster`, { headers: this.#headers }).then((r) => r.json() as Promise<{ peers: Array<{ id: string; self?: boolean; connected?: boolean }> }>, () => null);
         if (body !== null && body.peers.every((p) => p.self === true || !running.has(p.id) || p.connected === true)) break;
         if (Date.now() > deadline) throw new Error(`peer ${id} did not connect to every running peer within ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 20));

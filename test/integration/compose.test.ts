@@ -9,7 +9,8 @@
  * - where a compose client exists (`docker compose` or `docker-compose`), `config -q` too.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -137,7 +138,21 @@ const httpPort = flag(cmd, '--http').split(':')[1] ?? '';
 const secret = /^LAMPORT_SECRET=(.+)$/m.exec(read('deploy/demo.env'))?.[1] ?? '';
 const config = parseConfig(JSON.parse(read('deploy/cluster.compose.json')), { LAMPORT_SECRET: secret });
 
+/** Where the demo's peers and workers read the API token. */
+const tokenFile = '/var/lib/lamport-token/token';
+
 describe('docker-compose.yml', () => {
+  it('writes a private random API token once, into a volume the image\'s user owns', () => {
+    const t = map(services['api-token'], 'services.api-token');
+    expect(t['image']).toBe(map(services['peer-a'], 'peer-a')['image']);
+    expect(strings(t['volumes'], 'volumes')).toEqual([`api-token:${dirname(tokenFile)}`]);
+    const [script = ''] = strings(t['command'], 'command');
+    expect(script).toMatch(/^umask 077 && test -s \/var\/lib\/lamport-token\/token \|\| node -e .*randomBytes\(32\).* > \/var\/lib\/lamport-token\/token$/);
+    expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain('api-token');
+    const chown = dockerfile().find((d) => d.op === 'RUN' && d.args.includes('chown node:node'))?.args ?? '';
+    expect(chown).toContain(dirname(tokenFile));
+  });
+
   it('runs one healthy peer service per configured peer, reachable by its ws hostname', () => {
     expect(config.peers.map((p) => p.id)).toEqual(['a', 'b', 'c']);
     for (const p of config.peers) {
@@ -147,11 +162,23 @@ describe('docker-compose.yml', () => {
       expect(s['hostname']).toBe(ws.hostname);
       expect(dockerfile().find((d) => d.op === 'EXPOSE')?.args.split(' ')).toEqual(expect.arrayContaining([httpPort, ws.port]));
       expect(s['build']).toBe('.');
-      expect(strings(s['command'], 'command')).toEqual(['--id', p.id, '--http', `0.0.0.0:${httpPort}`]);
+      const command = strings(s['command'], 'command');
+      expect(command.slice(0, 4)).toEqual(['--id', p.id, '--http', `0.0.0.0:${httpPort}`]);
+      // Beyond loopback the peer needs a token (issue 14): the one api-token writes in its volume.
+      expect(flag(command, '--token-file')).toBe(tokenFile);
+      expect(map(map(s['depends_on'], 'depends_on')['api-token'], 'depends_on.api-token')['condition']).toBe('service_completed_successfully');
+      // The Host names clients use: the service name (the workers), the published ports (a browser on the host).
+      const allowed = command.filter((_, i) => command[i - 1] === '--http-allow-host');
+      expect(allowed).toContain(`peer-${p.id}`);
+      for (const port of strings(s['ports'], 'ports')) {
+        const published = port.split(':')[1] ?? '';
+        expect(allowed).toEqual(expect.arrayContaining([`127.0.0.1:${published}`, `localhost:${published}`]));
+      }
       expect(strings(s['env_file'], 'env_file').every((f) => existsSync(join(root, f)))).toBe(true);
       const volumes = strings(s['volumes'], 'volumes');
       expect(volumes).toContain(`./deploy/cluster.compose.json:${flag(entrypoint, '--config')}:ro`);
       expect(volumes).toContain(`peer-${p.id}-data:${flag(entrypoint, '--data-dir')}`);
+      expect(volumes).toContain(`api-token:${dirname(tokenFile)}:ro`);
       expect(Object.keys(map(compose['volumes'], 'volumes'))).toContain(`peer-${p.id}-data`);
       for (const port of strings(s['ports'], 'ports')) expect(port).toMatch(new RegExp(`^127\\.0\\.0\\.1:\\d+:${httpPort}$`));
       const health = map(s['healthcheck'], 'healthcheck');
@@ -168,6 +195,8 @@ describe('docker-compose.yml', () => {
       const w = map(services[`worker-${p.id}`], `services.worker-${p.id}`);
       expect(map(map(w['depends_on'], 'depends_on')[`peer-${p.id}`], 'depends_on.peer')['condition']).toBe('service_healthy');
       expect(map(w['environment'], 'environment')['LAMPORT_PEER']).toBe(`http://peer-${p.id}:${httpPort}`);
+      expect(map(w['environment'], 'environment')['LAMPORT_TOKEN_FILE']).toBe(tokenFile);
+      expect(strings(w['volumes'], 'volumes')).toContain(`api-token:${dirname(tokenFile)}:ro`);
       expect(strings(w['entrypoint'], 'entrypoint')).toEqual(['/bin/sh', '-c']);
       const [loop = ''] = strings(w['command'], 'command');
       expect(loop).toMatch(/^while true; do lamport-lock run demo-job .* -- .*; done$/);
@@ -175,6 +204,48 @@ describe('docker-compose.yml', () => {
       expect(w['image']).toBe(map(services['peer-a'], 'peer-a')['image']);
     }
   });
+
+  it('runs a peer with the demo\'s token script and command line, which its healthcheck and a worker\'s client pass', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-compose-'));
+    const token = join(dir, 'token');
+    const [script = ''] = strings(map(services['api-token'], 'api-token')['command'], 'command');
+    execFileSync('/bin/sh', ['-c', script.replaceAll(tokenFile, token)]);
+    expect(statSync(token).mode & 0o777).toBe(0o600);
+    const [http, ws] = [await freePort(), await freePort()];
+    const configPath = join(dir, 'cluster.json');
+    writeFileSync(configPath, JSON.stringify({ cluster: 'compose', secret, peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+    const command = strings(map(services['peer-a'], 'peer-a')['command'], 'command').map((a) => a.replace(`:${httpPort}`, `:${http}`).replace(tokenFile, token));
+    const peer = spawn(process.execPath, [join(root, 'dist/bin/lamport-peer.js'), '--config', configPath, '--data-dir', dir, ...command], { stdio: 'ignore' });
+    try {
+      const health = strings(map(map(services['peer-a'], 'peer-a')['healthcheck'], 'healthcheck')['test'], 'healthcheck.test');
+      const probe = (): boolean => {
+        try {
+          execFileSync(process.execPath, ['-e', (health[3] ?? '').replace(`:${httpPort}/`, `:${http}/`)], { stdio: 'ignore', timeout: 5000 });
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const deadline = Date.now() + 10_000;
+      while (!probe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(probe()).toBe(true);
+      // A worker reaches its peer by the service name, with the token from LAMPORT_TOKEN_FILE.
+      const ask = (authorization?: string): Promise<number> => new Promise((res, rej) => {
+        const req = request({ host: '127.0.0.1', port: http, path: '/v1/locks', headers: { host: `peer-a:${http}`, ...(authorization === undefined ? {} : { authorization }) } }, (r) => {
+          r.resume();
+          res(r.statusCode ?? 0);
+        });
+        req.on('error', rej);
+        req.end();
+      });
+      expect(await ask()).toBe(401);
+      expect(await ask(`Bearer ${readFileSync(token, 'utf8').trim()}`)).toBe(200);
+    } finally {
+      const exited = new Promise<number | null>((r) => peer.once('exit', (code) => r(code)));
+      peer.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+  }, 20_000);
 
   const client = ['docker compose', 'docker-compose'].find((c) => {
     const [cmd = '', ...args] = c.split(' ');
