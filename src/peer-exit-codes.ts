@@ -1,5 +1,5 @@
 /**
- * Exit codes of `lamport-peer` (README "Exit codes", docs/operations.md). A supervisor
+ * Exit codes of `lamport-peer` (README "CLI", docs/operations.md). A supervisor
  * must tell a start that can never succeed (the config is wrong: restarting loops for
  * nothing) from one that may succeed in a moment (the port is still held by the previous
  * process): the systemd unit retries every code but `invalidConfig`.

@@ -3,7 +3,7 @@
  * duration parsing, and the status table.
  */
 
-/** Exit codes of `lamport-lock` (README "Exit codes"); CMD's own code passes through. */
+/** Exit codes of `lamport-lock` (README "CLI"); CMD's own code passes through. */
 export const exitCodes = {
   /** A failure of lamport-lock itself (bad answer, I/O). */
   error: 1,
