@@ -104,6 +104,19 @@ describe('lamport-lock run', () => {
   }
 });
 
+describe('lamport-lock --mode semaphore', () => {
+  it('takes a semaphore with --limit, and answers --mode semaphore without one with a sentence and exit 64', async () => {
+    const bad = await runBin(lockBin, ['--peer', a, 'acquire', 'sem', '--mode', 'semaphore']).done;
+    expect(bad.code).toBe(exitCodes.usage);
+    expect(bad.stderr).toContain('--mode semaphore needs --limit');
+    const got = await runBin(lockBin, ['--peer', a, 'acquire', 'sem', '--mode', 'semaphore', '--limit', '2']).done;
+    expect(got.code, got.stderr).toBe(0);
+    const grant = JSON.parse(got.stdout) as { id: string; mode: string };
+    expect(grant.mode).toBe('semaphore');
+    expect((await runBin(lockBin, ['--peer', a, 'release', 'sem', grant.id]).done).code).toBe(0);
+  });
+});
+
 describe('lamport-lock --peer', () => {
   it('takes host:port without a scheme as http://host:port, from the flag and from LAMPORT_PEER', async () => {
     const hostPort = a.replace(/^http:\/\//, '');
