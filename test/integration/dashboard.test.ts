@@ -64,7 +64,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
   });
 
   it('shows clocks and incarnations as times of day, the raw 13-digit values only in tooltips', async () => {
-    const time = /^\d\d:\d\d:\d\d\.\d{3} \(.+ ago\)$/;
+    const time = /^\d\d:\d\d:\d\d\.\d{3} \(.+ (ago|ahead)\)$/;
     expect(await page.textContent('#clock')).toMatch(time);
     expect(await page.getAttribute('#clock', 'title')).toMatch(/^\d{13} = \d{4}-/);
     await waitFor('every incarnation known', async () => !(await page.locator('#peers td.inc').allTextContents()).includes('\u2014'), 3000);

@@ -55,7 +55,9 @@ export const dashboardScript = String.raw`'use strict';
       td.textContent = value === null || value === undefined ? '\u2014' : String(value);
       return td;
     }
-    td.textContent = fmtTime(n) + ' (' + fmtMs(Math.max(0, now - n)) + ' ago)';
+    // A Lamport clock moves on with every message as well as with time, so it may read as a
+    // time ahead of the wall clock: say so rather than "0 ms ago".
+    td.textContent = fmtTime(n) + ' (' + (n > now ? fmtMs(n - now) + ' ahead' : fmtMs(now - n) + ' ago') + ')';
     td.title = String(value) + ' = ' + new Date(n).toISOString();
     td.dataset.raw = String(value);
     return td;
