@@ -1,32 +1,35 @@
 # lamport-lock peer image: one peer process per container (docs/design.md section 7).
 #   docker build -t lamport-lock .
 #   docker compose up            (three peers and their workers: docker-compose.yml)
-# Stage 1 compiles the TypeScript with the dev dependencies; stage 2 carries only the
-# production dependencies and dist/, and runs as the unprivileged `node` user.
+# Stage 1 compiles the TypeScript with the dev dependencies and packs the package tarball
+# (`npm pack`: the same tarball a host installs, README "Install on a host"); stage 2
+# installs that tarball globally, as a host does, so the image runs the installed
+# `lamport-peer` and `lamport-lock` binaries, and runs as the unprivileged `node` user.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24 is an LTS line maintained until April 2028 (Node 20 reached its end of life in
+# April 2026); Node 22 (maintained until April 2027) also works.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /build
 COPY package.json package-lock.json ./
 # --ignore-scripts: the prepare script (tsc) runs below, once the sources are in.
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json ./
+COPY tsconfig.json README.md LICENSE ./
 COPY src ./src
 COPY bin ./bin
-RUN npx tsc -p tsconfig.json
+RUN npx tsc -p tsconfig.json \
+ && mkdir /build/pkg \
+ && npm pack --ignore-scripts --pack-destination /build/pkg
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
-COPY --from=build /build/dist/src ./dist/src
-COPY --from=build /build/dist/bin ./dist/bin
-# The two binaries on PATH, as `npm install -g` would put them.
-RUN chmod 0755 dist/bin/lamport-peer.js dist/bin/lamport-lock.js \
- && ln -s /app/dist/bin/lamport-peer.js /usr/local/bin/lamport-peer \
- && ln -s /app/dist/bin/lamport-lock.js /usr/local/bin/lamport-lock \
+COPY --from=build /build/pkg /tmp/pkg
+# A global install puts the two binaries in /usr/local/bin, as on a host; only the
+# production dependencies are installed.
+RUN npm install -g --no-audit --no-fund /tmp/pkg/lamport-lock-*.tgz \
+ && rm -rf /tmp/pkg \
+ && npm cache clean --force \
  && mkdir -p /var/lib/lamport /var/lib/lamport-token /etc/lamport \
  && chown node:node /var/lib/lamport /var/lib/lamport-token
 USER node
@@ -44,5 +47,7 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
 # published port reach it; without --http, the peer's "http" entry of the config is used).
 # Beyond loopback the peer requires an API token: add --token-file with a file of mode 0600
 # (docker-compose.yml shows one way; /var/lib/lamport-token is a directory the node user owns).
-ENTRYPOINT ["node", "/app/dist/bin/lamport-peer.js", "--config", "/etc/lamport/cluster.json", "--data-dir", "/var/lib/lamport", "--no-log-pretty"]
+# The installed binary is the container's first process itself (exec form: no shell, no npm
+# wrapper), so `docker stop`'s SIGTERM reaches the peer and it releases its holds.
+ENTRYPOINT ["lamport-peer", "--config", "/etc/lamport/cluster.json", "--data-dir", "/var/lib/lamport", "--no-log-pretty"]
 CMD ["--id", "a", "--http", "0.0.0.0:7000"]

@@ -9,17 +9,26 @@ import { resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
-import { parseDuration } from '../src/client/cli-support.js';
+import { exitCodes, parseDuration } from '../src/client/cli-support.js';
 import { checkHistory } from '../src/tools/history-check.js';
 import type { HoldRecord } from '../src/tools/history-check.js';
 import { LocalCluster } from '../src/tools/local-cluster.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('demo')
-  .option('duration', { type: 'string', default: '15s', describe: 'how long workers run (Ctrl-C stops early)' })
+  .option('duration', { type: 'string', default: '15s', coerce: (s: string) => parseDuration(s), describe: 'how long workers run, e.g. 15s, 2m (Ctrl-C stops early)' })
   .option('workers', { type: 'number', default: 9, describe: 'workers, spread over the peers' })
   .option('config', { type: 'string', default: 'cluster.example.json' })
+  .check((a) => {
+    if (!Number.isInteger(a.workers) || a.workers < 1 || a.workers > 1000) throw new Error('--workers must be a whole number from 1 to 1000');
+    return true;
+  })
   .strict()
+  // A bad flag gets one sentence and exit 64 (EX_USAGE), as lamport-lock does; no stack trace.
+  .fail((msg, err) => {
+    process.stderr.write(`demo: ${err?.message ?? msg}\nTry npm run demo -- --help\n`);
+    process.exit(exitCodes.usage);
+  })
   .parseSync();
 
 const locks = [
@@ -72,7 +81,7 @@ async function progress(cluster: LocalCluster, stats: Stats, last: Map<string, n
 }
 
 async function main(): Promise<number> {
-  const durationMs = parseDuration(argv.duration);
+  const durationMs = argv.duration;
   process.stdout.write(`starting 3 peers from ${argv.config} ...\n`);
   const cluster = await LocalCluster.start({ peers: 3, configPath: resolve(argv.config) });
   const stats: Stats = { grants: new Map(), history: [], timeouts: 0 };

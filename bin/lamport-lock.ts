@@ -5,15 +5,17 @@
  * `status` are for scripts. Exit codes are listed in exitCodes and the README.
  */
 import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
 import type { AcquireRequest, ConnectionHold } from '../src/client/lock-client.js';
-import { exitCodes, formatStatus, parseDuration } from '../src/client/cli-support.js';
+import { exitCodes, formatGrant, formatStatus, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
 
 function acquireOpts(a: { timeout?: number | undefined; ttl?: number | undefined; mode?: string | undefined; limit?: number | undefined; permits?: number | undefined; owner?: string | undefined }): AcquireRequest {
+  if (a.mode === 'semaphore' && a.limit === undefined) fail(new UsageError('--mode semaphore needs --limit N (at most N permits held at once)'));
   return {
     ...(a.timeout === undefined ? {} : { timeoutMs: a.timeout }),
     ...(a.ttl === undefined ? {} : { ttlMs: a.ttl }),
@@ -25,6 +27,10 @@ function acquireOpts(a: { timeout?: number | undefined; ttl?: number | undefined
 }
 
 function fail(err: unknown): never {
+  if (err instanceof UsageError) {
+    process.stderr.write(`lamport-lock: ${err.message}\nTry lamport-lock --help\n`);
+    process.exit(exitCodes.usage);
+  }
   if (err instanceof LockError) {
     process.stderr.write(`lamport-lock: ${err.code}: ${err.message}\n`);
     const code = err.code === 'ERR_TIMEOUT' ? exitCodes.notAcquired : err.code === 'ERR_UNREACHABLE' ? exitCodes.unavailable : err.code === 'ERR_NOT_HELD' ? exitCodes.notHeld : exitCodes.error;
@@ -34,7 +40,10 @@ function fail(err: unknown): never {
   process.exit(exitCodes.error);
 }
 
-/** Runs CMD while holding the lock; stops it if the hold is lost. */
+/**
+ * Runs CMD while holding the lock; stops it if the hold is lost. Once CMD has exited, the
+ * hold ending (our own release fires `ended` too) is no longer a loss: CMD's status stands.
+ */
 async function run(client: LockClient, name: string, cmd: string[], opts: AcquireRequest, graceMs: number): Promise<number> {
   const ttlMs = opts.ttlMs ?? 60_000;
   const hold: ConnectionHold = await client.acquireOnConnection(name, { ...opts, ttlMs });
@@ -43,9 +52,10 @@ async function run(client: LockClient, name: string, cmd: string[], opts: Acquir
     stdio: 'inherit',
     env: { ...process.env, LAMPORT_LOCK_NAME: name, LAMPORT_LOCK_TOKEN: hold.token.toString(), LAMPORT_LOCK_ID: hold.id },
   });
+  let exited = false;
   let lost: string | null = null;
   const stopChild = (reason: string): void => {
-    if (lost !== null || child.exitCode !== null) return;
+    if (lost !== null || exited) return;
     lost = reason;
     process.stderr.write(`lamport-lock: lost the lock ${JSON.stringify(name)} (${reason}); stopping the command\n`);
     child.kill('SIGTERM');
@@ -60,10 +70,14 @@ async function run(client: LockClient, name: string, cmd: string[], opts: Acquir
   process.on('SIGTERM', forward);
   const code = await new Promise<number>((resolve) => {
     child.on('error', (err) => {
+      exited = true;
       process.stderr.write(`lamport-lock: cannot run ${file ?? ''}: ${err.message}\n`);
       resolve(exitCodes.cannotRun);
     });
-    child.on('exit', (c, signal) => resolve(c ?? 128 + (signal === null ? 0 : signalNumber(signal))));
+    child.on('exit', (c, signal) => {
+      exited = true;
+      resolve(c ?? 128 + (signal === null ? 0 : (constants.signals[signal] ?? 0)));
+    });
   });
   clearInterval(refresher);
   if (lost === null) await client.release(name, hold.id).catch(() => undefined);
@@ -71,15 +85,12 @@ async function run(client: LockClient, name: string, cmd: string[], opts: Acquir
   return lost !== null ? exitCodes.lockLost : code;
 }
 
-function signalNumber(signal: NodeJS.Signals): number {
-  const table: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGTERM: 15 };
-  return table[signal] ?? 0;
-}
-
 /** A client of the peer named by --peer / LAMPORT_PEER, with the token of --token-file / LAMPORT_TOKEN_FILE. */
 function clientOf(a: { peer?: string | undefined; 'token-file'?: string | undefined }): LockClient {
+  const env = process.env['LAMPORT_PEER'];
+  const peer = a.peer ?? (env === undefined || env === '' ? undefined : parsePeerUrl(env, 'LAMPORT_PEER'));
   try {
-    return new LockClient({ ...(a.peer === undefined ? {} : { peer: a.peer }), ...(a['token-file'] === undefined ? {} : { tokenFile: a['token-file'] }) });
+    return new LockClient({ ...(peer === undefined ? {} : { peer }), ...(a['token-file'] === undefined ? {} : { tokenFile: a['token-file'] }) });
   } catch (err) {
     if (err instanceof LockError) {
       process.stderr.write(`lamport-lock: ${err.code}: ${err.message}\n`);
@@ -92,7 +103,7 @@ function clientOf(a: { peer?: string | undefined; 'token-file'?: string | undefi
 const lockOptions = {
   timeout: { ...durationOpt, describe: 'how long to wait (e.g. 500ms, 30s, 2m; 0 = do not wait)' },
   ttl: { ...durationOpt, describe: 'hold lease, refreshed while held (default 60s)' },
-  mode: { choices: ['exclusive', 'shared'] as const, describe: 'lock mode' },
+  mode: { choices: ['exclusive', 'shared', 'semaphore'] as const, describe: 'lock mode (semaphore needs --limit)' },
   limit: { type: 'number', describe: 'semaphore: at most this many holders' },
   permits: { type: 'number', describe: 'semaphore: permits this holder takes (default 1)' },
   owner: { type: 'string', describe: 'owner name shown in status' },
@@ -101,7 +112,7 @@ const lockOptions = {
 await yargs(hideBin(process.argv))
   .scriptName('lamport-lock')
   .parserConfiguration({ 'populate--': true })
-  .option('peer', { type: 'string', describe: 'local peer: http://host:port or unix:/path/peer.sock (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
+  .option('peer', { type: 'string', coerce: (s: string) => parsePeerUrl(s, '--peer'), describe: 'local peer: http://host:port, host:port or unix:/path/peer.sock (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
   .option('token-file', { type: 'string', describe: 'file with the peer\'s API token (default $LAMPORT_TOKEN_FILE)' })
   .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code', (y) =>
     y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
@@ -109,7 +120,7 @@ await yargs(hideBin(process.argv))
     async (a) => {
       const rest = (a as { '--'?: unknown[] })['--'] ?? [];
       const cmd = [...(a.cmd ?? []), ...rest].map(String);
-      if (cmd.length === 0) fail(new Error('run needs a command after --'));
+      if (cmd.length === 0) fail(new UsageError('run needs a command to run while holding the lock, after --: lamport-lock run NAME -- CMD [ARGS...]'));
       const client = clientOf(a);
       const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);
       client.close();
@@ -119,7 +130,7 @@ await yargs(hideBin(process.argv))
     async (a) => {
       const client = clientOf(a);
       const hold = await client.acquire(a.name, acquireOpts(a)).catch(fail);
-      process.stdout.write(`${JSON.stringify({ ...hold, token: hold.token.toString() })}\n`);
+      process.stdout.write(`${JSON.stringify(formatGrant(hold))}\n`);
       client.close();
     })
   .command('release <name> <id>', 'release a hold by id', (y) => y.positional('name', { type: 'string', demandOption: true }).positional('id', { type: 'string', demandOption: true }),

@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { isLockError } from '../src/errors.js';
 import { parseSocketMode } from '../src/http/listen-target.js';
 import { createLogger, logLevels } from '../src/log.js';
+import { peerExitCodes, startFailureExitCode } from '../src/peer-exit-codes.js';
 import { startPeerServer } from '../src/runtime/server.js';
 
 const argv = yargs(hideBin(process.argv))
@@ -26,6 +27,11 @@ const argv = yargs(hideBin(process.argv))
   .option('log-level', { choices: logLevels, default: 'info' as const })
   .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
   .strict()
+  // Bad flags are a refused start like a bad config: one sentence, exit 2, no restart loop.
+  .fail((msg, err) => {
+    process.stderr.write(`lamport-peer: ${err?.message ?? msg}\nTry lamport-peer --help\n`);
+    process.exit(peerExitCodes.invalidConfig);
+  })
   .parseSync();
 
 const logger = createLogger({ level: argv['log-level'], peer: argv.id, ...(argv['log-pretty'] === undefined ? {} : { pretty: argv['log-pretty'] }) });
@@ -43,18 +49,18 @@ async function main(): Promise<void> {
   let signals = 0;
   const stop = (signal: string): void => {
     signals += 1;
-    if (signals > 1) process.exit(1);
+    if (signals > 1) process.exit(peerExitCodes.failed);
     logger.info({ signal }, 'stopping: ending local holds, sending releases');
-    const force = setTimeout(() => process.exit(1), 10_000);
+    const force = setTimeout(() => process.exit(peerExitCodes.failed), 10_000);
     force.unref();
     server.stop().then(
       () => {
         logger.flush();
-        process.exit(0);
+        process.exit(peerExitCodes.stopped);
       },
       (err: unknown) => {
         logger.error({ err }, 'error while stopping');
-        process.exit(1);
+        process.exit(peerExitCodes.failed);
       },
     );
   };
@@ -63,14 +69,17 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  const code = startFailureExitCode(err);
   if (isLockError(err)) {
     const problems = err.details['problems'];
-    logger.fatal({ code: err.code, problems }, err.message);
+    logger.fatal({ code: err.code, problems, exit: code }, err.message);
     process.stderr.write(`lamport-peer: ${err.code}: ${err.message}\n`);
   } else {
-    logger.fatal({ err }, 'failed to start');
-    process.stderr.write(`lamport-peer: failed to start: ${(err as Error).message}\n`);
+    // Not the config: a port still held, an address not up yet. It may pass, so the exit
+    // code says "try again" (75) and a supervisor restarts the peer.
+    logger.fatal({ err, exit: code }, 'failed to start');
+    process.stderr.write(`lamport-peer: cannot start (exit ${code}, worth retrying): ${(err as Error).message}\n`);
   }
   logger.flush();
-  setTimeout(() => process.exit(2), 50);
+  setTimeout(() => process.exit(code), 50);
 });

@@ -49,6 +49,19 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** `ws://host:port` or `wss://host:port` that the URL parser accepts (a port of 99999 it does not). */
+function isWsUrl(ws: string): boolean {
+  const m = /^wss?:\/\/[^/\s]+:(\d{1,5})\/?$/.exec(ws);
+  const port = Number(m?.[1] ?? 0);
+  if (m === null || port < 1 || port > 65535) return false;
+  try {
+    new URL(ws);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function checkPeer(p: unknown, i: number, problems: string[]): PeerConfig | undefined {
   if (!isRecord(p)) {
     problems.push(`peers[${i}] must be an object with id, ws and http`);
@@ -57,7 +70,7 @@ function checkPeer(p: unknown, i: number, problems: string[]): PeerConfig | unde
   const { id, ws, http } = p;
   const before = problems.length;
   if (typeof id !== 'string' || !idPattern.test(id)) problems.push(`peers[${i}].id must be 1-64 characters of [A-Za-z0-9_.-]`);
-  if (typeof ws !== 'string' || !/^wss?:\/\/[^/\s]+:\d{1,5}\/?$/.test(ws)) problems.push(`peers[${i}].ws must look like ws://host:port`);
+  if (typeof ws !== 'string' || !isWsUrl(ws)) problems.push(`peers[${i}].ws must look like ws://host:port, with a port from 1 to 65535`);
   if (typeof http !== 'string' || parseHostPort(http) === undefined) problems.push(`peers[${i}].http must look like host:port`);
   return problems.length === before ? { id: id as string, ws: ws as string, http: http as string } : undefined;
 }

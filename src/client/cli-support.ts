@@ -3,7 +3,7 @@
  * duration parsing, and the status table.
  */
 
-/** Exit codes of `lamport-lock` (README "Exit codes"); CMD's own code passes through. */
+/** Exit codes of `lamport-lock` (README "CLI"); CMD's own code passes through. */
 export const exitCodes = {
   /** A failure of lamport-lock itself (bad answer, I/O). */
   error: 1,
@@ -21,14 +21,40 @@ export const exitCodes = {
   cannotRun: 127,
 } as const;
 
+/** A bad flag or argument: the CLI prints its sentence and exits 64, never a stack trace. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
 const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Parses `500ms`, `30s`, `2m`, `1h` or a bare number of milliseconds. */
 export function parseDuration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) throw new Error(`invalid duration ${JSON.stringify(text)}: use e.g. 500ms, 30s, 2m, 1h`);
+  if (m === null) throw new UsageError(`invalid duration ${JSON.stringify(text)}: use e.g. 500ms, 30s, 2m, 1h`);
   const value = Number(m[1]) * (units[m[2] ?? 'ms'] ?? 1);
   return Math.round(value);
+}
+
+/**
+ * The URL of the local peer from --peer or LAMPORT_PEER. `host:port` without a scheme is
+ * what people type (it is how the config writes `http`), so it means http://host:port;
+ * anything else that is not a URL gets a sentence instead of "Invalid URL".
+ */
+export function parsePeerUrl(text: string, what: string): string {
+  const t = text.trim();
+  const url = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d+$/.test(t) ? `http://${t}` : t;
+  try {
+    new URL(url);
+  } catch {
+    throw new UsageError(`${what} ${JSON.stringify(text)} is not a URL of the local peer (a port is 1 to 65535): use e.g. http://127.0.0.1:7001 or 127.0.0.1:7001`);
+  }
+  return url;
+}
+
+/** A grant as `acquire` prints it: the HTTP API's own field names (DESIGN section 6). */
+export function formatGrant(h: { lock: string; id: string; token: bigint; mode: string; peer: string; grantedAt: number; expiresAt: number | null }): Record<string, unknown> {
+  return { lock: h.lock, id: h.id, token: h.token.toString(), mode: h.mode, peer: h.peer, granted_at: h.grantedAt, expires_at: h.expiresAt };
 }
 
 interface Row {

@@ -1,6 +1,7 @@
 /**
- * The dashboard's "recent grants and ends": this peer's own hold events (exact, with the
- * end reason) plus the queue changes it sees for other peers' requests, found by diffing
+ * The dashboard's "recent grants and ends" and its grants-per-second figure: this peer's
+ * own hold events (exact, with the end reason) plus the queue changes it sees for other
+ * peers' requests, found by diffing
  * two snapshots of its queues. A remote grant and release that both fall between two
  * snapshots (one push interval) are not seen; the peer that granted them has them exact.
  */
@@ -57,11 +58,6 @@ function line(type: Activity['type'], s: Seen, at: number): Activity {
 export class QueueDiff {
   #prev: Snapshot = new Map();
 
-  /** Sets the baseline without reporting anything (a first client connects). */
-  reset(locks: Parameters<typeof snapshotOf>[0]): void {
-    this.#prev = snapshotOf(locks);
-  }
-
   /**
    * The changes since the last call. Local holds are reported by their hold events, so a
    * local request only shows here when it enters the queue as a waiter or leaves it
@@ -84,5 +80,46 @@ export class QueueDiff {
     }
     this.#prev = cur;
     return out;
+  }
+}
+
+/**
+ * Grants per second over the last `windowMs`, counted in one-second buckets: memory is
+ * bounded by the window, whatever the grant rate.
+ */
+export class RateWindow {
+  readonly #windowS: number;
+  readonly #buckets: number[];
+  /** The second (epoch s) each bucket counts. */
+  readonly #seconds: number[];
+
+  constructor(windowMs: number) {
+    this.#windowS = Math.max(1, Math.round(windowMs / 1000));
+    // One bucket more than the window: the current, partial second fills while the whole
+    // seconds before it are still counted.
+    this.#buckets = new Array<number>(this.#windowS + 1).fill(0);
+    this.#seconds = new Array<number>(this.#windowS + 1).fill(-1);
+  }
+
+  /** Counts `n` events at `atMs` (epoch ms). */
+  add(atMs: number, n = 1): void {
+    const s = Math.floor(atMs / 1000);
+    const i = s % this.#buckets.length;
+    if (this.#seconds[i] !== s) {
+      this.#seconds[i] = s;
+      this.#buckets[i] = 0;
+    }
+    this.#buckets[i] = (this.#buckets[i] ?? 0) + n;
+  }
+
+  /** Events per second over the window that ends at `nowMs`: the seconds before the current one. */
+  perSecond(nowMs: number): number {
+    const now = Math.floor(nowMs / 1000);
+    let sum = 0;
+    for (let i = 0; i < this.#buckets.length; i++) {
+      const s = this.#seconds[i] ?? -1;
+      if (s < now && s >= now - this.#windowS) sum += this.#buckets[i] ?? 0;
+    }
+    return sum / this.#windowS;
   }
 }

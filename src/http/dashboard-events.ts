@@ -5,10 +5,14 @@
  * state, RTT, lease) every `linkRefreshMs`, and `activity` events (local grants and ends,
  * queue changes seen in this peer's queues).
  *
+ * Activity is recorded from the moment the feed exists, whether or not a page is open, so
+ * a page opened later shows the grants and ends that led to what it sees (the last
+ * `activityMax` of them), and a grants-per-second figure over the last `rateWindowMs`.
+ *
  * Everything is bounded: clients (503 past the limit), locks and waiters per snapshot,
- * remembered activity. A client that cannot keep up is skipped, not buffered for: when its
- * socket drains it gets one fresh snapshot. Listeners on the runtime exist only while at
- * least one client is connected.
+ * remembered activity, the rate window. A client that cannot keep up is skipped, not
+ * buffered for: when its socket drains it gets one fresh snapshot. The periodic `cluster`
+ * push runs only while a client is connected.
  */
 import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -16,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { ErrorCode } from '../errors.js';
 import type { HoldEvent, PeerEvents, QueueView } from '../runtime/peer.js';
 import type { Activity } from './dashboard-activity.js';
-import { QueueDiff, activityOfHold } from './dashboard-activity.js';
+import { QueueDiff, RateWindow, activityOfHold } from './dashboard-activity.js';
 
 /** One lock as PeerRuntime.locks() reports it. */
 export interface LockView {
@@ -46,6 +50,8 @@ export interface DashboardFeedOptions {
   readonly locksMax: number;
   /** Waiters listed per lock in one snapshot. */
   readonly waitersPerLockMax: number;
+  /** The grants-per-second figure averages over this window. */
+  readonly rateWindowMs: number;
 }
 
 /** Defaults: a handful of operators' browsers, 10 pushes a second at most. */
@@ -56,6 +62,7 @@ export const dashboardFeedDefaults: DashboardFeedOptions = {
   activityMax: 200,
   locksMax: 500,
   waitersPerLockMax: 100,
+  rateWindowMs: 10_000,
 };
 
 interface FeedClient {
@@ -74,6 +81,10 @@ export class DashboardFeed {
   readonly #activity: Activity[] = [];
   readonly #pending: Activity[] = [];
   readonly #diff = new QueueDiff();
+  /** Grants of this peer's own holds (exact). */
+  readonly #localGrants: RateWindow;
+  /** Grants of every peer: this peer's own plus the other peers' holds seen in its queues. */
+  readonly #seenGrants: RateWindow;
   #pushTimer: NodeJS.Timeout | null = null;
   #linkTimer: NodeJS.Timeout | null = null;
   #lastPushMs = -Infinity;
@@ -82,6 +93,12 @@ export class DashboardFeed {
   constructor(source: DashboardSource, opts: Partial<DashboardFeedOptions> = {}) {
     this.#source = source;
     this.#opts = { ...dashboardFeedDefaults, ...opts };
+    this.#localGrants = new RateWindow(this.#opts.rateWindowMs);
+    this.#seenGrants = new RateWindow(this.#opts.rateWindowMs);
+    // Listening from the start: the activity list and the rate do not wait for a page. The
+    // queue diff starts from empty queues, which is what a peer starts with.
+    this.#source.events.on('changed', this.#onChanged);
+    this.#source.events.on('hold', this.#onHold);
   }
 
   /** Connected clients (tests, metrics). */
@@ -100,7 +117,7 @@ export class DashboardFeed {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
     req.socket.setNoDelay(true);
     const client: FeedClient = { res, blocked: false, missed: false };
-    if (this.#clients.size === 0) this.#subscribe();
+    if (this.#clients.size === 0) this.#startLinkTimer();
     this.#clients.add(client);
     res.on('close', () => this.#remove(client));
     res.on('drain', () => this.#onDrain(client));
@@ -108,6 +125,11 @@ export class DashboardFeed {
     this.#send(client, 'activity', this.#activity);
     this.#send(client, 'state', this.#state());
   };
+
+  /** The remembered activity, oldest first (tests). */
+  activity(): readonly Activity[] {
+    return this.#activity;
+  }
 
   /** Flushes a pending push (the holds ended by a shutdown), ends every stream, drops the runtime listeners. */
   close(): void {
@@ -117,40 +139,32 @@ export class DashboardFeed {
       clearTimeout(this.#pushTimer);
       this.#push();
     }
+    this.#source.events.off('changed', this.#onChanged);
+    this.#source.events.off('hold', this.#onHold);
     for (const c of [...this.#clients]) {
       this.#remove(c);
       c.res.end();
     }
   }
 
-  #subscribe(): void {
-    this.#source.events.on('changed', this.#onChanged);
-    this.#source.events.on('hold', this.#onHold);
-    this.#diff.reset(this.#source.locks());
+  #startLinkTimer(): void {
     this.#linkTimer = setInterval(this.#onLinkTick, this.#opts.linkRefreshMs);
     this.#linkTimer.unref();
   }
 
-  #unsubscribe(): void {
-    this.#source.events.off('changed', this.#onChanged);
-    this.#source.events.off('hold', this.#onHold);
-    if (this.#linkTimer !== null) clearInterval(this.#linkTimer);
-    if (this.#pushTimer !== null) clearTimeout(this.#pushTimer);
-    this.#linkTimer = null;
-    this.#pushTimer = null;
-    this.#pending.length = 0;
-  }
-
   #remove(client: FeedClient): void {
     if (!this.#clients.delete(client)) return;
-    if (this.#clients.size === 0) this.#unsubscribe();
+    if (this.#clients.size > 0) return;
+    if (this.#linkTimer !== null) clearInterval(this.#linkTimer);
+    this.#linkTimer = null;
   }
 
   /** Throttle: the first change after a quiet period is pushed on the next turn, then at most once per interval. */
   readonly #onChanged = (): void => {
-    if (this.#pushTimer !== null) return;
+    if (this.#pushTimer !== null || this.#closed) return;
     const waitMs = Math.max(0, this.#lastPushMs + this.#opts.pushIntervalMs - performance.now());
     this.#pushTimer = setTimeout(this.#push, waitMs);
+    this.#pushTimer.unref();
   };
 
   readonly #onHold = (e: HoldEvent): void => {
@@ -170,14 +184,24 @@ export class DashboardFeed {
       this.#remember(fresh);
       this.#broadcast('activity', fresh);
     }
-    this.#broadcast('state', this.#state(locks));
+    // With no page open the activity is still recorded, but no snapshot is built.
+    if (this.#clients.size > 0) this.#broadcast('state', this.#state(locks));
   };
 
   readonly #onLinkTick = (): void => {
-    this.#broadcast('cluster', { now: Date.now(), cluster: this.#source.cluster() });
+    const now = Date.now();
+    this.#broadcast('cluster', { now, cluster: this.#source.cluster(), rates: this.#rates(now) });
   };
 
+  #rates(now: number): Record<string, number> {
+    return { window_ms: this.#opts.rateWindowMs, local_grants_per_s: this.#localGrants.perSecond(now), seen_grants_per_s: this.#seenGrants.perSecond(now) };
+  }
+
   #remember(items: readonly Activity[]): void {
+    for (const a of items) {
+      if (a.type === 'granted') this.#localGrants.add(a.at);
+      if (a.type === 'granted' || a.type === 'held') this.#seenGrants.add(a.at);
+    }
     this.#activity.push(...items);
     const over = this.#activity.length - this.#opts.activityMax;
     if (over > 0) this.#activity.splice(0, over);
@@ -190,7 +214,8 @@ export class DashboardFeed {
       waiters: l.waiters.slice(0, this.#opts.waitersPerLockMax),
       waiters_total: l.waiters.length,
     }));
-    return { now: Date.now(), cluster: this.#source.cluster(), locks: listed, locks_total: locks.length };
+    const now = Date.now();
+    return { now, cluster: this.#source.cluster(), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
   }
 
   #broadcast(event: string, data: unknown): void {

@@ -59,7 +59,7 @@ export function parseBody(text: string): Record<string, unknown> {
 function checkMode(body: Record<string, unknown>, limit: number | undefined): Mode {
   const mode = body['mode'];
   if (mode !== undefined && mode !== 'exclusive' && mode !== 'shared' && mode !== 'semaphore') {
-    throw bad('mode must be "exclusive" or "shared" (a request with limit is a semaphore request)');
+    throw bad('mode must be "exclusive", "shared" or "semaphore" (a semaphore request also needs limit)');
   }
   if (limit !== undefined) {
     if (mode !== undefined && mode !== 'semaphore') throw bad(`a request with limit is a semaphore request; mode ${JSON.stringify(mode)} does not go with limit`);

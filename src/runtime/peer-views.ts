@@ -19,6 +19,11 @@ export interface QueueView {
   readonly limit: number;
   readonly permits: number;
   readonly since: number | null;
+  /**
+   * When a hold of this peer lapses unless refreshed (epoch ms; null without TTL, and for
+   * waiters). Other peers' TTLs are kept by their own peers, so theirs is null here.
+   */
+  readonly expires_at: number | null;
   readonly local: boolean;
   readonly id?: string;
 }
@@ -50,7 +55,7 @@ export class PeerViews {
     const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWallMs ?? null) : session.seenAt(e.peer, e.ts);
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
-      limit: e.limit, permits: e.permits, since, local, ...(req === undefined ? {} : { id: req.id }),
+      limit: e.limit, permits: e.permits, since, expires_at: e.held ? (req?.grant?.expiresAt ?? null) : null, local, ...(req === undefined ? {} : { id: req.id }),
     };
   }
 

@@ -9,10 +9,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Script } from 'node:vm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RateWindow } from '../../src/http/dashboard-activity.js';
 import { DashboardFeed } from '../../src/http/dashboard-events.js';
 import type { LockView } from '../../src/http/dashboard-events.js';
 import { dashboardScript } from '../../src/http/dashboard/script.js';
 import type { HoldEvent, PeerEvents, QueueView } from '../../src/runtime/peer.js';
+import { waitFor } from '../integration/helpers.js';
 
 class FakePeer {
   readonly events = new EventEmitter<PeerEvents>();
@@ -26,7 +28,7 @@ class FakePeer {
 }
 
 function view(peer: string, token: string, local = false): QueueView {
-  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, local };
+  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, expires_at: null, local };
 }
 
 interface SseMessage {
@@ -150,16 +152,42 @@ describe('dashboard feed', () => {
     c4.close();
   });
 
-  it('listens to the runtime only while a client is connected', async () => {
-    expect(peer.events.listenerCount('changed')).toBe(0);
-    const c = await open(url);
-    await sleep(20);
-    expect(peer.events.listenerCount('changed')).toBe(1);
+  it('records activity while no page is open, keeps only the last activityMax, and shows it to a page opened later', async () => {
+    feed.close();
+    feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 10, linkRefreshMs: 50, activityMax: 3 });
+    // Listening from the start, not from the first page (it once recorded only while a page was open).
     expect(peer.events.listenerCount('hold')).toBe(1);
+    for (let i = 1; i <= 5; i++) {
+      peer.events.emit('hold', { type: 'granted', lock: 'bg', id: `i${i}`, owner: 'cron', mode: 'exclusive', token: String(i), peer: 'a', reason: null, at: Date.now() });
+    }
+    await waitFor('the pending activity recorded', () => feed.activity().length === 3, 2000);
+    expect(feed.activity().map((a) => a.token)).toEqual(['3', '4', '5']);
+    server.removeAllListeners('request');
+    server.on('request', (req, res) => feed.route(req, res));
+    const c = await open(url);
+    await waitFor('the first activity message', () => c.messages.length >= 2, 2000);
+    expect(c.messages[0]?.event).toBe('activity');
+    expect((c.messages[0]?.data as Array<Record<string, unknown>>).map((a) => a['token'])).toEqual(['3', '4', '5']);
+    expect(c.messages[1]?.data).toMatchObject({ activity_max: 3, rates: { window_ms: 10_000 } });
     c.close();
-    await sleep(50);
-    expect(peer.events.listenerCount('changed')).toBe(0);
+    feed.close();
     expect(peer.events.listenerCount('hold')).toBe(0);
+    expect(peer.events.listenerCount('changed')).toBe(0);
+  });
+});
+
+describe('grants per second', () => {
+  it('averages whole seconds of the window, forgets older ones, and needs no memory per grant', () => {
+    const w = new RateWindow(10_000);
+    const t0 = 1_000_000_000_000;
+    for (let i = 0; i < 10; i++) w.add(t0 + i * 1000, 5);
+    expect(w.perSecond(t0 + 10_000)).toBe(5);
+    // The current, partial second does not count yet.
+    w.add(t0 + 10_500, 100);
+    expect(w.perSecond(t0 + 10_600)).toBe(5);
+    // Five seconds on, the first five seconds have left the window; the partial one is in.
+    expect(w.perSecond(t0 + 15_000)).toBe((5 * 5 + 100) / 10);
+    expect(w.perSecond(t0 + 60_000)).toBe(0);
   });
 });
 

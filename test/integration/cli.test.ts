@@ -4,15 +4,21 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitCodes } from '../../src/client/cli-support.js';
+import { peerExitCodes } from '../../src/peer-exit-codes.js';
 import { LocalCluster, freePort } from '../../src/tools/local-cluster.js';
 import { acquire, holders, release, waitFor } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 const peerBin = resolve('dist/bin/lamport-peer.js');
+const demoBin = resolve('dist/bin/demo.js');
+
+/** A stack trace line, which a user should never see for a bad flag or config. */
+const stackLine = /^\s+at /m;
 
 interface Run {
   code: number | null;
@@ -77,6 +83,67 @@ describe('lamport-lock run', () => {
     expect((await runBin(lockBin, ['run', 'x', '--timeout', 'soon', '--', 'true']).done).code).toBe(exitCodes.usage);
     expect((await runBin(lockBin, ['frobnicate']).done).code).toBe(exitCodes.usage);
   });
+
+  it('exits 64 with a sentence when run is given no command', async () => {
+    const r = await runBin(lockBin, ['--peer', a, 'run', 'y']).done;
+    expect(r.code).toBe(exitCodes.usage);
+    expect(r.stderr).toContain('run needs a command');
+    expect(r.stderr).not.toMatch(stackLine);
+    expect(await holders(a, 'y')).toEqual([]);
+  });
+
+  // A command killed by a signal exits 128 + n, as in a shell; our own release firing the
+  // hold's end must not be read as a lost lock (it once exited 76 for all of these).
+  for (const [signal, n] of [['TERM', 15], ['INT', 2], ['HUP', 1], ['USR1', 10], ['ABRT', 6]] as const) {
+    it(`exits ${128 + n} when the command is killed by SIG${signal}, and does not call it a lost lock`, async () => {
+      const r = await runBin(lockBin, ['--peer', a, 'run', `sig-${signal}`, '--', 'sh', '-c', `kill -${signal} $$`]).done;
+      expect(r.code).toBe(128 + n);
+      expect(r.stderr).not.toContain('lost the lock');
+      expect(await holders(a, `sig-${signal}`)).toEqual([]);
+    });
+  }
+});
+
+describe('lamport-lock --mode semaphore', () => {
+  it('takes a semaphore with --limit, and answers --mode semaphore without one with a sentence and exit 64', async () => {
+    const bad = await runBin(lockBin, ['--peer', a, 'acquire', 'sem', '--mode', 'semaphore']).done;
+    expect(bad.code).toBe(exitCodes.usage);
+    expect(bad.stderr).toContain('--mode semaphore needs --limit');
+    const got = await runBin(lockBin, ['--peer', a, 'acquire', 'sem', '--mode', 'semaphore', '--limit', '2']).done;
+    expect(got.code, got.stderr).toBe(0);
+    const grant = JSON.parse(got.stdout) as { id: string; mode: string };
+    expect(grant.mode).toBe('semaphore');
+    expect((await runBin(lockBin, ['--peer', a, 'release', 'sem', grant.id]).done).code).toBe(0);
+  });
+});
+
+describe('lamport-lock --peer', () => {
+  it('takes host:port without a scheme as http://host:port, from the flag and from LAMPORT_PEER', async () => {
+    const hostPort = a.replace(/^http:\/\//, '');
+    const r = await runBin(lockBin, ['--peer', hostPort, 'status']).done;
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect((await runBin(lockBin, ['status', '--json'], { LAMPORT_PEER: hostPort }).done).code).toBe(0);
+  });
+
+  it('answers a --peer that is not a URL with a sentence and exit 64', async () => {
+    for (const bad of ['ht tp://x', '127.0.0.1:99999']) {
+      const r = await runBin(lockBin, ['--peer', bad, 'status']).done;
+      expect(r.code, bad).toBe(exitCodes.usage);
+      expect(r.stderr).toContain('is not a URL of the local peer');
+      expect(r.stderr).not.toMatch(stackLine);
+    }
+  });
+});
+
+describe('npm run demo flags', () => {
+  it('answers a bad --duration with one sentence and exit 64, before starting anything', async () => {
+    const r = await runBin(demoBin, ['--duration', 'bogus']).done;
+    expect(r.code).toBe(exitCodes.usage);
+    expect(r.stderr).toContain('invalid duration "bogus"');
+    expect(r.stderr).not.toMatch(stackLine);
+    expect(r.stdout).toBe('');
+  });
 });
 
 describe('lamport-lock acquire, release, status', () => {
@@ -85,6 +152,9 @@ describe('lamport-lock acquire, release, status', () => {
     expect(got.code).toBe(0);
     const grant = JSON.parse(got.stdout) as { id: string; token: string; lock: string };
     expect(grant.lock).toBe('scripted');
+    // The HTTP API's names (README, DESIGN section 6), not the typed client's camelCase.
+    expect(Object.keys(grant).sort()).toEqual(['expires_at', 'granted_at', 'id', 'lock', 'mode', 'peer', 'token']);
+    expect((grant as unknown as { expires_at: number }).expires_at - (grant as unknown as { granted_at: number }).granted_at).toBe(30_000);
     const table = await runBin(lockBin, ['--peer', cluster.url('c'), 'status']).done;
     expect(table.stdout).toMatch(/^LOCK\s+STATE\s+PEER\s+OWNER\s+MODE\s+TOKEN\s+FOR$/m);
     expect(table.stdout).toMatch(new RegExp(`^scripted\\s+held\\s+a\\s+ci-job\\s+exclusive\\s+${grant.token}\\s`, 'm'));
@@ -122,6 +192,45 @@ describe('lamport-peer config errors', () => {
     const unknown = await runBin(peerBin, ['--config', resolve('cluster.example.json'), '--id', 'zz']).done;
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('"zz" is not in the config');
+  });
+});
+
+describe('lamport-peer exit codes', () => {
+  it('refuses a ws port of 99999 as an invalid config (exit 2), with a sentence and no stack', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-cfg-'));
+    const path = join(dir, 'port.json');
+    writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:99999', http: `127.0.0.1:${await freePort()}` }] }));
+    const r = await runBin(peerBin, ['--config', path, '--id', 'a', '--no-log-pretty']).done;
+    expect(r.code).toBe(peerExitCodes.invalidConfig);
+    expect(r.stderr).toContain('ERR_CONFIG_INVALID: invalid config: peers[0].ws must look like ws://host:port, with a port from 1 to 65535');
+    expect(r.stderr).not.toMatch(stackLine);
+  });
+
+  it('refuses unknown flags with exit 2 and a sentence', async () => {
+    const r = await runBin(peerBin, ['--config', resolve('cluster.example.json'), '--id', 'a', '--colour']).done;
+    expect(r.code).toBe(peerExitCodes.invalidConfig);
+    expect(r.stderr).toContain('Unknown argument: colour');
+  });
+
+  it('exits 75 (worth retrying), not 2, when its HTTP or ws port is already in use', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lamport-cfg-'));
+    const taken = createServer();
+    const takenPort = await freePort();
+    await new Promise<void>((res) => taken.listen(takenPort, '127.0.0.1', () => res()));
+    try {
+      for (const which of ['http', 'ws'] as const) {
+        const http = which === 'http' ? takenPort : await freePort();
+        const ws = which === 'ws' ? takenPort : await freePort();
+        const path = join(dir, `${which}.json`);
+        writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+        const r = await runBin(peerBin, ['--config', path, '--id', 'a', '--data-dir', dir, '--no-log-pretty']).done;
+        expect(r.code, which).toBe(peerExitCodes.startFailed);
+        expect(r.stderr, which).toContain('cannot start (exit 75, worth retrying)');
+        expect(r.stderr, which).toContain('EADDRINUSE');
+      }
+    } finally {
+      taken.close();
+    }
   });
 });
 

@@ -277,24 +277,39 @@ describe('Dockerfile', () => {
     }
   });
 
-  it('runs binaries that the build produces, as a non-root user, checked by node fetch', () => {
-    const built = dockerfile().filter((d) => d.op === 'COPY' && d.args.startsWith('--from=build'));
-    for (const c of built) {
-      const [, from = ''] = c.args.split(' ');
-      expect(from).toMatch(/^\/build\/dist\//);
-      expect(existsSync(join(root, from.replace(/^\/build\//, ''))), `${from} after tsc`).toBe(true);
-    }
-    const bin = entrypoint[1] ?? '';
-    expect(entrypoint[0]).toBe('node');
-    expect(existsSync(join(root, bin.replace(/^\/app\//, '')))).toBe(true);
-    expect(existsSync(join(root, 'dist/bin/lamport-lock.js'))).toBe(true);
-    const user = dockerfile().filter((d) => d.op === 'USER').at(-1)?.args;
+  it('installs the package tarball of the build stage globally and runs its binary, as a non-root user, checked by node fetch', () => {
+    const steps = dockerfile();
+    const stages = steps.filter((d) => d.op === 'FROM').map((d) => d.args);
+    expect(stages).toEqual(['${NODE_IMAGE} AS build', '${NODE_IMAGE} AS runtime']);
+    const runtimeAt = steps.findIndex((d) => d.op === 'FROM' && d.args.endsWith('AS runtime'));
+    const build = steps.slice(0, runtimeAt);
+    const runtime = steps.slice(runtimeAt);
+    // The build stage packs what a host installs (npm pack, package.json "files").
+    const pack = build.find((d) => d.op === 'RUN' && d.args.includes('npm pack'))?.args ?? '';
+    const packDir = /--pack-destination (\S+)/.exec(pack)?.[1];
+    expect(packDir).toBeDefined();
+    const [, from = '', to = ''] = runtime.find((d) => d.op === 'COPY' && d.args.startsWith('--from=build'))?.args.split(' ') ?? [];
+    expect(from).toBe(packDir);
+    // The runtime stage installs that tarball globally and never sees the sources or dev dependencies.
+    expect(runtime.some((d) => d.op === 'RUN' && new RegExp(`npm install -g .*${to}/lamport-lock-\\*\\.tgz`).test(d.args))).toBe(true);
+    expect(runtime.filter((d) => d.op === 'COPY').map((d) => d.args.split(' ')[0])).toEqual(['--from=build']);
+    expect(runtime.some((d) => d.op === 'RUN' && d.args.includes('npm ci'))).toBe(false);
+    // The entrypoint is the installed binary itself: a bin of the package, on PATH after npm install -g.
+    const pkg = JSON.parse(read('package.json')) as { bin: Record<string, string> };
+    expect(Object.keys(pkg.bin)).toContain(entrypoint[0]);
+    expect(entrypoint[0]).toBe('lamport-peer');
+    const user = steps.filter((d) => d.op === 'USER').at(-1)?.args;
     expect(user).toBe('node');
-    const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
+    const health = steps.find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
     expect(health).toContain(`fetch('http://127.0.0.1:' + process.env.LAMPORT_HTTP_PORT + '/healthz')`);
-    expect(dockerfile().some((d) => d.op === 'ENV' && d.args === `LAMPORT_HTTP_PORT=${httpPort}`)).toBe(true);
+    expect(steps.some((d) => d.op === 'ENV' && d.args === `LAMPORT_HTTP_PORT=${httpPort}`)).toBe(true);
     expect(httpPort).toMatch(/^\d+$/);
-    expect(dockerfile().some((d) => d.op === 'RUN' && d.args.includes('npm ci --omit=dev'))).toBe(true);
+  });
+
+  it('builds on a Node LTS line still maintained at the release (22 or 24; Node 20 ended in April 2026)', () => {
+    const image = dockerfile().find((d) => d.op === 'ARG' && d.args.startsWith('NODE_IMAGE='))?.args ?? '';
+    const major = /^NODE_IMAGE=node:(\d+)[-.]/.exec(image)?.[1];
+    expect(['22', '24'], image).toContain(major);
   });
 
   it('starts a peer with the image\'s entrypoint flags that its own HEALTHCHECK command finds healthy', async () => {
@@ -302,9 +317,12 @@ describe('Dockerfile', () => {
     const [httpPort, wsPort] = [await freePort(), await freePort()];
     const configPath = join(dir, 'cluster.json');
     writeFileSync(configPath, JSON.stringify({ cluster: 'img', secret: 'image-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${wsPort}`, http: `127.0.0.1:${httpPort}` }] }));
-    // The container's command line, with the container's paths replaced by temp ones.
+    // The container's command line, with the container's paths replaced by temp ones and
+    // the installed binary by the one it is built from (test/integration/install.test.ts
+    // runs the installed one).
     const args = entrypoint.slice(1).map((a) => (a === flag(entrypoint, '--config') ? configPath : a === flag(entrypoint, '--data-dir') ? dir : a));
-    const peer = spawn(process.execPath, [join(root, 'dist/bin/lamport-peer.js'), ...args.slice(1), '--id', 'a'], { stdio: 'ignore' });
+    const bin = (JSON.parse(read('package.json')) as { bin: Record<string, string> }).bin[entrypoint[0] ?? ''] ?? '';
+    const peer = spawn(process.execPath, [join(root, bin), ...args, '--id', 'a'], { stdio: 'ignore' });
     try {
       const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
       expect(health).toMatch(/CMD \["node", "-e", /);
@@ -337,7 +355,7 @@ describe('Dockerfile', () => {
     visit(join(root, 'dist/bin/lamport-peer.js'));
     visit(join(root, 'dist/bin/lamport-lock.js'));
     expect(seen.size).toBeGreaterThan(10);
-    // The image carries only dist/src and dist/bin.
+    // The package tarball the image installs carries only dist/src and dist/bin.
     for (const file of seen) expect(file.startsWith(join(root, 'dist/src/')) || file.startsWith(join(root, 'dist/bin/')), file).toBe(true);
     const packages = [...bare].filter((s) => !s.startsWith('node:') && !builtins.has(s)).map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : (s.split('/')[0] ?? s)));
     expect(packages.length).toBeGreaterThan(0);

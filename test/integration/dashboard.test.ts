@@ -63,6 +63,17 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     expect(await page.getAttribute('#lease', 'class')).toContain('ok');
   });
 
+  it('shows clocks and incarnations as times of day, the raw 13-digit values only in tooltips', async () => {
+    const time = /^\d\d:\d\d:\d\d\.\d{3} \(.+ (ago|ahead)\)$/;
+    expect(await page.textContent('#clock')).toMatch(time);
+    expect(await page.getAttribute('#clock', 'title')).toMatch(/^\d{13} = \d{4}-/);
+    await waitFor('every incarnation known', async () => !(await page.locator('#peers td.inc').allTextContents()).includes('\u2014'), 3000);
+    for (const text of await page.locator('#peers td.inc').allTextContents()) expect(text).toMatch(/^started \d\d:\d\d:\d\d\.\d{3} \(.+ ago\)$/);
+    expect(await page.getAttribute('#peers tr[data-peer="b"] td.inc', 'title')).toMatch(/^incarnation \d{13}\.\d+: /);
+    const visible = await page.locator('header, #peers').allTextContents();
+    expect(visible.join(' ')).not.toMatch(/\d{13}/);
+  });
+
   it('shows a lock taken on peer b within a second, then its release', async () => {
     const owner = '<img src=x onerror="window.pwned=1">';
     const holder = `article[data-lock="dash-one"] tr[data-role=holder][data-peer="b"]`;
@@ -85,6 +96,40 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await page.waitForSelector('article[data-lock="dash-one"]', { state: 'detached', timeout: 1000 });
     expect(Date.now() - released).toBeLessThan(1000);
     await page.waitForSelector(`#activity tr[data-type=gone][data-lock="dash-one"][data-peer="b"]`, { timeout: 1000 });
+  });
+
+  it('shows when this peer\'s holds expire, and that another peer keeps its own TTLs', async () => {
+    const own = await acquire(cluster.url('a'), 'dash-ttl', { owner: 'ttl-a', ttl_ms: 30_000 });
+    const other = await acquire(cluster.url('b'), 'dash-ttl-b', { owner: 'ttl-b', ttl_ms: 30_000 });
+    const cellOf = (lock: string, peer: string): string => `article[data-lock=${q(lock)}] tr[data-role=holder][data-peer=${q(peer)}] [data-field=expires]`;
+    await page.waitForSelector(cellOf('dash-ttl', 'a'), { timeout: 1000 });
+    expect(await page.getAttribute(cellOf('dash-ttl', 'a'), 'data-expires')).toBe(String(own.body['expires_at']));
+    expect(await page.textContent(cellOf('dash-ttl', 'a'))).toMatch(/^in (2\d|30)\.\d s$/);
+    await page.waitForSelector(cellOf('dash-ttl-b', 'b'), { timeout: 1000 });
+    expect(await page.textContent(cellOf('dash-ttl-b', 'b'))).toBe('\u2014');
+    await release(cluster.url('a'), 'dash-ttl', own.body['id']);
+    await release(cluster.url('b'), 'dash-ttl-b', other.body['id']);
+  });
+
+  it('records grants and ends while no page is open, and shows a grants-per-second figure', async () => {
+    // Nobody has opened peer c's dashboard yet: its activity must still be recorded.
+    for (let i = 0; i < 5; i++) {
+      const got = await acquire(cluster.url('c'), 'dash-unseen', { owner: `bg-${i}`, ttl_ms: 10_000 });
+      await release(cluster.url('c'), 'dash-unseen', got.body['id']);
+    }
+    const other = await browser.newPage();
+    try {
+      await other.goto(cluster.url('c'));
+      await other.waitForSelector('#stream.ok', { timeout: 5000 });
+      await other.waitForSelector(`#activity tr.local[data-type=granted][data-lock="dash-unseen"]`, { timeout: 1000 });
+      expect(await other.locator(`#activity tr.local[data-type=ended][data-lock="dash-unseen"]`).count()).toBe(5);
+      expect(await other.textContent('#activity-max')).toBe('200');
+      // 5 grants in the last 10 s: 0.5/s once their second has passed (pushed every second).
+      await waitFor('grants per second shown', async () => (await other.textContent('#grant-rate')) === '0.5/s', 4000);
+      expect(await other.textContent('#grant-rate-seen')).toMatch(/^\u2265 \d+(\.\d)?\/s cluster-wide$/);
+    } finally {
+      await other.close();
+    }
   });
 
   it('lists the waiting queue in grant order and this peer\'s own grants with their end reason', async () => {

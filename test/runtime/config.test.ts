@@ -41,7 +41,7 @@ describe('parseConfig', () => {
       'cluster must be a name of 1-128 characters',
       'secret (or LAMPORT_SECRET) must be a string of at least 8 characters',
       'peers[0].id must be 1-64 characters of [A-Za-z0-9_.-]',
-      'peers[0].ws must look like ws://host:port',
+      'peers[0].ws must look like ws://host:port, with a port from 1 to 65535',
       'peers[0].http must look like host:port',
       'heartbeat_ms must be an integer number of milliseconds between 10 and 3600000',
     ]));
@@ -51,6 +51,15 @@ describe('parseConfig', () => {
     expect(problems({ ...good, lease_ms: 1000, evict_ms: 1600 }).join()).toContain('evict_ms (1600) must be at least');
     expect(problems({ ...good, heartbeat_ms: 600, lease_ms: 1000, evict_ms: 5000 }).join()).toContain('lease_ms (1000) must be at least twice heartbeat_ms');
     expect(parseConfig({ ...good, heartbeat_ms: 200, lease_ms: 1000, evict_ms: 3000 }).evictMs).toBe(3000);
+  });
+
+  it('refuses a ws port the URL parser would refuse later (99999 once killed the peer with "Invalid URL")', () => {
+    for (const port of ['99999', '65536', '0']) {
+      const bad = { ...good, peers: [{ ...good.peers[0], ws: `ws://127.0.0.1:${port}` }, good.peers[1]] };
+      expect(problems(bad), port).toContain('peers[0].ws must look like ws://host:port, with a port from 1 to 65535');
+    }
+    const edge = { ...good, peers: [{ ...good.peers[0], ws: 'ws://127.0.0.1:80' }, { ...good.peers[1], ws: 'wss://[::1]:65535' }] };
+    expect(parseConfig(edge).peers.map((p) => p.ws)).toEqual(['ws://127.0.0.1:80', 'wss://[::1]:65535']);
   });
 
   it('refuses duplicate ids and addresses', () => {

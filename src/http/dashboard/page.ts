@@ -20,6 +20,7 @@ export const dashboardHtml = `<!doctype html>
   <span class="crumb">cluster <b id="cluster-name">?</b></span>
   <span class="crumb">peer <b id="peer-id">?</b></span>
   <span class="crumb">clock <b id="clock">?</b></span>
+  <span class="crumb">grants here <b id="grant-rate">?</b> <span id="grant-rate-seen" class="dim"></span></span>
   <span id="lease" class="badge">lease ?</span>
   <span id="stream" class="badge warn">connecting</span>
 </header>
@@ -37,7 +38,7 @@ export const dashboardHtml = `<!doctype html>
     <div id="locks"></div>
   </section>
   <section id="activity-section">
-    <h2>Recent grants and ends <span class="dim">(newest first)</span></h2>
+    <h2>Recent grants and ends <span class="dim">(newest first; the last <span id="activity-max">200</span>, recorded by the peer whether or not this page is open)</span></h2>
     <table id="activity">
       <thead><tr><th>time</th><th>event</th><th>lock</th><th>peer</th><th>owner</th><th>mode</th><th>token</th><th>reason</th></tr></thead>
       <tbody></tbody>

@@ -1,8 +1,12 @@
 /**
  * The dashboard's script (served as GET /dashboard/app.js): one EventSource, no polling
  * and no timers. The browser's EventSource reconnects by itself; the peer pushes state on
- * change and link state every second, and the ages shown are recomputed from the peer's
- * clock at each push. Data is only ever put in the DOM with textContent.
+ * change and link state every second, and the ages and expiries shown are recomputed from
+ * the peer's clock at each push. Data is only ever put in the DOM with textContent.
+ *
+ * Lamport clocks and incarnations are seeded from the wall clock in milliseconds, so a raw
+ * value is a 13-digit number nobody can read: they are shown as a time of day (with how
+ * long ago) and the raw value in the tooltip.
  */
 
 /** GET /dashboard/app.js */
@@ -43,14 +47,56 @@ export const dashboardScript = String.raw`'use strict';
     return pad(d.getHours(), 2) + ':' + pad(d.getMinutes(), 2) + ':' + pad(d.getSeconds(), 2) + '.' + pad(d.getMilliseconds(), 3);
   }
 
+  // A Lamport clock value or an incarnation start (epoch ms) as a time of day; the exact
+  // value stays in the tooltip. Small values (a clock not seeded from time) stay numbers.
+  function timeCell(td, value, now) {
+    var n = Number(value);
+    if (value === null || value === undefined || !isFinite(n) || n < 1e12) {
+      td.textContent = value === null || value === undefined ? '\u2014' : String(value);
+      return td;
+    }
+    // A Lamport clock moves on with every message as well as with time, so it may read as a
+    // time ahead of the wall clock: say so rather than "0 ms ago".
+    td.textContent = fmtTime(n) + ' (' + (n > now ? fmtMs(n - now) + ' ahead' : fmtMs(now - n) + ' ago') + ')';
+    td.title = String(value) + ' = ' + new Date(n).toISOString();
+    td.dataset.raw = String(value);
+    return td;
+  }
+
+  function incarnationCell(td, inc, now) {
+    if (inc === null || inc === undefined) return timeCell(td, null, now);
+    timeCell(td, String(inc).split('.')[0], now);
+    td.textContent = 'started ' + td.textContent;
+    td.title = 'incarnation ' + inc + ': ' + td.title;
+    td.dataset.raw = String(inc);
+    return td;
+  }
+
+  function fmtRate(r) {
+    return r < 10 ? r.toFixed(1) : String(Math.round(r));
+  }
+
+  // This peer's own grants are counted exactly; other peers' grants only when a snapshot of
+  // the queues shows them holding, so holds shorter than a push are missed: a lower bound.
+  function renderRates(r) {
+    if (!r) return;
+    var box = byId('grant-rate');
+    box.textContent = fmtRate(r.local_grants_per_s) + '/s';
+    box.title = 'Grants per second by this peer over the last ' + Math.round(r.window_ms / 1000) + ' s (exact).';
+    var seen = byId('grant-rate-seen');
+    seen.textContent = '\u2265 ' + fmtRate(r.seen_grants_per_s) + '/s cluster-wide';
+    seen.title = 'Grants by every peer as this peer saw them in its queues over the last ' + Math.round(r.window_ms / 1000) +
+      ' s; holds shorter than one push (0.1 s) of another peer are missed, so this is a lower bound. Each peer\'s own figure is exact.';
+  }
+
   function short(text, max) {
     return text.length > max ? text.slice(0, max - 1) + '\u2026' : text;
   }
 
-  function renderHeader(c) {
+  function renderHeader(c, now) {
     byId('cluster-name').textContent = c.cluster;
     byId('peer-id').textContent = c.id;
-    byId('clock').textContent = String(c.clock);
+    timeCell(byId('clock'), c.clock, now);
     var lease = byId('lease');
     var valid = c.lease && c.lease.valid && c.synced;
     lease.textContent = valid ? 'lease valid ' + fmtMs(c.lease.valid_for_ms) : (c.synced ? 'no lease' : 'syncing');
@@ -58,7 +104,7 @@ export const dashboardScript = String.raw`'use strict';
     document.title = 'lamport-lock \u00b7 ' + c.id;
   }
 
-  function peerRow(c, p) {
+  function peerRow(c, p, now) {
     var tr = el('tr');
     tr.dataset.peer = p.id;
     if (p.self) {
@@ -67,10 +113,10 @@ export const dashboardScript = String.raw`'use strict';
       cell(tr, '').appendChild(badge('self', 'ok'));
       cell(tr, '\u2014');
       cell(tr, '\u2014');
-      cell(tr, c.incarnation, 'inc');
+      incarnationCell(cell(tr, '', 'inc'), c.incarnation, now);
       var valid = c.lease && c.lease.valid && c.synced;
       cell(tr, '').appendChild(badge(valid ? 'valid ' + fmtMs(c.lease.valid_for_ms) : 'none', valid ? 'ok' : 'bad'));
-      cell(tr, String(c.clock), 'mono');
+      timeCell(cell(tr, '', 'mono'), c.clock, now);
       return tr;
     }
     cell(tr, p.id);
@@ -79,21 +125,31 @@ export const dashboardScript = String.raw`'use strict';
     cell(tr, '').appendChild(link);
     cell(tr, fmtMs(p.rtt_ms), 'mono');
     cell(tr, p.last_heard_ms_ago === null ? 'never' : fmtMs(p.last_heard_ms_ago) + ' ago', 'mono');
-    cell(tr, p.incarnation === null ? '\u2014' : p.incarnation, 'inc');
+    incarnationCell(cell(tr, '', 'inc'), p.incarnation, now);
     cell(tr, '\u2014', 'dim').title = 'Each peer knows only its own lease: see its dashboard or lamport_lease_valid.';
-    cell(tr, String(p.last_ts), 'mono');
+    timeCell(cell(tr, '', 'mono'), p.last_ts, now);
     return tr;
   }
 
-  function renderCluster(c, now) {
-    renderHeader(c);
+  function fmtExpiry(expiresAt, now) {
+    var left = expiresAt - now;
+    return left > 0 ? 'in ' + fmtMs(left) : 'due';
+  }
+
+  function renderCluster(c, now, rates) {
+    renderHeader(c, now);
+    renderRates(rates);
     var body = byId('peers').tBodies[0];
     var rows = [];
-    for (var i = 0; i < c.peers.length; i++) rows.push(peerRow(c, c.peers[i]));
+    for (var i = 0; i < c.peers.length; i++) rows.push(peerRow(c, c.peers[i], now));
     body.replaceChildren.apply(body, rows);
     var ages = document.querySelectorAll('[data-since]');
     for (var j = 0; j < ages.length; j++) {
       ages[j].textContent = fmtMs(Math.max(0, now - Number(ages[j].dataset.since)));
+    }
+    var expiries = document.querySelectorAll('[data-expires]');
+    for (var k = 0; k < expiries.length; k++) {
+      expiries[k].textContent = fmtExpiry(Number(expiries[k].dataset.expires), now);
     }
   }
 
@@ -112,6 +168,7 @@ export const dashboardScript = String.raw`'use strict';
       since.dataset.since = String(v.since);
       since.title = new Date(v.since).toISOString();
     }
+    if (role === 'holder') expiryCell(tr, v, now);
     var metaText = v.meta === null || v.meta === undefined ? '' : JSON.stringify(v.meta);
     var meta = cell(tr, short(metaText, 120), 'meta');
     meta.title = metaText;
@@ -119,10 +176,29 @@ export const dashboardScript = String.raw`'use strict';
     return tr;
   }
 
+  // A hold's TTL lives on its own peer: this peer knows the expiry of its own holds only.
+  function expiryCell(tr, v, now) {
+    var td = cell(tr, '', 'mono');
+    td.dataset.field = 'expires';
+    if (v.expires_at !== null && v.expires_at !== undefined) {
+      td.textContent = fmtExpiry(v.expires_at, now);
+      td.dataset.expires = String(v.expires_at);
+      td.title = 'expires_at ' + v.expires_at + ' = ' + new Date(v.expires_at).toISOString() + ' unless refreshed';
+    } else if (v.local) {
+      td.textContent = 'no TTL';
+      td.title = 'held while its connection stays open';
+    } else {
+      td.textContent = '\u2014';
+      td.className = 'dim';
+      td.title = 'the TTL of a hold is kept by its own peer: see the dashboard of peer ' + v.peer;
+    }
+    return td;
+  }
+
   function entryTable(entries, role, now) {
     var table = el('table');
     var head = el('tr');
-    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'held for', 'meta'];
+    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'held for', 'expires', 'meta'];
     for (var i = 0; i < names.length; i++) head.appendChild(el('th', null, names[i]));
     table.appendChild(el('thead')).appendChild(head);
     var body = table.appendChild(el('tbody'));
@@ -201,11 +277,12 @@ export const dashboardScript = String.raw`'use strict';
     es.addEventListener('state', function (ev) {
       var s = JSON.parse(ev.data);
       renderLocks(s);
-      renderCluster(s.cluster, s.now);
+      renderCluster(s.cluster, s.now, s.rates);
+      if (s.activity_max) byId('activity-max').textContent = String(s.activity_max);
     });
     es.addEventListener('cluster', function (ev) {
       var s = JSON.parse(ev.data);
-      renderCluster(s.cluster, s.now);
+      renderCluster(s.cluster, s.now, s.rates);
     });
     es.addEventListener('activity', function (ev) { renderActivity(JSON.parse(ev.data)); });
   }

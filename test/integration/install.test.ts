@@ -1,0 +1,177 @@
+/**
+ * The install path of a real host (README "Install on a host"), as CI can run it: the
+ * package tarball that `npm pack` makes from the built dist/, installed with
+ * `npm install -g --prefix` into a fresh temp prefix (its dependencies come from the npm
+ * registry, never from this checkout), then a 3-peer cluster run by the installed
+ * `lamport-peer` binaries from a directory outside the repo, and a lock taken, shown,
+ * released and run through the installed `lamport-lock`. SIGTERM to the installed binary
+ * reaches the peer itself (no npm wrapper in between): it exits 0.
+ */
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { peerExitCodes } from '../../src/peer-exit-codes.js';
+import { freePort } from '../../src/tools/local-cluster.js';
+import { waitFor } from './helpers.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const work = mkdtempSync(join(tmpdir(), 'lamport-install-'));
+const prefix = join(work, 'prefix');
+/** Where the peers and the CLI run: not the repo, so nothing can resolve from its node_modules. */
+const outside = join(work, 'host');
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (bounded) and collects its output. */
+function run(file: string, args: readonly string[], cwd: string, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((res) => {
+    execFile(file, args, { cwd, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Every relative import of a compiled ES module (the forms tsc emits). */
+function importsOf(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|^import\s+['"]([^'"]+)['"]/gm)) {
+    found.push(m[1] ?? m[2] ?? m[3] ?? '');
+  }
+  return found;
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+let tarball = '';
+let packed: string[] = [];
+const peers: Array<{ id: string; proc: ChildProcess; http: string; exited: Promise<number | null> }> = [];
+
+beforeAll(async () => {
+  // dist/ is built by `npm test` (and `npm ci`): --ignore-scripts packs it as it is,
+  // instead of rebuilding it under the other test files that read it.
+  const pack = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], root);
+  expect(pack.code, pack.stderr).toBe(0);
+  const info = (JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>)[0];
+  tarball = join(work, info?.filename ?? '');
+  packed = (info?.files ?? []).map((f) => f.path);
+  const install = await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', tarball], work, 120_000);
+  expect(install.code, install.stderr).toBe(0);
+}, 150_000);
+
+afterAll(async () => {
+  for (const p of peers) p.proc.kill('SIGKILL');
+  await Promise.all(peers.map((p) => p.exited));
+});
+
+describe('npm pack', () => {
+  it('packs only what runs: the two binaries, dist/src, README, LICENSE, package.json', () => {
+    expect(packed).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js', 'dist/src/client/lock-client.js', 'dist/src/client/lock-client.d.ts']));
+    const stray = packed.filter((p) => !['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js'].includes(p) && !p.startsWith('dist/src/'));
+    expect(stray).toEqual([]);
+    expect(packed.filter((p) => p.endsWith('.map') || p.startsWith('dist/src/tools/'))).toEqual([]);
+    expect(packed.length).toBeLessThan(150);
+  });
+
+  it('installs a package whose code imports only itself, node builtins and its dependencies', () => {
+    const pkgDir = join(prefix, 'lib', 'node_modules', 'lamport-lock');
+    const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const files = new Set(filesUnder(join(pkgDir, 'dist')));
+    const builtins = new Set(builtinModules);
+    for (const file of [...files].filter((f) => f.endsWith('.js'))) {
+      for (const spec of importsOf(readFileSync(file, 'utf8'))) {
+        if (spec.startsWith('.')) {
+          // A relative import that leaves the package (test/, bench/, tools/) fails here.
+          expect(files.has(resolve(dirname(file), spec)), `${relative(pkgDir, file)} imports ${spec}`).toBe(true);
+        } else if (!spec.startsWith('node:') && !builtins.has(spec)) {
+          const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : (spec.split('/')[0] ?? spec);
+          expect(Object.keys(pkg.dependencies), `${relative(pkgDir, file)} imports ${spec}`).toContain(name);
+        }
+      }
+    }
+  });
+});
+
+describe('the installed binaries, outside the repo', () => {
+  const peerBin = join(prefix, 'bin', 'lamport-peer');
+  const lockBin = join(prefix, 'bin', 'lamport-lock');
+
+  it('run a 3-peer cluster that the installed lamport-lock takes a lock through', async () => {
+    const ids = ['a', 'b', 'c'];
+    const addrs = await Promise.all(ids.map(async (id) => ({ id, ws: `ws://127.0.0.1:${await freePort()}`, http: `127.0.0.1:${await freePort()}` })));
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, 'cluster.json'), JSON.stringify({ cluster: 'installed', secret: 'install-test-secret', heartbeat_ms: 100, lease_ms: 1000, evict_ms: 3000, peers: addrs }));
+    for (const a of addrs) {
+      const proc = spawn(peerBin, ['--config', 'cluster.json', '--id', a.id, '--data-dir', join(outside, a.id), '--no-log-pretty', '--log-level', 'warn'], { cwd: outside, stdio: ['ignore', 'ignore', 'pipe'] });
+      const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+      peers.push({ id: a.id, proc, http: a.http, exited });
+    }
+    for (const p of peers) {
+      await waitFor(`installed peer ${p.id} ready`, async () => {
+        if (p.proc.exitCode !== null) throw new Error(`installed peer ${p.id} exited with ${p.proc.exitCode}`);
+        return fetch(`http://${p.http}/readyz`).then((r) => r.status === 200, () => false);
+      }, 20_000);
+    }
+    const [a, b, c] = peers as [typeof peers[0], typeof peers[0], typeof peers[0]];
+    const got = await run(lockBin, ['--peer', `http://${a.http}`, 'acquire', 'installed-job', '--owner', 'ci', '--ttl', '30s'], outside);
+    expect(got.code, got.stderr).toBe(0);
+    const grant = JSON.parse(got.stdout) as { id: string; token: string; granted_at: number; expires_at: number };
+    expect(grant.expires_at - grant.granted_at).toBe(30_000);
+    // Another peer sees the holder: the installed peers talk to each other.
+    const status = await run(lockBin, ['--peer', b.http, 'status', 'installed-job', '--json'], outside);
+    expect(status.code, status.stderr).toBe(0);
+    expect((JSON.parse(status.stdout) as { holders: Array<{ owner: string; peer: string }> }).holders).toEqual([expect.objectContaining({ owner: 'ci', peer: 'a' })]);
+    expect((await run(lockBin, ['--peer', `http://${a.http}`, 'release', 'installed-job', grant.id], outside)).code).toBe(0);
+    const ran = await run(lockBin, ['--peer', `http://${c.http}`, 'run', 'installed-job', '--timeout', '5s', '--', 'sh', '-c', 'echo "held $LAMPORT_LOCK_NAME"; exit 7'], outside);
+    expect(ran.stdout).toBe('held installed-job\n');
+    expect(ran.code).toBe(7);
+  }, 60_000);
+
+  it('stop on SIGTERM sent to the installed binary itself, with exit 0', async () => {
+    expect(peers).toHaveLength(3);
+    for (const p of peers) p.proc.kill('SIGTERM');
+    expect(await Promise.all(peers.map((p) => p.exited))).toEqual([0, 0, 0]);
+  }, 30_000);
+
+  it('run the systemd unit\'s ExecStart as written, with the install prefix in place of /usr/local', async () => {
+    const unit = readFileSync(join(root, 'deploy/lamport-peer.service'), 'utf8');
+    const exec = /^ExecStart=(.+)$/m.exec(unit)?.[1] ?? '';
+    expect(exec.startsWith('/usr/local/bin/lamport-peer ')).toBe(true);
+    // What an invalid config exits with is never retried; a busy port is.
+    expect(/^RestartPreventExitStatus=(.+)$/m.exec(unit)?.[1]?.split(/\s+/)).toEqual([String(peerExitCodes.invalidConfig)]);
+    expect(/^Restart=(.+)$/m.exec(unit)?.[1]).toBe('on-failure');
+    const [http, ws] = [await freePort(), await freePort()];
+    const etc = join(work, 'etc');
+    mkdirSync(etc, { recursive: true });
+    writeFileSync(join(etc, 'cluster.json'), JSON.stringify({ cluster: 'unit', secret: 'unit-test-secret', peers: [{ id: 'solo', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+    const env: Record<string, string> = { LAMPORT_PEER_ID: 'solo', LAMPORT_LOG_LEVEL: 'warn' };
+    const argv = exec.split(/\s+/).map((a) => a
+      .replace(/^\/usr\/local\//, `${prefix}/`)
+      .replace(/^\/etc\/lamport-lock\//, `${etc}/`)
+      .replace(/^\/var\/lib\/lamport-lock$/, join(work, 'state'))
+      .replace(/^\$\{(\w+)\}$/, (_, name: string) => env[name] ?? `unset-${name}`));
+    const [file = '', ...args] = argv;
+    const proc = spawn(file, args, { cwd: outside, stdio: 'ignore' });
+    const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
+    try {
+      await waitFor('the unit\'s peer ready', async () => {
+        if (proc.exitCode !== null) throw new Error(`the unit's command exited with ${proc.exitCode}: ${argv.join(' ')}`);
+        return fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.status === 200, () => false);
+      }, 20_000);
+    } finally {
+      proc.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 30_000);
+});
