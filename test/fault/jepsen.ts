@@ -138,6 +138,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
     await leases.stop();
     liveness.push(...(await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now, final: true })));
     writeFileSync(join(cluster.dir, 'history.jsonl'), history.map(opLine).join('\n') + '\n');
+    writeFileSync(join(cluster.dir, 'leases.jsonl'), leases.lines().join('\n') + '\n');
     const safety = checkSafety(history, windows, [...registers.values()], { leases, ttlMs, heartbeatMs: timings.heartbeatMs });
     const summary = [
       ...explain(history, safety.violations),

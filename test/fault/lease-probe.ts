@@ -61,6 +61,11 @@ export class LeaseProbe implements LeaseEvidence {
     return this.#samples.get(peer) ?? [];
   }
 
+  /** Every sample as one JSON line per peer and sample, to re-check a run's history later. */
+  lines(): string[] {
+    return [...this.#samples].flatMap(([peer, list]) => list.map((s) => JSON.stringify({ peer, ...s })));
+  }
+
   /** Samples taken, over every peer. */
   get count(): number {
     return [...this.#samples.values()].reduce((n, list) => n + list.length, 0);
