@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import type { FencedRegister } from './fenced-register.js';
-import type { AcquireOutcome, Op } from './history.js';
+import type { AcquireOutcome, Op, OpMode } from './history.js';
 import type { Rng } from './prng.js';
 
 /** Client loop parameters. */
@@ -85,7 +85,7 @@ export class Client {
   async #loop(): Promise<void> {
     const locks = [...this.#opts.registers.keys()];
     while (!this.#stopping) {
-      const op = await this.#acquire(this.#rng.pick(locks));
+      const op = await this.#acquire(this.#rng.pick(locks), this.#mode());
       if (op.outcome === 'granted') await this.#hold(op);
       else await sleep(op.outcome === 'no-answer' ? this.#rng.int(100, 300) : this.#rng.int(10, 100));
     }
@@ -95,13 +95,27 @@ export class Client {
     return this.#opts.cluster.url(this.peer);
   }
 
-  async #acquire(lock: string): Promise<Op> {
+  /**
+   * Mostly exclusive holds (they do the fenced increments); one in ten shared, one in ten a
+   * semaphore request of limit 2 or 3 for 1 or 2 permits. Limits differ between requests
+   * of one lock on purpose: each holder is judged by its own limit (the canal-lock rule).
+   */
+  #mode(): OpMode {
+    const x = this.#rng.float();
+    if (x < 0.8) return { mode: 'exclusive', limit: 1, permits: 1 };
+    if (x < 0.9) return { mode: 'shared', limit: 1, permits: 1 };
+    const limit = this.#rng.int(2, 3);
+    return { mode: 'semaphore', limit, permits: this.#rng.int(1, 2) };
+  }
+
+  async #acquire(lock: string, mode: OpMode): Promise<Op> {
     const op: Op = {
-      client: this.name, peer: this.peer, lock, invokedAt: performance.now(), completedAt: 0, outcome: null, status: null, token: null, id: null,
-      grantedAt: null, releasedAt: null, releaseDoneAt: null, end: null, reason: null, writesAccepted: 0, writesRejected: 0,
+      client: this.name, peer: this.peer, lock, ...mode, invokedAt: performance.now(), completedAt: 0, outcome: null, status: null, token: null, id: null,
+      grantedAt: null, releasedAt: null, releaseDoneAt: null, end: null, reason: null, writesAccepted: 0, writesRejected: 0, refusedAt: null,
     };
     this.#opts.history.push(op);
-    const body = { timeout_ms: this.#opts.acquireTimeoutMs, ttl_ms: this.#opts.ttlMs, owner: this.name };
+    const modeBody = mode.mode === 'exclusive' ? {} : mode.mode === 'shared' ? { mode: 'shared' } : { limit: mode.limit, permits: mode.permits };
+    const body = { timeout_ms: this.#opts.acquireTimeoutMs, ttl_ms: this.#opts.ttlMs, owner: this.name, ...modeBody };
     try {
       const a = await post(`${this.#base()}/v1/locks/${lock}/acquire`, body, this.#opts.acquireTimeoutMs + this.#opts.answerGraceMs);
       op.completedAt = performance.now();
@@ -120,8 +134,18 @@ export class Client {
     return op;
   }
 
-  /** While holding: 1-3 fenced read-modify-write increments, then the release. */
+  /**
+   * While holding: an exclusive holder does 1-3 fenced read-modify-write increments; a
+   * shared or semaphore holder (not alone by design) only holds for a while. Then the release.
+   */
   async #hold(op: Op): Promise<void> {
+    if (op.mode === 'exclusive') await this.#increments(op);
+    else await sleep(this.#pauseMs());
+    await sleep(this.#rng.int(0, 20));
+    await this.#release(op);
+  }
+
+  async #increments(op: Op): Promise<void> {
     const register = this.#opts.registers.get(op.lock);
     const token = op.token;
     if (register === undefined || token === null) throw new Error('a granted op has a register and a token');
@@ -129,18 +153,21 @@ export class Client {
     for (let i = 0; i < increments; i++) {
       const value = register.read(token);
       if (value === null) {
-        op.writesRejected++;
+        this.#refused(op);
         break;
       }
       await sleep(this.#pauseMs());
       if (register.write(token, value + 1)) op.writesAccepted++;
       else {
-        op.writesRejected++;
+        this.#refused(op);
         break;
       }
     }
-    await sleep(this.#rng.int(0, 20));
-    await this.#release(op);
+  }
+
+  #refused(op: Op): void {
+    op.writesRejected++;
+    op.refusedAt ??= performance.now();
   }
 
   /**

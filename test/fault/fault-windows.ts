@@ -1,24 +1,21 @@
 /**
- * Fault windows per peer: when a peer may have been without its lease, so that a hold
- * its clients observed is not guaranteed exclusive (docs/design.md section 5).
+ * Fault windows per peer: when a peer may have been without its lease (docs/design.md section 5),
+ * and when its process died. The checker bounds the validity of a hold by the death of its
+ * peer (a dead process holds no lease) and reports how many checked holds lay in a window;
+ * it no longer excludes such holds (checker.ts says what bounds them instead).
  *
  * A peer's lease needs echoes of its own heartbeats from a majority of the configured
  * peers, itself included, and those echoes travel on the sockets it dials: through the
  * proxies of its OUTGOING links (LocalCluster `linkProxies`). So peer p is "degraded" while
- * p is paused or dead, or while fewer than a majority of {p} + {q running and link p -> q
- * fully open} remain. The nemesis reports every change of a peer or a link here; the
- * degraded intervals are recorded per peer id (across incarnations) on the test's clock.
- *
- * The model is deliberately coarse and errs towards "degraded": a link counts as broken
- * the moment a fault touches it (the lease actually lapses up to lease_ms later) and
- * healthy again the moment it is healed (the peer regains its lease only after new
- * echoes). A peer that loses its lease without the model noticing (a reconnect that took
- * too long) ends its holds with `lease_lost`, and the checker only trusts holds whose
- * release answered 200, so such holds are excluded by the other rule.
+ * p is paused, dead or twinned (a second process runs with its id), or while fewer than a
+ * majority of {p} + {q running and link p -> q fully open} remain. The nemesis reports every
+ * change of a peer or a link here; the degraded intervals are recorded per peer id (across
+ * incarnations) on the test's clock. The model is coarse (a link counts as broken the moment
+ * a fault touches it, healthy the moment it is healed): it serves the summary, not safety.
  */
 
 /** What a peer process is doing. */
-export type PeerStatus = 'up' | 'paused' | 'down';
+export type PeerStatus = 'up' | 'paused' | 'down' | 'twinned';
 
 /** One interval, in ms on the test's clock. */
 export interface Window {
@@ -34,6 +31,8 @@ export class FaultWindows {
   readonly #brokenLinks = new Set<string>();
   readonly #windows = new Map<string, Window[]>();
   readonly #open = new Map<string, Window>();
+  /** When each peer's process was killed (test clock), in order. */
+  readonly #deaths = new Map<string, number[]>();
 
   constructor(ids: readonly string[], now: () => number) {
     this.#ids = ids;
@@ -51,6 +50,7 @@ export class FaultWindows {
 
   /** A peer was killed, paused, resumed or restarted. */
   setPeer(id: string, status: PeerStatus): void {
+    if (status === 'down') this.#deaths.set(id, [...(this.#deaths.get(id) ?? []), this.#now()]);
     this.#status.set(id, status);
     this.#recompute();
   }
@@ -67,9 +67,15 @@ export class FaultWindows {
     if (this.#status.get(id) !== 'up') return false;
     let echoes = 1;
     for (const q of this.#ids) {
-      if (q !== id && this.#status.get(q) === 'up' && !this.#brokenLinks.has(`${id}>${q}`)) echoes++;
+      if (q !== id && this.#answers(q) && !this.#brokenLinks.has(`${id}>${q}`)) echoes++;
     }
     return echoes >= this.majority;
+  }
+
+  /** A twinned peer's old process still runs and echoes. */
+  #answers(id: string): boolean {
+    const status = this.#status.get(id);
+    return status === 'up' || status === 'twinned';
   }
 
   #recompute(): void {
@@ -91,6 +97,11 @@ export class FaultWindows {
   /** True when `id` was degraded at some instant of [start, end] (bounds included). */
   degradedDuring(id: string, start: number, end: number): boolean {
     return (this.#windows.get(id) ?? []).some((w) => w.start <= end && start <= w.end);
+  }
+
+  /** The first kill of `id` at or after `t`; Infinity when none. */
+  downAfter(id: string, t: number): number {
+    return (this.#deaths.get(id) ?? []).find((d) => d >= t) ?? Number.POSITIVE_INFINITY;
   }
 
   /** The recorded windows of one peer (the last one may still be open: end Infinity). */

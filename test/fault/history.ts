@@ -24,8 +24,15 @@ export type HoldEnd =
   /** No answer to the release: the peer died or stayed paused. */
   | 'unanswered';
 
+/** The mode of a request as the HTTP API takes it (limit and permits only for semaphores). */
+export interface OpMode {
+  readonly mode: 'exclusive' | 'shared' | 'semaphore';
+  readonly limit: number;
+  readonly permits: number;
+}
+
 /** One operation of one client. */
-export interface Op {
+export interface Op extends OpMode {
   readonly client: string;
   readonly peer: string;
   readonly lock: string;
@@ -45,6 +52,8 @@ export interface Op {
   reason: string | null;
   writesAccepted: number;
   writesRejected: number;
+  /** When the fenced register first refused one of this hold's reads or writes. */
+  refusedAt: number | null;
 }
 
 /** An op as one JSON line (tokens as decimal strings). */
@@ -56,5 +65,6 @@ export function opLine(op: Op): string {
 export function describeOp(op: Op): string {
   const grant = op.grantedAt === null ? '' : ` granted@${op.grantedAt.toFixed(0)} token ${op.token}`;
   const rel = op.releasedAt === null ? '' : ` release@${op.releasedAt.toFixed(0)}->${op.end ?? '?'}${op.reason === null ? '' : `(${op.reason})`}`;
-  return `${op.client}@${op.peer} ${op.lock} invoked@${op.invokedAt.toFixed(0)} ${op.outcome ?? 'pending'}${grant}${rel} writes +${op.writesAccepted}/-${op.writesRejected}`;
+  const mode = op.mode === 'exclusive' ? '' : op.mode === 'shared' ? ' shared' : ` semaphore ${op.permits}/${op.limit}`;
+  return `${op.client}@${op.peer} ${op.lock}${mode} invoked@${op.invokedAt.toFixed(0)} ${op.outcome ?? 'pending'}${grant}${rel} writes +${op.writesAccepted}/-${op.writesRejected}`;
 }

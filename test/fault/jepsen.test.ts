@@ -2,23 +2,30 @@
  * The short Jepsen-style run of CI (issue 5): about 75 s of faults against 5 real peers,
  * every ordered link through a fault proxy, then the heal and the checks. The seed is
  * printed; `FAULT_SEED=<n> npx vitest run test/fault` replays its fault schedule.
- * The long run is `node dist/test/fault/run.js --minutes 30` (see run.ts).
+ * The long run is `npm run jepsen -- --minutes 30` (see run.ts).
+ *
+ * The twin fault (a second process with a live peer's id) is left out here until the fix of
+ * issue 12, defect 1 lands: on today's code it makes two valid exclusive holders, which the
+ * checker reports. `FAULT_TWIN=1` puts it in; `npm run jepsen` always draws it.
  */
 import { describe, expect, it } from 'vitest';
 import { faultSeed } from './prng.js';
 import { runJepsen } from './jepsen.js';
+import { faultKinds } from './nemesis.js';
 
 const faultMs = Number(process.env['FAULT_MS'] ?? 75_000);
+const kinds = process.env['FAULT_TWIN'] === '1' ? faultKinds : faultKinds.filter((k) => k !== 'twin');
 
 describe('fault run with real processes', () => {
-  it('keeps valid exclusive holds disjoint, tokens increasing and the fenced registers whole under kills, pauses, partitions and stalls; nothing stuck after the heal', async () => {
+  it('keeps valid holds within their modes, tokens increasing and the fenced registers whole under kills, wipes, pauses, partitions and stalls; nothing stuck after the heal', async () => {
     const seed = faultSeed();
     process.stdout.write(`fault run: reproduce with FAULT_SEED=${seed}\n`);
-    const result = await runJepsen({ seed, faultMs, log: (line) => process.stdout.write(`${line}\n`) });
+    const result = await runJepsen({ seed, faultMs, faultKinds: kinds, log: (line) => process.stdout.write(`${line}\n`) });
     process.stdout.write(`${result.summary.join('\n')}\n`);
     expect(result.violations).toEqual([]);
     expect(result.liveness).toEqual([]);
-    // Real work happened: faults of several kinds, grants, accepted fenced writes.
+    // Real work happened: faults of several kinds, grants, accepted fenced writes. (Holds of
+    // faulted peers are few per run, since holds are short: checker.test.ts covers them.)
     expect(result.faultsTotal).toBeGreaterThanOrEqual(Math.floor(faultMs / 10_000));
     expect(Object.values(result.faults).filter((n) => n > 0).length).toBeGreaterThanOrEqual(3);
     expect(result.grants).toBeGreaterThanOrEqual(200);

@@ -12,6 +12,7 @@ import { checkSafety, excerpt } from './checker.js';
 import { Client } from './clients.js';
 import { FaultWindows } from './fault-windows.js';
 import { FencedRegister } from './fenced-register.js';
+import { LeaseProbe } from './lease-probe.js';
 import type { Op } from './history.js';
 import { opLine } from './history.js';
 import { checkLiveness } from './liveness.js';
@@ -38,6 +39,8 @@ export interface RunOptions {
   readonly clientsPerPeer?: number;
   readonly locks?: number;
   readonly timings?: RunTimings;
+  /** The fault kinds drawn (all by default). */
+  readonly faultKinds?: readonly FaultKind[];
   /** Progress lines (nemesis events, phases). */
   readonly log?: (line: string) => void;
 }
@@ -49,6 +52,8 @@ export interface RunResult {
   readonly faultsTotal: number;
   readonly grants: number;
   readonly validHolds: number;
+  /** Checked holds whose peer had a fault window during the hold. */
+  readonly faultedHolds: number;
   readonly writesAccepted: number;
   readonly writesRejected: number;
   readonly violations: readonly string[];
@@ -88,6 +93,9 @@ function explain(history: readonly Op[], violations: readonly string[]): string[
   return out;
 }
 
+/** ttl_ms of every acquire: the checker bounds the validity of expired holds by it. */
+const ttlMs = 3000;
+
 function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; registers: Map<string, FencedRegister>; history: Op[]; timings: RunTimings }): Client[] {
   const clients: Client[] = [];
   for (const p of cluster.peers) {
@@ -95,7 +103,7 @@ function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; 
       const name = `${p.id}${i}`;
       clients.push(new Client(name, p.id, rng.fork(clients.length), {
         cluster, registers: opts.registers, history: opts.history,
-        acquireTimeoutMs: 2000, ttlMs: 3000, answerGraceMs: opts.timings.leaseMs, releaseWaitMs: 2 * opts.timings.evictMs + 3000,
+        acquireTimeoutMs: 2000, ttlMs, answerGraceMs: opts.timings.leaseMs, releaseWaitMs: 2 * opts.timings.evictMs + 3000,
       }));
     }
   }
@@ -113,36 +121,43 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const t0 = now();
   const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, ...timings });
   log(`cluster up in ${((now() - t0) / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
+  const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
+  const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(2000), timings, now, log, ...(opts.faultKinds === undefined ? {} : { kinds: opts.faultKinds }) });
+  // Sampled twice a heartbeat: the lease floors of the checker trail by at most that.
+  const leases = new LeaseProbe(cluster, Math.max(50, timings.heartbeatMs * 2));
   try {
-    const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
+    leases.start();
     const registers = new Map(Array.from({ length: opts.locks ?? 3 }, (_, i) => [`lock-${i}`, new FencedRegister(`lock-${i}`)]));
     const history: Op[] = [];
     const clients = startClients(cluster, rng.fork(1000), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
     await sleep(1000);
-    const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(2000), timings, now, log });
     await nemesis.run(now() + opts.faultMs);
     const liveness = await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now });
     await sleep(2000); // The clients work a little on the healed cluster before they stop.
     await Promise.all(clients.map((c) => c.stop()));
+    await leases.stop();
     liveness.push(...(await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now, final: true })));
     writeFileSync(join(cluster.dir, 'history.jsonl'), history.map(opLine).join('\n') + '\n');
-    const safety = checkSafety(history, windows, [...registers.values()]);
+    writeFileSync(join(cluster.dir, 'leases.jsonl'), leases.lines().join('\n') + '\n');
+    const safety = checkSafety(history, windows, [...registers.values()], { leases, ttlMs, heartbeatMs: timings.heartbeatMs });
     const summary = [
       ...explain(history, safety.violations),
       `faults: ${Object.entries(nemesis.counts).map(([k, n]) => `${k} ${n}`).join(', ')} (total ${nemesis.total}) in ${(opts.faultMs / 1000).toFixed(0)} s`,
-      `acquires: ${history.length} (${countBy(history, (op) => op.outcome)})`,
-      `grants: ${safety.grants}; valid holds checked for overlap: ${safety.validHolds}; hold ends: ${countBy(history, (op) => (op.end === null ? null : op.end === 'lost' ? `lost:${op.reason ?? '?'}` : op.end))}`,
+      `acquires: ${history.length} (${countBy(history, (op) => op.outcome)}; modes ${countBy(history, (op) => (op.outcome === 'granted' ? op.mode : null))})`,
+      `grants: ${safety.grants}; holds checked for overlap: ${safety.validHolds} (${safety.faultedHolds} on a faulted peer); lease samples ${leases.count}; hold ends: ${countBy(history, (op) => (op.end === null ? null : op.end === 'lost' ? `lost:${op.reason ?? '?'}` : op.end))}`,
       `fenced writes: accepted ${[...registers.values()].reduce((s, r) => s + r.accepted, 0)}, refused ${[...registers.values()].reduce((s, r) => s + r.rejected, 0)}; registers ${[...registers.values()].map((r) => `${r.lock}=${r.value}`).join(' ')}`,
       `liveness: ${liveness.length === 0 ? 'ok' : liveness.join('; ')}${nemesis.slowRestarts.length === 0 ? '' : `; slow restarts: ${nemesis.slowRestarts.join(', ')}`}`,
       `violations: ${safety.violations.length}`,
       `reproduce with FAULT_SEED=${opts.seed}`,
     ];
     return {
-      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, validHolds: safety.validHolds,
+      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, validHolds: safety.validHolds, faultedHolds: safety.faultedHolds,
       writesAccepted: [...registers.values()].reduce((s, r) => s + r.accepted, 0), writesRejected: [...registers.values()].reduce((s, r) => s + r.rejected, 0),
       violations: safety.violations, liveness, summary, dir: cluster.dir,
     };
   } finally {
+    await leases.stop();
+    await nemesis.dispose();
     await cluster.stop();
   }
 }

@@ -11,20 +11,26 @@
  * - bridge: one peer sees both sides of a 2|2 split, the two sides do not see each other;
  * - stall: 1-4 random ordered links stalled, both ways or one way only;
  * - one-way: 1-2 peers cannot send (their outgoing links blocked) but still receive;
- * - link-kill: the connections of 1-6 random links cut, some mid-frame (they reconnect).
+ * - link-kill: the connections of 1-6 random links cut, some mid-frame (they reconnect);
+ * - wipe: kill -9 of one peer, its data dir deleted (a lost disk, a fresh VM), restarted;
+ * - twin: a second process started with a live peer's id (twin-peer.ts) for 1-4 lease_ms,
+ *   then killed (issue 12, defect 1: today the others drop the old process's holds when the
+ *   twin handshakes, while the old one still holds its lease; the checker flags it).
  */
+import { rmSync } from 'node:fs';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import type { FaultWindows } from './fault-windows.js';
 import type { Rng } from './prng.js';
+import { TwinPeer } from './twin-peer.js';
 
 /** The kinds of fault the nemesis draws from. */
-export const faultKinds = ['kill', 'pause', 'partition', 'bridge', 'stall', 'one-way', 'link-kill'] as const;
+export const faultKinds = ['kill', 'pause', 'partition', 'bridge', 'stall', 'one-way', 'link-kill', 'wipe', 'twin'] as const;
 
 /** One kind of fault. */
 export type FaultKind = (typeof faultKinds)[number];
 
 /** Relative weights of the fault kinds. */
-const weights: Readonly<Record<FaultKind, number>> = { kill: 3, pause: 2, partition: 3, bridge: 2, stall: 2, 'one-way': 2, 'link-kill': 2 };
+const weights: Readonly<Record<FaultKind, number>> = { kill: 2, pause: 2, partition: 3, bridge: 2, stall: 2, 'one-way': 2, 'link-kill': 2, wipe: 1, twin: 2 };
 
 /** Timings the nemesis scales its fault durations by. */
 export interface NemesisTimings {
@@ -45,7 +51,7 @@ function sleep(ms: number): Promise<void> {
 /** Draws, injects and heals faults on a LocalCluster started with `linkProxies`. */
 export class Nemesis {
   /** Faults injected, by kind. */
-  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, partition: 0, bridge: 0, stall: 0, 'one-way': 0, 'link-kill': 0 };
+  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, partition: 0, bridge: 0, stall: 0, 'one-way': 0, 'link-kill': 0, wipe: 0, twin: 0 };
   readonly events: NemesisEvent[] = [];
   /** Peers that did not answer /readyz within the bound after a restart (liveness notes). */
   readonly slowRestarts: string[] = [];
@@ -56,8 +62,14 @@ export class Nemesis {
   readonly #now: () => number;
   readonly #ids: readonly string[];
   readonly #log: (line: string) => void;
+  readonly #kinds: readonly FaultKind[];
+  readonly #twins = new Set<TwinPeer>();
 
-  constructor(opts: { cluster: LocalCluster; windows: FaultWindows; rng: Rng; timings: NemesisTimings; now: () => number; log: (line: string) => void }) {
+  /** `kinds` narrows the faults drawn (all by default). */
+  constructor(opts: {
+    cluster: LocalCluster; windows: FaultWindows; rng: Rng; timings: NemesisTimings; now: () => number; log: (line: string) => void; kinds?: readonly FaultKind[];
+  }) {
+    this.#kinds = opts.kinds ?? faultKinds;
     this.#cluster = opts.cluster;
     this.#windows = opts.windows;
     this.#rng = opts.rng;
@@ -78,13 +90,13 @@ export class Nemesis {
   }
 
   #draw(): FaultKind {
-    const total = faultKinds.reduce((s, k) => s + weights[k], 0);
+    const total = this.#kinds.reduce((s, k) => s + weights[k], 0);
     let x = this.#rng.float() * total;
-    for (const k of faultKinds) {
+    for (const k of this.#kinds) {
       x -= weights[k];
       if (x < 0) return k;
     }
-    return 'link-kill';
+    return this.#kinds[this.#kinds.length - 1] ?? 'link-kill';
   }
 
   /** Injects faults one after another until `untilMs` (test clock), then heals everything. */
@@ -114,18 +126,46 @@ export class Nemesis {
         return this.#oneWay();
       case 'link-kill':
         return this.#linkKill();
+      case 'wipe':
+        return this.#kill(true);
+      case 'twin':
+        return this.#twin();
     }
   }
 
-  async #kill(): Promise<void> {
+  /** kill -9, and with `wipe` the data dir deleted, then a restart after 1 s to 2 evict_ms. */
+  async #kill(wipe = false): Promise<void> {
     const id = this.#rng.pick(this.#ids);
     const downMs = this.#rng.int(1000, 2 * this.#timings.evictMs);
-    this.#note(`kill -9 ${id} for ${downMs} ms`);
+    this.#note(`kill -9 ${id}${wipe ? ', data dir deleted,' : ''} for ${downMs} ms`);
     this.#windows.setPeer(id, 'down');
     await this.#cluster.stopPeer(id, 'SIGKILL');
+    if (wipe) rmSync(this.#cluster.peer(id).dataDir, { recursive: true, force: true });
     await sleep(downMs);
     this.#restart(id);
     await this.#waitReady(id);
+  }
+
+  /** A second process with a live peer's id, killed after 1-4 lease_ms. */
+  async #twin(): Promise<void> {
+    const id = this.#rng.pick(this.#ids);
+    const liveMs = this.#rng.int(this.#timings.leaseMs, 4 * this.#timings.leaseMs);
+    this.#note(`twin of ${id} started beside it for ${liveMs} ms`);
+    this.#windows.setPeer(id, 'twinned');
+    const twin = await TwinPeer.start(this.#cluster, id);
+    this.#twins.add(twin);
+    await sleep(liveMs);
+    await twin.stop();
+    this.#twins.delete(twin);
+    this.#windows.setPeer(id, 'up');
+    this.#note(`twin of ${id} killed`);
+    await this.#waitReady(id);
+  }
+
+  /** Kills any twin still running (a run that failed midway must not leave one behind). */
+  async dispose(): Promise<void> {
+    await Promise.all([...this.#twins].map((t) => t.stop()));
+    this.#twins.clear();
   }
 
   #restart(id: string): void {

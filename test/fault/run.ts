@@ -1,6 +1,7 @@
 /**
- * The long fault run (issue 5): `node dist/test/fault/run.js --minutes 30 [--seed S]`
- * (build first: `npx tsc -p .`). Same harness as test/fault/jepsen.test.ts, for as long as
+ * The long fault run (issue 5): `npm run jepsen -- --minutes 30 [--seed S]` (build first:
+ * `npm run build`); `--faults twin,wipe` narrows the nemesis to those kinds (a bug found by
+ * one kind is then reproduced faster). Same harness as test/fault/jepsen.test.ts, for as long as
  * asked; prints nemesis events as they happen and the summary (faults by kind, grants,
  * fenced writes, violations, the seed) as its last lines. Exit 0 when clean, 1 on a
  * violation or a liveness failure, 64 on bad arguments.
@@ -8,9 +9,11 @@
 import { parseArgs } from 'node:util';
 import { faultSeed } from './prng.js';
 import { runJepsen, shortTimings } from './jepsen.js';
+import type { FaultKind } from './nemesis.js';
+import { faultKinds } from './nemesis.js';
 
 function usage(message: string): never {
-  process.stderr.write(`run: ${message}\nusage: node dist/test/fault/run.js --minutes N [--seed S] [--clients-per-peer N] [--locks N] [--default-timings]\n`);
+  process.stderr.write(`run: ${message}\nusage: node dist/test/fault/run.js --minutes N [--seed S] [--clients-per-peer N] [--locks N] [--faults kind,...] [--default-timings]\n`);
   process.exit(64);
 }
 
@@ -21,12 +24,21 @@ function positiveNumber(raw: string | undefined, name: string, fallback: number)
   return n;
 }
 
+/** The fault kinds of `--faults a,b` (every kind when absent). */
+function kindsOf(raw: string | undefined): readonly FaultKind[] {
+  if (raw === undefined) return faultKinds;
+  const kinds = raw.split(',').map((k) => k.trim());
+  const unknown = kinds.filter((k) => !(faultKinds as readonly string[]).includes(k));
+  if (unknown.length > 0 || kinds.length === 0) usage(`--faults takes kinds out of ${faultKinds.join(', ')}; unknown: ${unknown.join(', ')}`);
+  return kinds as FaultKind[];
+}
+
 async function main(): Promise<void> {
   let values;
   try {
     ({ values } = parseArgs({
       options: {
-        minutes: { type: 'string' }, seed: { type: 'string' }, 'clients-per-peer': { type: 'string' }, locks: { type: 'string' },
+        minutes: { type: 'string' }, seed: { type: 'string' }, 'clients-per-peer': { type: 'string' }, locks: { type: 'string' }, faults: { type: 'string' },
         'default-timings': { type: 'boolean' },
       },
     }));
@@ -39,7 +51,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   process.stdout.write(`fault run: ${minutes} min of faults, timings ${JSON.stringify(timings)}; reproduce with FAULT_SEED=${seed}\n`);
   const result = await runJepsen({
-    seed, faultMs: minutes * 60_000, timings,
+    seed, faultMs: minutes * 60_000, timings, faultKinds: kindsOf(values.faults),
     clientsPerPeer: Math.round(positiveNumber(values['clients-per-peer'], 'clients-per-peer', 2)),
     locks: Math.round(positiveNumber(values.locks, 'locks', 3)),
     log: (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`),
