@@ -52,7 +52,7 @@ export function parsePeerUrl(text: string, what: string): string {
   return url;
 }
 
-/** A grant as `acquire` prints it: the HTTP API's own field names (DESIGN section 6). */
+/** A grant as `acquire` prints it: the HTTP API's own field names (docs/design.md section 6). */
 export function formatGrant(h: { lock: string; id: string; token: bigint; mode: string; peer: string; grantedAt: number; expiresAt: number | null }): Record<string, unknown> {
   return { lock: h.lock, id: h.id, token: h.token.toString(), mode: h.mode, peer: h.peer, granted_at: h.grantedAt, expires_at: h.expiresAt };
 }

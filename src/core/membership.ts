@@ -263,9 +263,10 @@ export class Membership {
         // We confirm it once this membership is evict_ms old: its successor waits for that
         // eviction, and a peer that met only the successor must not block it.
         // One newer than the one we track is a successor we do not watch yet: never confirmed,
-        // unless we never heard any incarnation of that peer (silent since we started).
+        // unless the one we track is gone (never heard, or evicted) and we have heard nothing
+        // of that peer for evict_ms since.
         const order = compareIncarnation(msg.inc, t.inc);
-        const never = compareIncarnation(t.inc, unknownIncarnation) === 0;
+        const never = compareIncarnation(t.inc, unknownIncarnation) === 0 || this.isEvicted(msg.peer, t.inc);
         const placeholder = compareIncarnation(msg.inc, unknownIncarnation) === 0;
         const agree = this.isEvicted(msg.peer, msg.inc) ||
           (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs)));

@@ -1,5 +1,5 @@
 /**
- * The persisted clock high-water mark (DESIGN section 4, "Clock floor"). Instead of
+ * The persisted clock high-water mark (docs/design.md section 4, "Clock floor"). Instead of
  * writing the clock on every step, the peer reserves a range ahead of it: the store holds
  * a value the clock has not reached yet, rewritten (atomically, fsync'd) when the clock
  * comes near. After any crash, the next start begins at or above everything used.

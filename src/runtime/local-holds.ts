@@ -1,5 +1,5 @@
 /**
- * The local holds of one peer, from acquire until they end (DESIGN sections 2 and 6): the
+ * The local holds of one peer, from acquire until they end (docs/design.md sections 2 and 6): the
  * wait deadline of each waiting request, the TTL of each hold, releases and refreshes, and
  * the end of every hold for its reason, told to its holder exactly once. Owns those
  * timers; the protocol itself is the core's, reached through the runtime's `step`.

@@ -1,7 +1,7 @@
 /**
  * The peer runtime: local holds (TTLs, wait deadlines, connection-bound holds) on top of a
  * Session (core + mesh + lease + eviction for one incarnation). Answers the HTTP API, and
- * rejoins as a new incarnation when the majority evicted it. DESIGN sections 2, 5 and 6.
+ * rejoins as a new incarnation when the majority evicted it. docs/design.md sections 2, 5 and 6.
  * The holds themselves are in local-holds.ts, the read-only views in peer-views.ts.
  *
  * Everything outside comes in through `PeerWorld` (clocks, timers, randomness, sockets,
@@ -179,7 +179,7 @@ export class PeerRuntime {
   }
 
   /**
-   * Ends this incarnation and starts a new one (DESIGN section 5): every local hold and
+   * Ends this incarnation and starts a new one (docs/design.md section 5): every local hold and
    * waiter ends with reason `evicted`, and the new incarnation's clock starts above the
    * old one's, so its requests sort after everything it has seen and tokens keep growing.
    */
@@ -336,7 +336,7 @@ export class PeerRuntime {
   }
 
   /**
-   * Graceful stop (DESIGN section 7): refuse new requests, end local holds with reason
+   * Graceful stop (docs/design.md section 7): refuse new requests, end local holds with reason
    * `shutdown`, fail waiters, send the releases, give the links a moment to deliver them.
    * The listener is the caller's to close.
    */

@@ -1,6 +1,6 @@
 /**
  * One incarnation of a peer in the cluster: the protocol core, the mesh of links, the
- * lease and the eviction logic, and the timers that drive them (DESIGN sections 4, 5).
+ * lease and the eviction logic, and the timers that drive them (docs/design.md sections 4, 5).
  * When the incarnation must end (the majority evicted it, a link overflowed, or it started
  * older than an incarnation of its id the others know), the session asks the runtime to
  * rejoin: the runtime ends its holds and starts a new session with a new incarnation,

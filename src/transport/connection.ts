@@ -5,7 +5,7 @@
  * Time and timers come from the process's Env, the socket from its Network.
  *
  * Why a watchdog rather than TCP keepalive: a stalled middlebox or a paused peer keeps
- * the TCP connection "up" for minutes; DESIGN section 4 wants the socket closed after
+ * the TCP connection "up" for minutes; docs/design.md section 4 wants the socket closed after
  * three silent heartbeat intervals so the dial loop resumes (MQTT's rule: no resend on a
  * live socket, only on a new one).
  */

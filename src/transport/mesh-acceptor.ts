@@ -1,5 +1,5 @@
 /**
- * The accepting side of a mesh (DESIGN section 4): the listening socket, the listener's
+ * The accepting side of a mesh (docs/design.md section 4): the listening socket, the listener's
  * half of each handshake, and the streams other peers dialed to us. A peer's stream to us
  * carries its data and heartbeats; we answer on the same socket with acks and echoes.
  */

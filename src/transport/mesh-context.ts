@@ -1,5 +1,5 @@
 /**
- * What the two directions of a mesh share (DESIGN section 4): the accepting side and the
+ * What the two directions of a mesh share (docs/design.md section 4): the accepting side and the
  * dialing side each drive one socket per peer, but both sockets of a peer belong to one
  * slot, one incarnation and one set of counters, which the Mesh owns and hands to both.
  */

@@ -1,5 +1,5 @@
 /**
- * The dialing side of a mesh (DESIGN section 4): one socket we dial to each peer, the
+ * The dialing side of a mesh (docs/design.md section 4): one socket we dial to each peer, the
  * dialer's half of its handshake, and our stream to that peer on it. The stream carries our
  * data and heartbeats; the peer answers on the same socket with acks and echoes. A socket
  * that closes is redialed with backoff until the mesh closes.
@@ -76,7 +76,7 @@ export class MeshDialer<P> {
   /**
    * The clock rides on a heartbeat only when nothing for that peer waits unsent: every
    * earlier data frame was handed to this socket first, so by FIFO the receiver has them
-   * all when it takes the clock as an ack (DESIGN section 3, rule 3a).
+   * all when it takes the clock as an ack (docs/design.md section 3, rule 3a).
    */
   #heartbeat(slot: PeerSlot<P>): HeartbeatFrame {
     const sentAtMs = this.#opts.env.monoMs();

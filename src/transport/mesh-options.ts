@@ -1,5 +1,5 @@
 /**
- * What a mesh is told at construction (DESIGN section 4): who it is, the peers it links to,
+ * What a mesh is told at construction (docs/design.md section 4): who it is, the peers it links to,
  * where it listens, and the events through which it reports to the runtime.
  */
 import type { Logger } from 'pino';

@@ -1,5 +1,5 @@
 /**
- * The mesh of links of one peer (DESIGN section 4): one listening socket, and one dialed
+ * The mesh of links of one peer (docs/design.md section 4): one listening socket, and one dialed
  * socket per other peer. One socket per ORDERED pair: we dial j for our stream to j, and
  * j's acks and heartbeat echoes come back on that socket; j dials us for its stream, and
  * we answer on that one. Never one shared socket for both directions: two peers dialing
@@ -149,7 +149,7 @@ export class Mesh<P> {
     this.#flusher.markDirty(slot);
   }
 
-  /** Refuses `inc` of `peer` and every older incarnation forever (eviction, DESIGN section 5). */
+  /** Refuses `inc` of `peer` and every older incarnation forever (eviction, docs/design.md section 5). */
   refuseIncarnation(peer: number, inc: Incarnation): void {
     if (this.#opts.faults?.acceptEvicted === true) return;
     const slot = this.#slot(peer);

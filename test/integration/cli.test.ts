@@ -152,7 +152,7 @@ describe('lamport-lock acquire, release, status', () => {
     expect(got.code).toBe(0);
     const grant = JSON.parse(got.stdout) as { id: string; token: string; lock: string };
     expect(grant.lock).toBe('scripted');
-    // The HTTP API's names (README, DESIGN section 6), not the typed client's camelCase.
+    // The HTTP API's names (README, docs/design.md section 6), not the typed client's camelCase.
     expect(Object.keys(grant).sort()).toEqual(['expires_at', 'granted_at', 'id', 'lock', 'mode', 'peer', 'token']);
     expect((grant as unknown as { expires_at: number }).expires_at - (grant as unknown as { granted_at: number }).granted_at).toBe(30_000);
     const table = await runBin(lockBin, ['--peer', cluster.url('c'), 'status']).done;

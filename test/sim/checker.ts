@@ -1,5 +1,5 @@
 /**
- * The global invariants of DESIGN section 9, checked over the whole cluster after every
+ * The global invariants of docs/design.md section 9, checked over the whole cluster after every
  * event (invariants 1 to 3) and at the end of the liveness phase (invariant 4). The checker
  * sees what no single peer sees: every valid hold in the cluster at once, and every
  * exclusive grant of the run, across restarts.
@@ -32,7 +32,7 @@ interface Grant {
   readonly ref: number;
 }
 
-/** The agreed order of DESIGN section 3: by timestamp, ties broken by peer index. */
+/** The agreed order of docs/design.md section 3: by timestamp, ties broken by peer index. */
 function precedes(a: { ts: number; peer: number }, b: { ts: number; peer: number }): boolean {
   return a.ts !== b.ts ? a.ts < b.ts : a.peer < b.peer;
 }
@@ -85,7 +85,7 @@ export class Checker {
     this.#fail(nowMs, `told: ${what}`);
   }
 
-  /** The self-fencing rule of DESIGN section 5 was broken. */
+  /** The self-fencing rule of docs/design.md section 5 was broken. */
   selfFence(nowMs: number, what: string): void {
     this.#fail(nowMs, `self-fencing: ${what}`);
   }

@@ -7,6 +7,7 @@
  * needs from outside (each incarnation's lease against the host's true time base).
  */
 import type { ClusterConfig } from '../../src/config.js';
+import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { PlantedFaults } from '../../src/runtime/faults.js';
 import type { ClockStore } from '../../src/runtime/clock-store.js';
@@ -285,7 +286,9 @@ export class Cluster {
     const valid = session.leaseValidUntilMs() > trueNow();
     if (!valid) track.sinceMs = Number.POSITIVE_INFINITY;
     else if (!Number.isFinite(track.sinceMs)) track.sinceMs = now;
-    if (valid) return;
+    // A suspend is counted to within the wall clock's millisecond and limits.suspendDetectMs
+    // (runtime/lease-clock.ts): the runtime may see its lease lapse that much later.
+    if (valid || session.leaseValidUntilMs() > trueNow() - limits.suspendDetectMs - 1) return;
     const holds = p.runtime.coreStats().granted;
     if (holds > 0) {
       const u = session.leaseValidUntilMs();

@@ -19,9 +19,9 @@ export interface Scenario {
   readonly delayMaxMs: number;
   /** Chance that one message takes up to ten times the maximum delay. */
   readonly delaySpikeChance: number;
-  /** Heartbeat period of every peer, in its own local ms (DESIGN section 4). */
+  /** Heartbeat period of every peer, in its own local ms (docs/design.md section 4). */
   readonly heartbeatMs: number;
-  /** Lease and eviction timings (DESIGN section 5), respecting the config's relation. */
+  /** Lease and eviction timings (docs/design.md section 5), respecting the config's relation. */
   readonly leaseMs: number;
   readonly evictMs: number;
   /**
