@@ -155,12 +155,17 @@ describe('the installed binaries, outside the repo', () => {
     const etc = join(work, 'etc');
     mkdirSync(etc, { recursive: true });
     writeFileSync(join(etc, 'cluster.json'), JSON.stringify({ cluster: 'unit', secret: 'unit-test-secret', peers: [{ id: 'solo', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
-    const env: Record<string, string> = { LAMPORT_PEER_ID: 'solo', LAMPORT_LOG_LEVEL: 'warn' };
-    const argv = exec.split(/\s+/).map((a) => a
-      .replace(/^\/usr\/local\//, `${prefix}/`)
-      .replace(/^\/etc\/lamport-lock\//, `${etc}/`)
-      .replace(/^\/var\/lib\/lamport-lock$/, join(work, 'state'))
-      .replace(/^\$\{(\w+)\}$/, (_, name: string) => env[name] ?? `unset-${name}`));
+    const env: Record<string, string> = { LAMPORT_PEER_ID: 'solo', LAMPORT_LOG_LEVEL: 'warn', LAMPORT_HTTP: `127.0.0.1:${http}`, LAMPORT_HTTP_FLAGS: '' };
+    // systemd: ${NAME} is one word; a bare $NAME is split into words (none when empty).
+    const argv = exec.split(/\s+/).flatMap((a) => {
+      const bare = /^\$(\w+)$/.exec(a);
+      if (bare !== null) return (env[bare[1] ?? ''] ?? '').split(/\s+/).filter((w) => w !== '');
+      return [a
+        .replace(/^\/usr\/local\//, `${prefix}/`)
+        .replace(/^\/etc\/lamport-lock\//, `${etc}/`)
+        .replace(/^\/var\/lib\/lamport-lock$/, join(work, 'state'))
+        .replace(/^\$\{(\w+)\}$/, (_, name: string) => env[name] ?? `unset-${name}`)];
+    });
     const [file = '', ...args] = argv;
     const proc = spawn(file, args, { cwd: outside, stdio: 'ignore' });
     const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
