@@ -1,0 +1,65 @@
+/**
+ * The clock high-water mark on a failing disk (issue 12, defect 3): a failed write no longer
+ * throws out of a socket handler (a crash loop); it stops new requests with ERR_STORAGE, and
+ * they resume once a write succeeds.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Env } from '../../src/env.js';
+import { nodeEnv } from '../../src/env.js';
+import { silentLogger } from '../../src/log.js';
+import { ClockReservation, FileClockStore, MemoryClockStore, reserveAheadTicks } from '../../src/runtime/clock-store.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function envAt(): Env & { mono: number } {
+  const env = { ...nodeEnv, mono: 0, monoMs: () => env.mono };
+  return env;
+}
+
+describe('ClockReservation', () => {
+  it('keeps the persisted mark ahead of the clock, writing only when the clock comes near', () => {
+    const store = new MemoryClockStore();
+    const r = new ClockReservation({ store, env: envAt(), log: silentLogger() });
+    r.reserve(10);
+    expect(store.load()).toBe(10 + reserveAheadTicks);
+    r.reserve(20);
+    expect(store.load()).toBe(10 + reserveAheadTicks);
+    expect(r.failure).toBeNull();
+  });
+
+  it('a write that fails (a directory in the way) stops new requests with ERR_STORAGE, retries, and clears when a write succeeds', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
+    dirs.push(dir);
+    const env = envAt();
+    const r = new ClockReservation({ store: new FileClockStore(dir), env, log: silentLogger() });
+    r.reserve(5);
+    mkdirSync(join(dir, 'clock.json.tmp')); // openSync(tmp, 'w') fails: EISDIR
+    const near = 5 + reserveAheadTicks / 2 + 1;
+    expect(() => r.reserve(near)).not.toThrow();
+    expect(r.failure?.code).toBe('ERR_STORAGE');
+    rmSync(join(dir, 'clock.json.tmp'), { recursive: true });
+    r.reserve(near + 1); // within the retry interval, still below the mark on disk: not tried yet
+    expect(r.failure?.code).toBe('ERR_STORAGE');
+    env.mono += 1000;
+    r.reserve(near + 2);
+    expect(r.failure).toBeNull();
+    expect(JSON.parse(readFileSync(join(dir, 'clock.json'), 'utf8'))).toEqual({ hwm: near + 2 + reserveAheadTicks });
+  });
+
+  it('refuses a corrupt clock file with a coded error and a sentence', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
+    dirs.push(dir);
+    const store = new FileClockStore(dir);
+    store.write(42);
+    expect(store.load()).toBe(42);
+    rmSync(join(dir, 'clock.json'));
+    mkdirSync(join(dir, 'x'));
+    expect(new FileClockStore(join(dir, 'missing')).load()).toBe(0);
+  });
+});
