@@ -99,7 +99,9 @@ function mutationTable(cli: CliOptions): number {
   const startedMs = performance.now();
   let missed = 0;
   console.log(`${'mutant'.padEnd(30)} ${'first failing seed'.padEnd(20)} seeds run`);
-  for (const mutant of mutantNames) {
+  const only = process.env['MUTANTS'];
+  const names = only === undefined ? mutantNames : mutantNames.filter((m) => only.split(',').includes(m));
+  for (const mutant of names) {
     let caught: RunResult | undefined;
     let ran = 0;
     for (let seed = cli.seed; seed < cli.seed + cli.seeds && caught === undefined; seed++) {
@@ -112,7 +114,7 @@ function mutationTable(cli: CliOptions): number {
     if (caught !== undefined && cli.verbose) console.log(`  ${caught.violations[0] ?? ''}`);
   }
   const seconds = (performance.now() - startedMs) / 1000;
-  console.log(`mutants: ${mutantNames.length - missed} of ${mutantNames.length} caught within ${cli.seeds} seeds each (${seconds.toFixed(0)}s)`);
+  console.log(`mutants: ${names.length - missed} of ${names.length} caught within ${cli.seeds} seeds each (${seconds.toFixed(0)}s)`);
   return missed === 0 ? 0 : 1;
 }
 
