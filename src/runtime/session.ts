@@ -348,12 +348,15 @@ export class Session {
 
   #stepCore(event: MachineEvent): void {
     const effects = this.#machine.step(event);
+    // The step's packets leave first: a local effect may step the core again (a client that
+    // releases inside its grant callback), and that step's packets, stamped with a later
+    // clock, must not overtake these on a link (timestamps from one peer arrive in order).
     for (const effect of effects) {
-      if (effect.type === 'send') {
-        this.#send(effect.to, effect.packet);
-        this.#hooks.onSent(Math.max(1, effect.packet.m.length));
-      } else this.#hooks.onEffect(effect);
+      if (effect.type !== 'send') continue;
+      this.#send(effect.to, effect.packet);
+      this.#hooks.onSent(Math.max(1, effect.packet.m.length));
     }
+    for (const effect of effects) if (effect.type !== 'send') this.#hooks.onEffect(effect);
     this.#hooks.onClock(this.#machine.clock);
     if (!this.#everSynced && this.#machine.synced) this.#everSynced = true;
     if (event.type !== 'packet' || event.packet.m.length > 0) this.#hooks.onChanged();

@@ -30,6 +30,8 @@ export interface ClientRequest {
   grant: Grant | null;
   /** Ends the runtime told (more than one is a violation). */
   told: EndReason[];
+  /** Released from inside its grant callback (re-entrant), as a client gone before its grant. */
+  readonly releaseInGrant: boolean;
   outcome: string;
 }
 
@@ -51,6 +53,11 @@ export class Clients {
     this.#time = time;
   }
 
+  /** The ref the next request will get. */
+  get nextRef(): number {
+    return this.#nextRef;
+  }
+
   /** Requests neither granted nor finished: what the liveness phase waits for. */
   get unresolved(): number {
     return this.#unresolved;
@@ -69,9 +76,9 @@ export class Clients {
   }
 
   /** A client asks a process for a lock; the request reaches it when the process runs. */
-  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions): ClientRequest {
+  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, releaseInGrant = false): ClientRequest {
     const req: ClientRequest = {
-      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '',
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant,
     };
     this.#open.set(req.ref, req);
     this.#unresolved += 1;
@@ -103,6 +110,11 @@ export class Clients {
     const mode: Mode = g.mode;
     if (this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} GRANT ref ${req.ref} ${req.lock} ${g.mode} token ${g.token}`);
     this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock: req.lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
+    if (req.releaseInGrant) {
+      // As the HTTP API does when the client left before its grant: released inside the callback.
+      this.#onHolder(req, () => req.proc.runtime.release(req.lock, g.id), 'release');
+      return;
+    }
     this.onGranted(req);
   }
 

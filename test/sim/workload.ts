@@ -98,7 +98,9 @@ export class Workload {
       ...this.#spec(lock, mode), timeoutMs: noWait ? 0 : runtimeTimeout ? waitMs : limits.timeoutMsMax,
       ttlMs: connection ? 0 : scenario.ttlMs, hold: connection ? 'connection' : 'ttl', expectedMs: null,
     };
-    const req = clients.acquire(proc, lock, opts);
+    // One request in twenty is released from inside its grant callback (no draw: the seed's
+    // other choices stay as they were).
+    const req = clients.acquire(proc, lock, opts, clients.nextRef % 20 === 7);
     if (!noWait && !runtimeTimeout) {
       schedule(time.nowMs + waitMs, () => {
         if (this.#abandoning && req.state === 'waiting') clients.leave(req);
