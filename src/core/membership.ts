@@ -11,7 +11,7 @@
  * two-peer cluster has no majority without both, so it never evicts.
  */
 import type { Incarnation } from './types.js';
-import { compareIncarnation } from './types.js';
+import { compareIncarnation, isIncarnation } from './types.js';
 
 /** The incarnation that stands for "never heard from": older than every real one. */
 export const unknownIncarnation: Incarnation = { startMs: 0, nonce: 0 };
@@ -28,11 +28,6 @@ export type MembershipEffect =
   | { readonly type: 'send'; readonly to: number; readonly msg: MembershipMessage }
   | { readonly type: 'evict'; readonly peer: number; readonly inc: Incarnation };
 
-function isIncarnation(v: unknown): v is Incarnation {
-  if (typeof v !== 'object' || v === null) return false;
-  const { startMs, nonce } = v as Record<string, unknown>;
-  return Number.isSafeInteger(startMs) && Number.isSafeInteger(nonce);
-}
 
 /** Shape guard for a membership message decoded from the network. */
 export function isMembershipMessage(v: unknown): v is MembershipMessage {

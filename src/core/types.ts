@@ -63,3 +63,10 @@ export function tokenOf(ts: number, peer: number): bigint {
 
 /** Why a hold or a waiting request ended other than by its client's release. */
 export type EndReason = 'released' | 'expired' | 'lease_lost' | 'evicted' | 'shutdown' | 'cancelled' | 'timeout';
+
+/** Shape guard for an incarnation from the network: two non-negative safe integers. */
+export function isIncarnation(v: unknown): v is Incarnation {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const { startMs, nonce } = v as Record<string, unknown>;
+  return Number.isSafeInteger(startMs) && Number.isSafeInteger(nonce) && (startMs as number) >= 0 && (nonce as number) >= 0;
+}

@@ -194,7 +194,7 @@ export class PeerRuntime {
     this.events.emit('changed');
   }
 
-  /** Every entry into the core passes here: nothing reaches a stopped or closed incarnation. */
+  /** The local holds' way into the core: the current session's step (a closed session ignores it). */
   #step(event: MachineEvent): void {
     this.session().step(event);
   }
@@ -233,7 +233,7 @@ export class PeerRuntime {
 
   /**
    * Starts a request; `cb` hears its grant or failure, then, once held, how the hold ended
-   * (other than by its own release). The entry point of the HTTP API and the simulator.
+   * (`released` after a release call too). The entry point of the HTTP API and the simulator.
    */
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle {
     const refusal = this.#refusal();
@@ -262,7 +262,7 @@ export class PeerRuntime {
 
   /**
    * Starts a request; resolves with the grant or rejects with a coded LockError. `onEnd`,
-   * given here so it can never miss an end, hears how the hold ended (other than released).
+   * given here so it can never miss an end, hears how the hold ended (`released` included).
    */
   acquire(lock: string, opts: AcquireOptions, signal?: AbortSignal, onEnd?: (reason: EndReason) => void): Promise<Grant> {
     return new Promise<Grant>((resolve, reject) => {

@@ -13,6 +13,7 @@ import { Packr } from 'msgpackr';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
+import { isIncarnation } from '../core/types.js';
 import type { DataFrame } from './link.js';
 
 export type { DataFrame } from './link.js';
@@ -154,10 +155,8 @@ function isName(v: unknown): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= 256;
 }
 
-/** Shape guard for an incarnation from the network. */
-export function isIncarnation(v: unknown): v is Incarnation {
-  return isRecord(v) && isCount(v['startMs']) && isCount(v['nonce']);
-}
+/** Shape guard for an incarnation from the network (one guard, in core/types.ts). */
+export { isIncarnation };
 
 const handshakeChecks: Record<string, (f: Rec) => boolean> = {
   hello: (f) =>

@@ -1,8 +1,9 @@
 /**
  * End-of-turn flushing for a mesh (docs/design.md section 4: messages produced in one turn of the
  * event loop for one peer go in one frame). `send` only queues; one `setImmediate` per
- * turn frames every peer's queue, hands the frames to the link (numbering, resend buffer)
- * and to the socket if one is up, and sends the acks owed on inbound streams.
+ * turn frames every peer's queue and hands the frames to the link (numbering, resend buffer)
+ * and to the socket if one is up. The link acks owed on inbound streams leave on a timer of
+ * limits.linkAckDelayMs, one cumulative ack per window.
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';

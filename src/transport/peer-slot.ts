@@ -7,7 +7,7 @@ import type { Backoff, FrameSocket } from './connection.js';
 import { LinkReceiver, LinkSender } from './link.js';
 import type { MeshPeer } from './mesh-options.js';
 
-/** Mutable per-peer state of a mesh; owned by mesh.ts only. */
+/** Mutable per-peer state of a mesh: mesh.ts owns it; its acceptor, dialer and flusher change their parts. */
 export interface PeerSlot<P> {
   readonly peer: MeshPeer;
   /** Our stream to the peer, carried by `out`. */
