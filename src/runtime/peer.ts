@@ -85,8 +85,11 @@ export class PeerRuntime {
   #session: Session | null = null;
   #stopping = false;
   #rejoining = false;
-  /** A start above a newer incarnation of our id is tried once: a second one means another process runs with it. */
-  #restartedAboveStale = false;
+  /**
+   * When this process last started above a newer incarnation of its id. Another such start
+   * waits evict_ms: two processes with one id would otherwise leapfrog each other at once.
+   */
+  #startedAboveStaleMs: number | null = null;
 
   constructor(opts: PeerOptions) {
     const index = opts.config.peers.findIndex((p) => p.id === opts.id);
@@ -165,11 +168,11 @@ export class PeerRuntime {
   #rejoinSoon(reason: RejoinReason, startFloorMs: number): void {
     if (this.#rejoining || this.#stopping) return;
     if (reason === 'stale_incarnation') {
-      if (this.#restartedAboveStale) {
-        this.#log.error({ code: ErrorCode.HandshakeRefused }, 'refused again as older than an incarnation of this peer id: another process runs with this id; stop one of them');
-        return;
-      }
-      this.#restartedAboveStale = true;
+      const now = this.#env.monoMs();
+      const last = this.#startedAboveStaleMs;
+      if (last !== null && now - last < this.config.evictMs) return;
+      if (last !== null) this.#log.error({ code: ErrorCode.HandshakeRefused }, 'refused again as older than an incarnation of this peer id: another process may run with this id; stop one of them');
+      this.#startedAboveStaleMs = now;
     }
     this.#rejoining = true;
     this.#env.soon(() => {

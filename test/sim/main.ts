@@ -107,7 +107,8 @@ function mutationTable(cli: CliOptions): number {
     for (let seed = cli.seed; seed < cli.seed + cli.seeds && caught === undefined; seed++) {
       ran++;
       const result = runSeed({ ...runOptions(cli, seed, false), mutant });
-      if (result.violations.length > 0) caught = result;
+      // A catch counts only where the seed passes without the planted bug.
+      if (result.violations.length > 0 && runSeed(runOptions(cli, seed, false)).violations.length === 0) caught = result;
     }
     if (caught === undefined) missed++;
     console.log(`${mutant.padEnd(30)} ${(caught === undefined ? 'NOT CAUGHT' : String(caught.seed)).padEnd(20)} ${ran}`);
