@@ -162,10 +162,15 @@ export class FaultPlan {
     schedule(time.nowMs + Math.max(20, this.#duration(this.#o.scenario.pauseMaxMs, peer)), () => cluster.wake(peer));
   }
 
-  /** A second process with the id of a live one; later one of the two dies. */
+  /**
+   * A second process with the id of a live one; later one of the two dies. One peer id at a
+   * time: duplicating every id of a cluster at once starts a second copy of the cluster,
+   * which nothing can tell from the first (README, "What is not promised").
+   */
   #duplicate(peer: number): void {
     const { cluster, schedule, time, rng, scenario: s } = this.#o;
     if (cluster.processes(peer).length !== 1) return;
+    for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
     cluster.restart(peer, { duplicate: true });
     schedule(time.nowMs + rng.int(1, 3 * s.evictMs), () => {
       if (cluster.processes(peer).length > 1) cluster.crash(peer, rng.chance(0.5) ? 'oldest' : 'newest');
