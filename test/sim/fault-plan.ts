@@ -136,7 +136,10 @@ export class FaultPlan {
     // A lost data dir is survivable while every other peer runs, synced: the restarted one
     // learns their clocks before it issues anything. A cluster that loses every clock at
     // once starts over from the wall clock (README, "What is not promised").
-    if (rng.chance(s.lostDiskChance) && cluster.othersSynced(peer)) {
+    // Nor in seeds whose disks fail: a peer whose clock file could not be written restarts
+    // below the clock it used, so it cannot carry the clock for a peer that lost its own.
+    const disksFail = s.diskFaultWeight > 0 || s.failingDiskChance > 0;
+    if (rng.chance(s.lostDiskChance) && cluster.othersSynced(peer) && !disksFail) {
       host.disk.hwm = 0;
       transcript.add(time.nowMs, peer, 'DATA DIR lost');
     }
