@@ -138,7 +138,6 @@ function dispatch(parts: Parts, ev: SimEvent): void {
   const p = parts.processes.get(proc);
   if (p !== undefined) parts.cluster.beforeTask(p);
   const did = task();
-  if (process.env["SIM_DEBUG"] !== undefined && p !== undefined) parts.transcript.add(parts.time.nowMs, proc.peer, `task ${did === false ? "(nothing)" : ""} ${task.toString().slice(0, 80).replace(/\s+/g, " ")}`);
   if (did !== false && p !== undefined) parts.cluster.afterTask(p);
 }
 
