@@ -14,6 +14,8 @@ export type MachineEvent =
   | { readonly type: 'packet'; readonly from: number; readonly inc: Incarnation; readonly packet: Packet }
   | { readonly type: 'joined'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
   | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation }
+  /** A newer incarnation of `peer` waits for this one's eviction: its old acks no longer sync us. */
+  | { readonly type: 'superseded'; readonly peer: number }
   | { readonly type: 'lease'; readonly valid: boolean };
 
 /** What the runtime must do after a step, in order. */

@@ -114,6 +114,9 @@ export class Machine {
       case 'lease':
         this.#onLease(event.valid);
         break;
+      case 'superseded':
+        this.#peers.supersede(event.peer);
+        break;
       default:
         assertNever(event, 'machine event');
     }

@@ -28,8 +28,21 @@ export class PeerView {
 
   /** True when every peer of the view has handshaked and sent us a packet since. */
   get synced(): boolean {
-    for (const p of this.#view) if (!this.#inc.has(p) || ((this.#lastTs[p] ?? 0) === 0 && !this.#handshakeSyncs)) return false;
+    for (const p of this.#view) if (!this.#inc.has(p) || this.#superseded.has(p) || ((this.#lastTs[p] ?? 0) === 0 && !this.#handshakeSyncs)) return false;
     return true;
+  }
+
+  /** Members whose newer incarnation waits for the met one's eviction. */
+  readonly #superseded = new Set<number>();
+
+  /**
+   * A newer incarnation of `peer` waits: until it joins, we are not synced. The met one was
+   * cut off (maybe evicted by peers that crashed since), and its acks, however high, say
+   * nothing of grants the others made meanwhile: our new requests must wait for the clock
+   * the newer one brings (simulator seed 500451 --net link).
+   */
+  supersede(peer: number): void {
+    if (this.#inc.has(peer)) this.#superseded.add(peer);
   }
 
   /**
@@ -101,6 +114,7 @@ export class PeerView {
 
   /** `inc` of `peer` joined: it is in the view, and its packets count. */
   admit(peer: number, inc: Incarnation): void {
+    this.#superseded.delete(peer);
     this.#inc.set(peer, inc);
     this.#view.add(peer);
   }
@@ -116,6 +130,7 @@ export class PeerView {
     const prev = this.#evictedInc.get(peer);
     if (prev === undefined || compareIncarnation(inc, prev) > 0) this.#evictedInc.set(peer, inc);
     if (current === undefined && !unmetLeaves) return false;
+    this.#superseded.delete(peer);
     this.#view.delete(peer);
     this.#inc.delete(peer);
     return true;

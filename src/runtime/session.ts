@@ -231,6 +231,7 @@ export class Session {
       this.#log.warn({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), predecessor: formatIncarnation(predecessor) },
         'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
       this.#pending.set(peer, { inc, clock, packets: [] });
+      this.step({ type: 'superseded', peer });
       return;
     }
     this.#join(peer, inc, clock, restarted);

@@ -84,6 +84,11 @@ export class Clients {
     this.#unresolved += 1;
     proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'waiting') return false;
+      if (!proc.runtime.started) {
+        // Its HTTP listener opens only once the runtime started: the connection is refused.
+        this.#close(req, 'refused');
+        return false;
+      }
       req.handle = proc.runtime.request(lock, opts, {
         granted: (g) => this.#granted(req, g),
         failed: (err) => {

@@ -210,12 +210,12 @@ export class SimNetworks {
   }
 
   /** The SYN reached the listening process: it accepts, and the dialer hears the answer. */
-  #accept(dialer: SimSocket, target: Listening): void {
+  #accept(dialer: SimSocket, target: Listening): void | false {
     this.#pending(target.proc).delete(dialer);
     const back = this.#wire.arrivalMs(dialer.conn.listenerPeer, dialer.conn.dialerPeer, this.#time.nowMs);
     if (dialer.closed || target.accept === null || this.#listening(dialer.conn.listenerPeer) !== target) {
       dialer.proc.at(back, () => dialer.ended(true));
-      return;
+      return false; // refused by the kernel: nothing of the process ran
     }
     const accepted = new SimSocket(target.proc, dialer.conn, true);
     accepted.peerEnd = dialer;
