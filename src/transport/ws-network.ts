@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { limits } from '../limits.js';
@@ -91,6 +91,13 @@ export class WsNetwork implements Network {
       else onConnection(new WsSocket(ws), req.socket.remoteAddress ?? '?');
     });
     wss.on('error', (err) => this.#log.error({ err }, 'listener error'));
+    // Every TCP connection, upgraded or not: closing the listener destroys what is left, or
+    // server.close() would wait for ever on a socket caught between its upgrade and a mesh.
+    const connections = new Set<Socket>();
+    server.on('connection', (sock: Socket) => {
+      connections.add(sock);
+      sock.once('close', () => connections.delete(sock));
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen({ host, port }, () => {
@@ -105,8 +112,10 @@ export class WsNetwork implements Network {
       },
       close: async () => {
         wss.close();
+        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
+        for (const sock of connections) sock.destroy();
+        await closed;
       },
     };
   }
