@@ -77,10 +77,6 @@ export class LocalHolds {
     return this.#requests.get(id)?.ref;
   }
 
-  /** Number of live local requests (waiting or held). */
-  get size(): number {
-    return this.#requests.size;
-  }
 
   /**
    * Starts a request; `cb` hears its outcome and, once held, its end. Refusals that need no

@@ -215,10 +215,6 @@ export class Mesh<P> {
     return this.#opts.listener.port;
   }
 
-  /** True while something sent to `peer` waits unframed in this turn's queue. */
-  hasPending(peer: number): boolean {
-    return this.#slot(peer).pending.length > 0;
-  }
 
   #slot(peer: number): PeerSlot<P> {
     const slot = this.#slots[peer];
