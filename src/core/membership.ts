@@ -48,6 +48,8 @@ export interface MembershipFaults {
   readonly echoDespitePromise: boolean;
   /** A newer incarnation replaces a live one at once (issue 12, defect 1). */
   readonly forgetPredecessor: boolean;
+  /** A confirmation's promise also withholds echoes from newer incarnations (seed 504945's bug). */
+  readonly promiseBindsNewer: boolean;
 }
 
 interface PeerTrack {
@@ -62,8 +64,15 @@ interface PeerTrack {
    * 2971 ms and evicted a peer that the confirmer had been lending a lease for 900 ms).
    */
   confirmations: Map<number, number>;
-  /** We confirmed `inc` silent: we echo none of its heartbeats before this (local ms). */
+  /** We confirmed `noEchoUpTo` silent: we echo none of its (or older) heartbeats before this (local ms). */
   noEchoUntilMs: number;
+  /**
+   * The newest incarnation a confirmation we gave is about. The promise binds it and older
+   * ones only: a newer incarnation is another process, whose lease the promise says nothing
+   * of (simulator seed 504945 --net link: a promise about p0's evicted incarnation kept its
+   * successor from every echo for evict_ms, and its link was cut as silent over and over).
+   */
+  noEchoUpTo: Incarnation;
   /**
    * A newer incarnation that joined while `inc` was not evicted. `inc` stays the one
    * tracked until the majority evicts it: hearing the successor is not hearing `inc`,
@@ -101,13 +110,13 @@ export class Membership {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, successor: null,
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null,
       });
     }
   }
@@ -124,7 +133,8 @@ export class Membership {
     if (t === undefined) return true;
     if (this.isEvicted(peer, inc) || this.#isSuperseded(t, inc)) return false;
     if (this.#faults.echoDespitePromise) return true;
-    return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.inc) <= 0);
+    const bound = this.#faults.promiseBindsNewer ? t.inc : t.noEchoUpTo;
+    return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, bound) <= 0);
   }
 
   /**
@@ -267,6 +277,7 @@ export class Membership {
           (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
+        if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;
         return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];
       }
       case 'confirm': {

@@ -16,6 +16,10 @@ export interface RuntimeFaults {
   readonly leaseFromArrival: boolean;
   /** A suspend of the host is not counted: the lease clock is the bare monotonic clock. */
   readonly noSuspendDetect: boolean;
+  /** A successor's join follows its predecessor's eviction as a second step (seed 501435's bug). */
+  readonly evictBeforeSuccessorJoins: boolean;
+  /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
+  readonly joinOnOlderEviction: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

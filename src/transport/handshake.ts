@@ -34,7 +34,7 @@ export type RefuseReason =
   | 'protocol'
   | 'busy';
 
-/** Throws the coded refusal of a handshake; `known` rides along with a stale incarnation. */
+/** Throws the coded refusal of a handshake; `known`, the newest incarnation of the refused peer's id seen here, rides along with a stale or evicted one. */
 export function refuse(reason: RefuseReason, message: string, known?: Incarnation): never {
   throw new LockError(ErrorCode.HandshakeRefused, message, known === undefined ? { reason } : { reason, known });
 }
@@ -112,8 +112,8 @@ export class NonceBook {
 export interface ListenerGate {
   peerIndex(id: string): number | undefined;
   check(peer: number, inc: Incarnation): IncarnationRefusal | null;
-  /** The incarnation of `peer` admitted so far, named in a stale refusal. */
-  known(peer: number): Incarnation | null;
+  /** The newest incarnation of `peer` admitted or refused, named in a refusal. */
+  newest(peer: number): Incarnation | null;
   readonly nonces: NonceBook;
   readonly handshakeMsMax: number;
 }
@@ -185,8 +185,9 @@ export class ListenerHandshake {
 
   #checkIncarnation(peer: number, inc: Incarnation): void {
     const verdict = this.#gate.check(peer, inc);
-    if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`);
-    if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is older than one already seen`, this.#gate.known(peer) ?? undefined);
+    const newest = this.#gate.newest(peer) ?? undefined;
+    if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`, newest);
+    if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is older than one already seen`, newest);
   }
 }
 

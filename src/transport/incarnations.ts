@@ -28,6 +28,19 @@ export class IncarnationBook {
     return this.#slot(this.#known, peer);
   }
 
+  /**
+   * The newest incarnation of `peer` admitted or refused: a refused dialer learns it, so its
+   * next incarnation starts above it at once (simulator seed 504945 --net link: a peer whose
+   * wall clock had stepped far back rejoined a thousand times, 1 ms higher each time, before
+   * it passed the evicted one).
+   */
+  newest(peer: number): Incarnation | null {
+    const known = this.known(peer);
+    const refused = this.#slot(this.#refusedUpTo, peer);
+    if (known === null || refused === null) return known ?? refused;
+    return compareIncarnation(known, refused) >= 0 ? known : refused;
+  }
+
   /** True when `inc` of `peer` was marked evicted (it or a newer one). */
   isRefused(peer: number, inc: Incarnation): boolean {
     const floor = this.#slot(this.#refusedUpTo, peer);

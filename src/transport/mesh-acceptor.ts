@@ -32,7 +32,7 @@ export class MeshAcceptor<P> {
     this.#gate = {
       peerIndex: (id) => mesh.peerIndex(id),
       check: (peer, inc) => mesh.book.check(peer, inc),
-      known: (peer) => mesh.book.known(peer),
+      newest: (peer) => mesh.book.newest(peer),
       nonces: new NonceBook(limits.replayNoncesMax),
       handshakeMsMax: limits.handshakeMsMax,
     };

@@ -56,8 +56,7 @@ export class MeshDialer<P> {
     const verdict = this.#mesh.book.check(slot.peer.index, welcome.inc);
     if (verdict !== null) {
       // We refuse them: not news for the runtime (onRefused means THEY refused US).
-      const known = verdict === 'stale_incarnation' ? (this.#mesh.book.known(slot.peer.index) ?? undefined) : undefined;
-      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`, known);
+      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`, this.#mesh.book.newest(slot.peer.index) ?? undefined);
     }
     this.#mesh.admit(slot, welcome.inc, welcome.clock);
     slot.sender.ack(welcome.delivered);

@@ -35,6 +35,9 @@ const mutants = {
   'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
   'lease-from-arrival': { runtime: { leaseFromArrival: true } },
   'no-suspend-detect': { runtime: { noSuspendDetect: true } },
+  'evict-before-successor-joins': { runtime: { evictBeforeSuccessorJoins: true } },
+  'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
+  'promise-binds-newer': { membership: { promiseBindsNewer: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */
