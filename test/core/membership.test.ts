@@ -113,6 +113,19 @@ describe('Membership', () => {
     expect(m1?.mayEcho(2, Y, evictMs + 1)).toBe(true);
   });
 
+  it('a promise binds the incarnation it is about and older ones, never a newer one (seed 504945)', () => {
+    const [, m1] = three();
+    m1?.heard(2, X, 0);
+    // A suspicion of X, the incarnation tracked: the confirmer promises X no lease.
+    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+    expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs + 1) ?? [])).toEqual([2]);
+    // Y, a newer process with that id, is tracked from now on: the promise about X says
+    // nothing of Y's lease, so Y's heartbeats are echoed at once.
+    m1?.heard(2, Y, evictMs + 2);
+    expect(m1?.mayEcho(2, Y, evictMs + 3)).toBe(true);
+    expect(m1?.mayEcho(2, X, evictMs + 3)).toBe(false);
+  });
+
   it('counts a confirmation only while its promise binds the confirmer (evict_ms over the rate margin)', () => {
     const five = (): Membership => {
       const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
