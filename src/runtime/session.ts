@@ -408,6 +408,11 @@ export class Session {
     return this.#now();
   }
 
+  /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
+  isEvicted(peer: number, inc: Incarnation): boolean {
+    return this.#membership.isEvicted(peer, inc);
+  }
+
   /** Milliseconds the lease still holds (0 when it does not). */
   leaseValidForMs(): number {
     return Math.max(0, Math.round(Math.min(this.#lease.validUntil() - this.#now(), 1e12)));

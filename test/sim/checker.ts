@@ -90,6 +90,11 @@ export class Checker {
     this.#fail(nowMs, `self-fencing: ${what}`);
   }
 
+  /** The eviction rule of docs/design.md section 5: an incarnation's lease lapses before anyone evicts it. */
+  evictedWithLease(nowMs: number, what: string): void {
+    this.#fail(nowMs, `eviction: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);

@@ -283,6 +283,7 @@ export class Cluster {
       track.offsetMs = p.proc.host.baseMs(now) - p.proc.host.monoMs(now);
       track.sinceMs = Number.POSITIVE_INFINITY;
     }
+    this.#checkEvictions(p);
     const valid = session.leaseValidUntilMs() > trueNow();
     if (!valid) track.sinceMs = Number.POSITIVE_INFINITY;
     else if (!Number.isFinite(track.sinceMs)) track.sinceMs = now;
@@ -293,6 +294,36 @@ export class Cluster {
     if (holds > 0) {
       const u = session.leaseValidUntilMs();
       this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${session.leaseNowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
+    }
+  }
+
+  /** Incarnations whose first eviction anywhere was checked (peer:incarnation). */
+  readonly #evictionsSeen = new Set<string>();
+
+  /**
+   * The eviction rule (docs/design.md section 5): when the first peer applies the eviction of
+   * an incarnation, that incarnation's lease has lapsed (on its host's true time base), so
+   * nothing it granted is still held when the others drop its requests. Later appliers (a
+   * notice passed on at a join) may find it leased again through peers that had not heard of
+   * the eviction; that lease grants nothing, since its evictors no longer ack it.
+   */
+  #checkEvictions(p: SimPeerProcess): void {
+    const session = p.runtime.session();
+    for (const host of this.#hosts) {
+      if (host.peer === p.proc.peer) continue;
+      for (const q of host.procs) {
+        if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.session()) continue;
+        const inc = q.lease.session.incarnation;
+        const key = `${host.peer}:${inc.startMs}.${inc.nonce}`;
+        if (this.#evictionsSeen.has(key) || !session.isEvicted(host.peer, inc)) continue;
+        this.#evictionsSeen.add(key);
+        const trueNow = q.proc.host.baseMs(this.#o.time.nowMs) - q.lease.offsetMs;
+        const until = q.lease.session.leaseValidUntilMs();
+        // Within limits.suspendDetectMs, as for self-fencing: a suspend is counted that late.
+        if (until > trueNow + limits.suspendDetectMs + 1) {
+          this.#o.checker.evictedWithLease(this.#o.time.nowMs, `p${p.proc.peer} (process ${p.proc.id}) evicted p${host.peer} (process ${q.proc.id}) while its lease held for ${(until - trueNow).toFixed(1)} ms more`);
+        }
+      }
     }
   }
 

@@ -13,6 +13,7 @@ import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
 import type { Wire } from './network.js';
 import type { Prng } from './prng.js';
+import type { SimNetworks } from './sockets.js';
 import type { Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 
@@ -22,6 +23,7 @@ export interface FaultPlanOptions {
   readonly rng: Prng;
   readonly cluster: Cluster;
   readonly wire: Wire;
+  readonly net: SimNetworks;
   readonly schedule: ScheduleWorld;
   readonly time: SimTime;
   readonly transcript: Transcript;
@@ -43,9 +45,33 @@ export class FaultPlan {
     return this.#dead;
   }
 
-  /** Schedules the first fault, if the seed has any. */
+  /** Schedules the first fault, if the seed has any, and the seed's episodes. */
   start(): void {
     this.#next();
+    const { scenario: s, rng, schedule } = this.#o;
+    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode) return;
+    const episodes = rng.fork();
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    // Each episode takes up to about three eviction periods: it starts early enough to end
+    // inside the safety phase.
+    // After the cluster has formed (leases held), early enough to end inside the safety phase.
+    const earliest = Math.ceil(s.leaseMs + 4 * s.heartbeatMs);
+    const at = (spanEvicts: number): number => {
+      const latest = Math.floor(s.safetyMs - spanEvicts * evictGlobalMs - s.leaseMs - 4 * s.heartbeatMs);
+      return latest <= earliest ? earliest : episodes.int(earliest, latest);
+    };
+    if (s.zombieEpisode) {
+      const peer = episodes.int(0, s.peers - 1);
+      schedule(at(2.3), () => this.#zombie(peer, episodes));
+    }
+    if (s.lateConfirmEpisode) {
+      const peer = episodes.int(0, s.peers - 1);
+      schedule(at(3.7), () => this.#lateConfirmations(peer, episodes));
+    }
+    if (s.twinEpisode) {
+      const peer = episodes.int(0, s.peers - 1);
+      schedule(at(4), () => this.#twinMetFirst(peer, episodes));
+    }
   }
 
   #weights(): number[] {
@@ -83,6 +109,7 @@ export class FaultPlan {
     this.#active = false;
     const { cluster, wire, time, rng, scenario: s } = this.#o;
     wire.healAll(time.nowMs);
+    this.#o.net.healStalls();
     // Two peers never evict, so a dead one would block the other forever: by design.
     if (s.peers >= 3 && rng.chance(s.deadPeerChance)) {
       // A peer nobody has met cannot be evicted (by design: see Membership.tick), so the dead
@@ -192,6 +219,107 @@ export class FaultPlan {
     transcript.add(time.nowMs, peer, `DISK cannot be written until ${until}ms`);
     schedule(until, () => {
       disk.failing = false;
+    });
+  }
+
+  /**
+   * A zombie (a host cut off, its peers' rack losing power meanwhile): `peer` is cut off from
+   * every other peer until after the majority has evicted it; then every other peer crashes
+   * at once and restarts, forgetting the eviction, before the cut heals. The cut-off peer
+   * comes back with its old incarnation to peers that never met it: nothing it kept from
+   * before its eviction (a request issued or kept waiting without a lease) may be granted
+   * below what its evictors granted meanwhile (mutants issue-without-lease and
+   * keep-waiters-on-lease-loss; simulator seeds 216761 and 276422 of an earlier simulator).
+   */
+  #zombie(peer: number, rng: Prng): void {
+    const { cluster, wire, schedule, time, scenario: s, transcript } = this.#o;
+    if (!this.#active || s.peers < 3 || !cluster.isUp(peer)) return;
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    const crashAt = time.nowMs + Math.ceil(evictGlobalMs * (1.2 + rng.float()) + 4 * s.heartbeatMs);
+    const restartAt = crashAt + rng.int(1, s.downMaxMs);
+    const healAt = restartAt + rng.int(1, Math.ceil(s.leaseMs));
+    for (let q = 0; q < s.peers; q++) {
+      if (q === peer) continue;
+      wire.cut(peer, q, healAt);
+      wire.cut(q, peer, healAt);
+    }
+    transcript.add(time.nowMs, peer, `ZOMBIE: cut off until ${healAt}ms; every other peer crashes at ${crashAt}ms, restarts at ${restartAt}ms`);
+    schedule(crashAt, () => {
+      if (!this.#active) return;
+      const crashed: number[] = [];
+      for (let q = 0; q < s.peers; q++) {
+        if (q === peer) continue;
+        while (cluster.isUp(q)) cluster.crash(q);
+        crashed.push(q);
+      }
+      schedule(restartAt, () => {
+        for (const q of crashed) cluster.restart(q);
+      });
+    });
+  }
+
+  /**
+   * Late confirmations: `suspect` is cut off from a suspecter S for long, and for about
+   * evict_ms from a majority's worth of confirmers C, which then confirm S's suspicion; the
+   * connections C opens to S stall from just before they confirm until after they hear the
+   * suspect again and lend it a lease (S's own connections to C carry on, so S and C keep
+   * hearing each other), so the confirmations arrive late. A confirmation counts from when its suspicion was sent, never from its
+   * arrival: else S evicts a suspect whose lease holds (mutant confirm-from-arrival;
+   * simulator seed 248088 of an earlier simulator).
+   */
+  #lateConfirmations(suspect: number, rng: Prng): void {
+    const { wire, net, time, scenario: s, transcript } = this.#o;
+    const majority = Math.floor(s.peers / 2) + 1;
+    if (!this.#active || s.peers < 3) return;
+    const others = rng.shuffle(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== suspect));
+    const [suspecter, ...rest] = others;
+    if (suspecter === undefined) return;
+    const confirmers = rest.slice(0, majority - 1);
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    const t0 = time.nowMs;
+    const healConfirmersAt = t0 + Math.ceil(evictGlobalMs * (1.05 + 0.3 * rng.float()) + 2 * s.heartbeatMs);
+    const holdFrom = t0 + Math.floor(evictGlobalMs * 0.8);
+    const holdUntil = healConfirmersAt + Math.ceil(evictGlobalMs * (1.3 + 0.5 * rng.float()) + s.leaseMs * rng.float());
+    const suspecterCutUntil = holdUntil + Math.ceil(0.5 * evictGlobalMs);
+    wire.cut(suspect, suspecter, suspecterCutUntil);
+    wire.cut(suspecter, suspect, suspecterCutUntil);
+    for (const c of confirmers) {
+      wire.cut(suspect, c, healConfirmersAt);
+      wire.cut(c, suspect, healConfirmersAt);
+    }
+    this.#o.schedule(holdFrom, () => {
+      if (this.#active) for (const c of confirmers) net.stall(c, suspecter, holdUntil);
+    });
+    transcript.add(t0, suspect, `LATE CONFIRMATIONS: cut from p${suspecter} until ${suspecterCutUntil}ms and from ${confirmers.map((c) => `p${c}`).join(',')} until ${healConfirmersAt}ms; their connections to p${suspecter} stall ${holdFrom}..${holdUntil}ms`);
+  }
+
+  /**
+   * A twin met first by a restarted peer: peer B crashes and stays down until the others
+   * have evicted it (their redial backoff has grown meanwhile); then a second process starts
+   * with the id of `twin`, a live peer, and B restarts right after: B's new incarnation dials the twin's address, which leads to the
+   * newer process, and meets it before the old one redials. The new twin must not ack B's
+   * requests before every peer that knew the old twin let it join: else B grants a lock the
+   * old twin still validly holds (mutant ack-while-unsynced). Later one of the twins dies.
+   */
+  #twinMetFirst(twin: number, rng: Prng): void {
+    const { cluster, schedule, time, scenario: s, transcript } = this.#o;
+    if (!this.#active || s.peers < 3 || cluster.processes(twin).length !== 1) return;
+    for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
+    const restarter = (twin + rng.int(1, s.peers - 1)) % s.peers;
+    if (!cluster.isUp(restarter)) return;
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    const twinAt = time.nowMs + rng.int(Math.ceil(1.3 * evictGlobalMs + 4 * s.heartbeatMs), Math.ceil(2 * evictGlobalMs + 4 * s.heartbeatMs));
+    const restartAt = twinAt + rng.int(1, s.connectMaxMs + 5);
+    const endAt = restartAt + rng.int(Math.ceil(evictGlobalMs), Math.ceil(2 * evictGlobalMs));
+    transcript.add(time.nowMs, twin, `TWIN MET FIRST: p${restarter} crashes, a twin of p${twin} starts at ${twinAt}ms, p${restarter} restarts at ${restartAt}ms, one twin dies at ${endAt}ms`);
+    cluster.crash(restarter);
+    schedule(twinAt, () => {
+      if (!this.#active) return;
+      if (cluster.processes(twin).length === 1) cluster.restart(twin, { duplicate: true });
+      schedule(restartAt, () => cluster.restart(restarter));
+      schedule(endAt, () => {
+        if (cluster.processes(twin).length > 1) cluster.crash(twin, rng.chance(0.5) ? 'oldest' : 'newest');
+      });
     });
   }
 

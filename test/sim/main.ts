@@ -4,9 +4,10 @@
  * with the tail of its transcript, and ends with exactly `sim: <S> seeds, <G> grants, <V>
  * violations`; the exit code is 0 only when V is 0.
  *
- * `npm run sim -- --mutants [--seeds N]` runs every planted bug instead (N seeds at most
- * each, default 2000) and prints the table: mutant, first failing seed, seeds run; the exit
- * code is 0 only when every mutant was caught.
+ * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
+ * (N seeds at most each, default 2000, each on both networks unless --net names one) and
+ * prints the table: mutant, first failing seed, seeds run; the exit code is 0 only when
+ * every mutant was caught.
  */
 import type { MutantName } from './mutants.js';
 import { isMutantName, mutantNames } from './mutants.js';
@@ -24,6 +25,8 @@ interface CliOptions {
   readonly verbose: boolean;
   readonly net: 'fifo' | 'link';
   readonly mutants: boolean;
+  /** Whether --net was given (the mutation table then runs that network only). */
+  readonly netGiven: boolean;
 }
 
 const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
@@ -44,6 +47,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let net: 'fifo' | 'link' = 'fifo';
   let mutants = false;
   let seedsGiven = false;
+  let netGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -57,12 +61,15 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--seed') seed = intArg('seed', value, 0, 2 ** 52);
     else if (flag === '--peers') peers = intArg('peers', value, 1, 64);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
-    else if (flag === '--net' && (value === 'fifo' || value === 'link')) net = value;
+    else if (flag === '--net' && (value === 'fifo' || value === 'link')) {
+      net = value;
+      netGiven = true;
+    }
     else throw new Error(`unknown or invalid argument ${flag ?? ''}\n${usage}`);
     if (flag !== '--verbose') i++;
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
-  return { seeds, seed, peers, mutant, verbose, net, mutants };
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
@@ -101,18 +108,28 @@ function mutationTable(cli: CliOptions): number {
   console.log(`${'mutant'.padEnd(30)} ${'first failing seed'.padEnd(20)} seeds run`);
   const only = process.env['MUTANTS'];
   const names = only === undefined ? mutantNames : mutantNames.filter((m) => only.split(',').includes(m));
+  // --net picks one network; by default each seed runs on both.
+  const nets: ReadonlyArray<'fifo' | 'link'> = cli.netGiven ? [cli.net] : ['fifo', 'link'];
   for (const mutant of names) {
-    let caught: RunResult | undefined;
+    let caught: { result: RunResult; net: 'fifo' | 'link' } | undefined;
     let ran = 0;
     for (let seed = cli.seed; seed < cli.seed + cli.seeds && caught === undefined; seed++) {
       ran++;
-      const result = runSeed({ ...runOptions(cli, seed, false), mutant });
-      // A catch counts only where the seed passes without the planted bug.
-      if (result.violations.length > 0 && runSeed(runOptions(cli, seed, false)).violations.length === 0) caught = result;
+      // Each seed on both networks: the link network's connection breaks shift every timing.
+      for (const net of nets) {
+        const options = { ...runOptions(cli, seed, false), net };
+        const result = runSeed({ ...options, mutant });
+        // A catch counts only where the seed passes without the planted bug.
+        if (result.violations.length > 0 && runSeed(options).violations.length === 0) {
+          caught = { result, net };
+          break;
+        }
+      }
     }
     if (caught === undefined) missed++;
-    console.log(`${mutant.padEnd(30)} ${(caught === undefined ? 'NOT CAUGHT' : String(caught.seed)).padEnd(20)} ${ran}`);
-    if (caught !== undefined && cli.verbose) console.log(`  ${caught.violations[0] ?? ''}`);
+    const first = caught === undefined ? 'NOT CAUGHT' : `${caught.result.seed}${caught.net === 'link' ? ' --net link' : ''}`;
+    console.log(`${mutant.padEnd(30)} ${first.padEnd(20)} ${ran}`);
+    if (caught !== undefined && cli.verbose) console.log(`  ${caught.result.violations[0] ?? ''}`);
   }
   const seconds = (performance.now() - startedMs) / 1000;
   console.log(`mutants: ${names.length - missed} of ${names.length} caught within ${cli.seeds} seeds each (${seconds.toFixed(0)}s)`);

@@ -65,6 +65,16 @@ export class Prng {
     return item;
   }
 
+  /** The items in a random order (Fisher-Yates), as a new array. */
+  shuffle<T>(items: readonly T[]): T[] {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [out[i], out[j]] = [out[j] as T, out[i] as T];
+    }
+    return out;
+  }
+
   /** An independent generator derived from this one: one stream per concern. */
   fork(): Prng {
     return new Prng(this.u32() * 0x10000 + (this.u32() & 0xffff));

@@ -47,6 +47,22 @@ export interface Scenario {
   readonly duplicateWeight: number;
   /** A window in which the clock high-water mark cannot be written (issue 12, defect 3). */
   readonly diskFaultWeight: number;
+  /**
+   * Episodes: faults of several steps, one of each kind at most per seed, placed in the
+   * safety phase so that they play out before it ends (fault-plan.ts). A zombie: one peer
+   * cut off past its eviction, then every other peer crashes at once and restarts,
+   * forgetting the eviction, before the cut heals. Late confirmations: a peer cut off from
+   * a suspecter and, for evict_ms, from the peers that then confirm its silence, whose
+   * confirmations reach the suspecter only after the confirmers hear it again. Drawn last,
+   * so the seeds without them draw everything else as before they existed.
+   */
+  readonly zombieEpisode: boolean;
+  readonly lateConfirmEpisode: boolean;
+  /**
+   * A twin met first by a restarted peer: one peer restarts while a second process starts
+   * with another live peer's id, so the restarted one meets the newer twin before the old.
+   */
+  readonly twinEpisode: boolean;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -88,6 +104,19 @@ export interface ScenarioOverrides {
 
 /** Draws one seed's scenario; the same generator state always yields the same scenario. */
 export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scenario {
+  const drawn = drawBase(rng, overrides);
+  // Episodes are drawn last, so a seed without them is the scenario it was before they
+  // existed; a seed with one gets a safety phase long enough for it to play out.
+  const zombieEpisode = rng.chance(0.25);
+  const lateConfirmEpisode = rng.chance(0.25);
+  const twinEpisode = rng.chance(0.25);
+  const evictGlobalMs = drawn.evictMs / Math.min(...drawn.clockRates);
+  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode;
+  const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode };
+}
+
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

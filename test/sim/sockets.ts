@@ -124,6 +124,8 @@ export class SimNetworks {
   /** Runs network work at a virtual time whatever the processes' state: the hosts' kernels. */
   readonly #kernel: (atMs: number, fn: () => void) => void;
   log: (peer: number, what: string) => void = () => undefined;
+  /** Stalled routes, `dialer>listener` -> until when (virtual ms). */
+  readonly #stalledUntil = new Map<string, number>();
 
   constructor(opts: { wire: Wire; rng: Prng; time: SimTime; kernel: (atMs: number, fn: () => void) => void }) {
     this.#wire = opts.wire;
@@ -190,11 +192,33 @@ export class SimNetworks {
     set.add(sock);
   }
 
+  /**
+   * Stalls every connection that `dialer` opens to `listener`, in both directions, and its
+   * new dials, until `untilMs`, while the connections `listener` opens to `dialer` carry on:
+   * a stuck NAT or firewall entry, or a TCP connection retransmitting into a black hole.
+   * What is sent meanwhile arrives when the stall ends, if its connection still lives.
+   */
+  stall(dialer: number, listener: number, untilMs: number): void {
+    const key = `${dialer}>${listener}`;
+    this.#stalledUntil.set(key, Math.max(this.#stalledUntil.get(key) ?? 0, untilMs));
+  }
+
+  /** Ends every stall now (the liveness phase). */
+  healStalls(): void {
+    this.#stalledUntil.clear();
+  }
+
+  /** When something sent now on `conn` from `fromPeer` arrives: the wire's time, held by a stall. */
+  #arrival(conn: SimConn, fromPeer: number, toPeer: number): number {
+    const at = this.#wire.arrivalMs(fromPeer, toPeer, this.#time.nowMs);
+    return Math.max(at, this.#stalledUntil.get(`${conn.dialerPeer}>${conn.listenerPeer}`) ?? 0);
+  }
+
   #dial(proc: SimProcess, to: number): RawSocket {
     const conn: SimConn = { net: this, dialerPeer: proc.peer, listenerPeer: to, broken: false };
     const dialer = new SimSocket(proc, conn, false);
     this.#track(dialer);
-    const synAt = this.#wire.arrivalMs(proc.peer, to, this.#time.nowMs);
+    const synAt = this.#arrival(conn, proc.peer, to);
     this.#kernel(synAt, () => {
       const target = this.#listening(to);
       if (target === undefined || !target.proc.alive) {
@@ -212,7 +236,7 @@ export class SimNetworks {
   /** The SYN reached the listening process: it accepts, and the dialer hears the answer. */
   #accept(dialer: SimSocket, target: Listening): void | false {
     this.#pending(target.proc).delete(dialer);
-    const back = this.#wire.arrivalMs(dialer.conn.listenerPeer, dialer.conn.dialerPeer, this.#time.nowMs);
+    const back = this.#arrival(dialer.conn, dialer.conn.listenerPeer, dialer.conn.dialerPeer);
     if (dialer.closed || target.accept === null || this.#listening(dialer.conn.listenerPeer) !== target) {
       dialer.proc.at(back, () => dialer.ended(true));
       return false; // refused by the kernel: nothing of the process ran
@@ -237,7 +261,7 @@ export class SimNetworks {
       to.proc.at(this.#time.nowMs, () => to.ended(false));
       return;
     }
-    const at = this.#wire.arrivalMs(from.proc.peer, to.proc.peer, this.#time.nowMs);
+    const at = this.#arrival(conn, from.proc.peer, to.proc.peer);
     to.proc.at(at, () => (conn.broken ? false : to.message(data)));
   }
 
@@ -245,7 +269,7 @@ export class SimNetworks {
   fin(from: SimSocket): void {
     const to = from.peerEnd;
     if (to === null || from.conn.broken) return;
-    const at = this.#wire.arrivalMs(from.proc.peer, to.proc.peer, this.#time.nowMs);
+    const at = this.#arrival(from.conn, from.proc.peer, to.proc.peer);
     to.proc.at(at, () => to.ended(false));
   }
 }
