@@ -82,7 +82,8 @@ export function formatStatus(body: Record<string, unknown>, now = Date.now()): s
   if (locks.length === 0 || (locks.length === 1 && rowsOf(locks[0] ?? {}, 'holders').length === 0 && rowsOf(locks[0] ?? {}, 'waiters').length === 0)) {
     return 'no locks held or waited for\n';
   }
-  const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'FOR']];
+  // AGE: since the request was made (its `since`, the same on every peer), waiting included.
+  const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'AGE']];
   for (const lock of locks) {
     for (const [state, key] of [['held', 'holders'], ['waiting', 'waiters']] as const) {
       for (const r of rowsOf(lock, key)) {

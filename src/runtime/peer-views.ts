@@ -18,7 +18,13 @@ export interface QueueView {
   readonly mode: string;
   readonly limit: number;
   readonly permits: number;
-  readonly since: number | null;
+  /**
+   * When the request was made, in epoch ms on its requester's wall clock: carried by the
+   * REQUEST, so every peer shows the same value for one request, a restarted peer too.
+   */
+  readonly since: number;
+  /** When a hold of this peer was granted (epoch ms); null for waiters and other peers' holds. */
+  readonly granted_at: number | null;
   /**
    * When a hold of this peer lapses unless refreshed (epoch ms; null without TTL, and for
    * waiters). Other peers' TTLs are kept by their own peers, so theirs is null here.
@@ -52,10 +58,11 @@ export class PeerViews {
     const session = this.#src.session();
     const local = e.peer === this.#src.index;
     const req = local && e.ref !== undefined ? this.#src.localRequest(e.ref) : undefined;
-    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWallMs ?? null) : session.seenAt(e.peer, e.ts);
+    const grant = e.held ? (req?.grant ?? null) : null;
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
-      limit: e.limit, permits: e.permits, since, expires_at: e.held ? (req?.grant?.expiresAt ?? null) : null, local, ...(req === undefined ? {} : { id: req.id }),
+      limit: e.limit, permits: e.permits, since: e.requestedAtMs, granted_at: grant?.grantedAt ?? null, expires_at: grant?.expiresAt ?? null,
+      local, ...(req === undefined ? {} : { id: req.id }),
     };
   }
 

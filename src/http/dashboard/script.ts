@@ -163,11 +163,12 @@ export const dashboardScript = String.raw`'use strict';
     var mode = v.mode === 'semaphore' ? 'sem ' + v.permits + '/' + v.limit : v.mode;
     cell(tr, '').appendChild(badge(mode, 'mode'));
     cell(tr, v.token, 'token');
-    var since = cell(tr, v.since === null ? '\u2014' : fmtMs(Math.max(0, now - v.since)), 'mono');
-    if (v.since !== null) {
-      since.dataset.since = String(v.since);
-      since.title = new Date(v.since).toISOString();
-    }
+    // since: when the request was made, on its requester's clock (the same on every peer).
+    var since = cell(tr, fmtMs(Math.max(0, now - v.since)), 'mono');
+    since.dataset.since = String(v.since);
+    since.dataset.field = 'since';
+    since.title = 'requested ' + new Date(v.since).toISOString() + ' (peer ' + v.peer + '\'s clock)' +
+      (v.granted_at !== null && v.granted_at !== undefined ? ', granted ' + new Date(v.granted_at).toISOString() : '');
     if (role === 'holder') expiryCell(tr, v, now);
     var metaText = v.meta === null || v.meta === undefined ? '' : JSON.stringify(v.meta);
     var meta = cell(tr, short(metaText, 120), 'meta');
@@ -198,7 +199,7 @@ export const dashboardScript = String.raw`'use strict';
   function entryTable(entries, role, now) {
     var table = el('table');
     var head = el('tr');
-    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'held for', 'expires', 'meta'];
+    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'age', 'expires', 'meta'];
     for (var i = 0; i < names.length; i++) head.appendChild(el('th', null, names[i]));
     table.appendChild(el('thead')).appendChild(head);
     var body = table.appendChild(el('tbody'));
