@@ -6,6 +6,7 @@
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
 import { formatIncarnation } from '../core/types.js';
+import { limits } from '../limits.js';
 import type { LocalRequest } from './holds.js';
 import type { Session } from './session.js';
 
@@ -32,6 +33,27 @@ export interface QueueView {
   readonly expires_at: number | null;
   readonly local: boolean;
   readonly id?: string;
+}
+
+/** A peer every grant waits for: in the view (not evicted), its link down or silent. */
+export interface WaitedPeer {
+  readonly peer: string;
+  /** Whether both sockets of its link are up (a paused peer's stay up until the watchdog cuts them). */
+  readonly connected: boolean;
+  /** Ms since this peer last heard the incarnation of it the protocol waits for (or since it started, if never). */
+  readonly silent_ms: number;
+  /**
+   * Ms until this peer suspects it (`evict_ms` of silence); the eviction follows once a
+   * majority confirms. 0: due, waiting for confirmations. null: this peer will not evict it
+   * (a two-peer cluster, or an incarnation it never met): it waits for the peer to return.
+   */
+  readonly eviction_due_in_ms: number | null;
+}
+
+/** GET /v1/cluster `degraded`: the peers every grant waits for, if any (docs/design.md section 6). */
+export interface DegradedView {
+  readonly active: boolean;
+  readonly waiting_for: readonly WaitedPeer[];
 }
 
 /** What the views read of their peer runtime. */
@@ -76,6 +98,29 @@ export class PeerViews {
     };
   }
 
+  /**
+   * The peers of the view that are unreachable: link down, or nothing heard of the
+   * incarnation the protocol waits for in `limits.heartbeatsMissedMax` heartbeats (the
+   * silence watchdog's bound; a successor waiting for its predecessor's eviction counts as
+   * its predecessor's silence). Rule 3a needs an ack from every peer of the view, so every
+   * grant waits for them until they come back or are evicted.
+   */
+  degraded(): DegradedView {
+    const session = this.#src.session();
+    const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
+    const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
+    const waiting: WaitedPeer[] = [];
+    for (const peer of session.machine.view()) {
+      const silence = session.peerSilence(peer); // the view never holds this peer itself
+      if (silence === null) continue;
+      const up = connected.get(peer) ?? false;
+      if (up && silence.silentMs < silentAfterMs) continue;
+      const due = silence.suspectInMs === null ? null : Math.round(silence.suspectInMs);
+      waiting.push({ peer: session.peerId(peer), connected: up, silent_ms: Math.round(silence.silentMs), eviction_due_in_ms: due });
+    }
+    return { active: waiting.length > 0, waiting_for: waiting };
+  }
+
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): Record<string, unknown> {
     const { id, index, config } = this.#src;
@@ -89,6 +134,7 @@ export class PeerViews {
       synced: machine.synced,
       lease: { valid: machine.leaseValid, valid_for_ms: machine.leaseValid ? session.leaseValidForMs() : 0 },
       stats: machine.stats(),
+      degraded: this.degraded(),
       peers: config.peers.map((p, i) => {
         const s = links.get(i);
         return i === index

@@ -423,6 +423,11 @@ export class Session {
     return [...this.#pending.keys()].map((p) => this.peerId(p));
   }
 
+  /** How long `peer` has been silent here and when this peer suspects it (Membership.silence). */
+  peerSilence(peer: number): ReturnType<Membership['silence']> {
+    return this.#membership.silence(peer, this.#now());
+  }
+
   /** When a remote request was first seen here (epoch ms), if known. */
   seenAt(peer: number, ts: number): number | null {
     return this.#seenAt.get(`${peer}:${ts}`) ?? null;
