@@ -104,6 +104,26 @@ export const dashboardScript = String.raw`'use strict';
     document.title = 'lamport-lock \u00b7 ' + c.id;
   }
 
+  function evictionText(due) {
+    if (due === null || due === undefined) return 'this peer will not evict it (two peers, or never met): waiting until it returns';
+    return due > 0 ? 'eviction due in ' + fmtMs(due) : 'eviction due now, waiting for a majority to confirm';
+  }
+
+  // GET /v1/cluster degraded: the peers every grant waits for, pushed with the link state.
+  function renderDegraded(d) {
+    var waiting = d && d.waiting_for ? d.waiting_for : [];
+    var items = [];
+    for (var i = 0; i < waiting.length; i++) {
+      var w = waiting[i];
+      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' + evictionText(w.eviction_due_in_ms));
+      li.dataset.peer = w.peer;
+      items.push(li);
+    }
+    var list = byId('degraded-peers');
+    list.replaceChildren.apply(list, items);
+    byId('degraded').hidden = items.length === 0;
+  }
+
   function peerRow(c, p, now) {
     var tr = el('tr');
     tr.dataset.peer = p.id;
@@ -138,6 +158,7 @@ export const dashboardScript = String.raw`'use strict';
 
   function renderCluster(c, now, rates) {
     renderHeader(c, now);
+    renderDegraded(c.degraded);
     renderRates(rates);
     var body = byId('peers').tBodies[0];
     var rows = [];
