@@ -110,7 +110,8 @@ export class PeerViews {
     const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
     const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
     const waiting: WaitedPeer[] = [];
-    for (const peer of session.machine.view()) {
+    // The view lists a peer that rejoined after an eviction last: configuration order reads better.
+    for (const peer of [...session.machine.view()].sort((x, y) => x - y)) {
       const silence = session.peerSilence(peer); // the view never holds this peer itself
       if (silence === null) continue;
       const up = connected.get(peer) ?? false;
