@@ -10,7 +10,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
 import type { AcquireRequest, ConnectionHold } from '../src/client/lock-client.js';
-import { exitCodes, formatGrant, formatStatus, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
+import { exitCodes, formatDegraded, formatGrant, formatStatus, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
 
@@ -142,8 +142,8 @@ await yargs(hideBin(process.argv))
   .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' }),
     async (a) => {
       const client = clientOf(a);
-      const body = await client.status(a.name).catch(fail);
-      process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatStatus(body));
+      const [body, cluster] = await Promise.all([client.status(a.name), a.json === true ? null : client.cluster()]).catch(fail);
+      process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatDegraded(cluster ?? {}) + formatStatus(body));
       client.close();
     })
   .demandCommand(1)

@@ -1,6 +1,6 @@
 /**
  * Pieces of the lamport-lock CLI that are worth testing on their own: exit codes,
- * duration parsing, and the status table.
+ * duration parsing, the status table and its degraded lines.
  */
 
 /** Exit codes of `lamport-lock` (README "CLI"); CMD's own code passes through. */
@@ -70,10 +70,35 @@ function rowsOf(lock: Record<string, unknown>, key: 'holders' | 'waiters'): Row[
   return Array.isArray(v) ? (v as Row[]) : [];
 }
 
-function age(since: unknown, now: number): string {
-  if (typeof since !== 'number') return '-';
-  const s = Math.max(0, (now - since) / 1000);
+function seconds(ms: number): string {
+  const s = Math.max(0, ms / 1000);
   return s < 60 ? `${s.toFixed(1)}s` : `${Math.floor(s / 60)}m${Math.floor(s % 60)}s`;
+}
+
+function age(since: unknown, now: number): string {
+  return typeof since === 'number' ? seconds(now - since) : '-';
+}
+
+function evictionText(due: unknown): string {
+  if (typeof due !== 'number') return 'this peer will not evict it (two peers, or never met): waiting until it returns';
+  return due > 0 ? `eviction due in ${seconds(due)}` : 'eviction due now, waiting for a majority to confirm';
+}
+
+/**
+ * One line per peer that every grant waits for, from GET /v1/cluster `degraded`
+ * (docs/design.md section 6); nothing when there is none or the peer does not say.
+ */
+export function formatDegraded(cluster: Record<string, unknown>): string {
+  const d = cluster['degraded'];
+  if (typeof d !== 'object' || d === null) return '';
+  const waiting = (d as Record<string, unknown>)['waiting_for'];
+  if (!Array.isArray(waiting)) return '';
+  const peers = waiting.filter((w): w is Record<string, unknown> => typeof w === 'object' && w !== null);
+  return peers.map((w) => {
+    const link = w['connected'] === true ? 'link up' : 'link down';
+    const silent = typeof w['silent_ms'] === 'number' ? `, silent ${seconds(w['silent_ms'])}` : '';
+    return `DEGRADED: every grant waits for peer ${String(w['peer'])} (${link}${silent}); ${evictionText(w['eviction_due_in_ms'])}\n`;
+  }).join('');
 }
 
 /** A readable table of holders and waiters, for `lamport-lock status`. */
@@ -82,7 +107,8 @@ export function formatStatus(body: Record<string, unknown>, now = Date.now()): s
   if (locks.length === 0 || (locks.length === 1 && rowsOf(locks[0] ?? {}, 'holders').length === 0 && rowsOf(locks[0] ?? {}, 'waiters').length === 0)) {
     return 'no locks held or waited for\n';
   }
-  const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'FOR']];
+  // AGE: since the request was made (its `since`, the same on every peer), waiting included.
+  const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'AGE']];
   for (const lock of locks) {
     for (const [state, key] of [['held', 'holders'], ['waiting', 'waiters']] as const) {
       for (const r of rowsOf(lock, key)) {

@@ -297,6 +297,23 @@ export class Membership {
     }
   }
 
+  /**
+   * Read-only, for the views (docs/design.md section 6, `degraded`): how long the incarnation
+   * of `peer` tracked here has been silent (ms of our clock; since this membership started if
+   * none was ever heard), and in how many ms this peer suspects it: 0 once due (the eviction
+   * then waits for a majority's confirmations), null when it never will (a two-peer cluster,
+   * an incarnation never met, one already evicted). Null for this peer itself.
+   */
+  silence(peer: number, nowMs: number): { readonly silentMs: number; readonly suspectInMs: number | null } | null {
+    const t = this.#track(peer);
+    if (t === undefined) return null;
+    const silentMs = Math.max(0, nowMs - t.lastHeardMs);
+    const met = compareIncarnation(t.inc, unknownIncarnation) !== 0;
+    const pair = this.majority >= this.#peerCount && !this.#alone(t);
+    const suspects = met && !pair && !this.isEvicted(peer, t.inc);
+    return { silentMs, suspectInMs: suspects ? Math.max(0, this.#evictMs - silentMs) : null };
+  }
+
   /** EVICT notices for every eviction we know, for a peer that just joined. */
   evictions(to: number): MembershipEffect[] {
     const out: MembershipEffect[] = [];

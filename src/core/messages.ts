@@ -7,7 +7,7 @@
 import type { Meta, Mode, QueuedRequest } from './types.js';
 import { modes } from './types.js';
 
-/** REQUEST{lock, ts, mode, limit, permits, owner, meta}. */
+/** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}. */
 export interface RequestMessage {
   readonly t: 'req';
   readonly lock: string;
@@ -17,6 +17,8 @@ export interface RequestMessage {
   readonly permits: number;
   readonly owner: string;
   readonly meta: Meta | null;
+  /** The requester's wall-clock ms when its client asked (`RequestSpec.requestedAtMs`); shown, never compared. */
+  readonly at: number;
 }
 
 /** RELEASE{lock, ts of the request}: removes that request from every queue. */
@@ -37,12 +39,12 @@ export interface Packet {
 
 /** The REQUEST message that announces a queued request of ours. */
 export function toRequestMessage(r: QueuedRequest): RequestMessage {
-  return { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta };
+  return { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta, at: r.requestedAtMs };
 }
 
 /** The queued request a REQUEST message from `peer` stands for. */
 export function fromRequestMessage(m: RequestMessage, peer: number): QueuedRequest {
-  return { lock: m.lock, ts: m.ts, peer, mode: m.mode, limit: m.limit, permits: m.permits, owner: m.owner, meta: m.meta };
+  return { lock: m.lock, ts: m.ts, peer, mode: m.mode, limit: m.limit, permits: m.permits, owner: m.owner, meta: m.meta, requestedAtMs: m.at };
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -58,7 +60,7 @@ function isLockName(v: unknown): v is string {
 }
 
 function isRequestMessage(v: Record<string, unknown>): boolean {
-  const { lock, ts, mode, limit, permits, owner, meta } = v;
+  const { lock, ts, mode, limit, permits, owner, meta, at } = v;
   return (
     isLockName(lock) &&
     isTs(ts) &&
@@ -69,7 +71,8 @@ function isRequestMessage(v: Record<string, unknown>): boolean {
     isTs(permits) &&
     permits >= 1 &&
     typeof owner === 'string' &&
-    (meta === null || isRecord(meta))
+    (meta === null || isRecord(meta)) &&
+    isTs(at)
   );
 }
 

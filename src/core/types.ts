@@ -21,6 +21,12 @@ export interface RequestSpec {
   readonly permits: number;
   readonly owner: string;
   readonly meta: Meta | null;
+  /**
+   * When its client asked, in epoch ms on the requesting peer's wall clock. It travels with
+   * the request, in the state transfer too, so every peer shows the same `since` for it
+   * (docs/design.md section 6); no rule of the protocol reads it.
+   */
+  readonly requestedAtMs: number;
 }
 
 /** A request as every peer queues it: identified by `(ts, peer)`. */

@@ -65,10 +65,8 @@ export interface LocalRequest {
   readonly lock: string;
   readonly spec: RequestSpec;
   readonly opts: AcquireOptions;
-  /** Monotonic ms of the acquire (durations). */
+  /** Monotonic ms of the acquire (durations); its epoch ms is `spec.requestedAtMs`. */
   readonly requestedAtMonoMs: number;
-  /** Epoch ms of the acquire (what a viewer sees as "since" while it waits). */
-  readonly requestedAtWallMs: number;
   state: 'waiting' | 'held' | 'ended';
   grant: Grant | null;
   ttlTimer: Timer | null;

@@ -89,9 +89,9 @@ export class LocalHolds {
       cb.failed(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
       return { id, clientGone: () => undefined };
     }
-    const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta };
+    const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta, requestedAtMs: this.#env.wallMs() };
     const req: LocalRequest = {
-      ref, id, lock, spec, opts, requestedAtMonoMs: this.#env.monoMs(), requestedAtWallMs: this.#env.wallMs(),
+      ref, id, lock, spec, opts, requestedAtMonoMs: this.#env.monoMs(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, callbacks: cb,
     };
     this.#requests.set(req.id, req);

@@ -6,6 +6,7 @@
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
 import { formatIncarnation } from '../core/types.js';
+import { limits } from '../limits.js';
 import type { LocalRequest } from './holds.js';
 import type { Session } from './session.js';
 
@@ -18,7 +19,13 @@ export interface QueueView {
   readonly mode: string;
   readonly limit: number;
   readonly permits: number;
-  readonly since: number | null;
+  /**
+   * When the request was made, in epoch ms on its requester's wall clock: carried by the
+   * REQUEST, so every peer shows the same value for one request, a restarted peer too.
+   */
+  readonly since: number;
+  /** When a hold of this peer was granted (epoch ms); null for waiters and other peers' holds. */
+  readonly granted_at: number | null;
   /**
    * When a hold of this peer lapses unless refreshed (epoch ms; null without TTL, and for
    * waiters). Other peers' TTLs are kept by their own peers, so theirs is null here.
@@ -26,6 +33,27 @@ export interface QueueView {
   readonly expires_at: number | null;
   readonly local: boolean;
   readonly id?: string;
+}
+
+/** A peer every grant waits for: in the view (not evicted), its link down or silent. */
+export interface WaitedPeer {
+  readonly peer: string;
+  /** Whether both sockets of its link are up (a paused peer's stay up until the watchdog cuts them). */
+  readonly connected: boolean;
+  /** Ms since this peer last heard the incarnation of it the protocol waits for (or since it started, if never). */
+  readonly silent_ms: number;
+  /**
+   * Ms until this peer suspects it (`evict_ms` of silence); the eviction follows once a
+   * majority confirms. 0: due, waiting for confirmations. null: this peer will not evict it
+   * (a two-peer cluster, or an incarnation it never met): it waits for the peer to return.
+   */
+  readonly eviction_due_in_ms: number | null;
+}
+
+/** GET /v1/cluster `degraded`: the peers every grant waits for, if any (docs/design.md section 6). */
+export interface DegradedView {
+  readonly active: boolean;
+  readonly waiting_for: readonly WaitedPeer[];
 }
 
 /** What the views read of their peer runtime. */
@@ -52,10 +80,11 @@ export class PeerViews {
     const session = this.#src.session();
     const local = e.peer === this.#src.index;
     const req = local && e.ref !== undefined ? this.#src.localRequest(e.ref) : undefined;
-    const since = local ? (req?.grant?.grantedAt ?? req?.requestedAtWallMs ?? null) : session.seenAt(e.peer, e.ts);
+    const grant = e.held ? (req?.grant ?? null) : null;
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
-      limit: e.limit, permits: e.permits, since, expires_at: e.held ? (req?.grant?.expiresAt ?? null) : null, local, ...(req === undefined ? {} : { id: req.id }),
+      limit: e.limit, permits: e.permits, since: e.requestedAtMs, granted_at: grant?.grantedAt ?? null, expires_at: grant?.expiresAt ?? null,
+      local, ...(req === undefined ? {} : { id: req.id }),
     };
   }
 
@@ -67,6 +96,30 @@ export class PeerViews {
       holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
       waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
     };
+  }
+
+  /**
+   * The peers of the view that are unreachable: link down, or nothing heard of the
+   * incarnation the protocol waits for in `limits.heartbeatsMissedMax` heartbeats (the
+   * silence watchdog's bound; a successor waiting for its predecessor's eviction counts as
+   * its predecessor's silence). Rule 3a needs an ack from every peer of the view, so every
+   * grant waits for them until they come back or are evicted.
+   */
+  degraded(): DegradedView {
+    const session = this.#src.session();
+    const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
+    const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
+    const waiting: WaitedPeer[] = [];
+    // The view lists a peer that rejoined after an eviction last: configuration order reads better.
+    for (const peer of [...session.machine.view()].sort((x, y) => x - y)) {
+      const silence = session.peerSilence(peer); // the view never holds this peer itself
+      if (silence === null) continue;
+      const up = connected.get(peer) ?? false;
+      if (up && silence.silentMs < silentAfterMs) continue;
+      const due = silence.suspectInMs === null ? null : Math.round(silence.suspectInMs);
+      waiting.push({ peer: session.peerId(peer), connected: up, silent_ms: Math.round(silence.silentMs), eviction_due_in_ms: due });
+    }
+    return { active: waiting.length > 0, waiting_for: waiting };
   }
 
   /** This peer and its links, for GET /v1/cluster. */
@@ -82,6 +135,7 @@ export class PeerViews {
       synced: machine.synced,
       lease: { valid: machine.leaseValid, valid_for_ms: machine.leaseValid ? session.leaseValidForMs() : 0 },
       stats: machine.stats(),
+      degraded: this.degraded(),
       peers: config.peers.map((p, i) => {
         const s = links.get(i);
         return i === index

@@ -23,12 +23,12 @@ import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
-import type { QueueView } from './peer-views.js';
+import type { DegradedView, QueueView } from './peer-views.js';
 import { PeerViews } from './peer-views.js';
 import { Session } from './session.js';
 import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
 
-export type { QueueView } from './peer-views.js';
+export type { DegradedView, QueueView, WaitedPeer } from './peer-views.js';
 
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
 export interface PeerWorld extends SessionWorld {
@@ -320,6 +320,11 @@ export class PeerRuntime {
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): Record<string, unknown> {
     return this.#views.cluster();
+  }
+
+  /** The peers every grant waits for while they are unreachable and not evicted (GET /v1/cluster `degraded`). */
+  degraded(): DegradedView {
+    return this.#views.degraded();
   }
 
   /** Link statistics for metrics. */

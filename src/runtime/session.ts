@@ -132,8 +132,6 @@ export class Session {
    * let them join), and nothing of ours that could count as an ack goes to them.
    */
   readonly #pending = new Map<number, { readonly inc: Incarnation; readonly clock: number; readonly packets: Packet[] }>();
-  /** When each remote request was first seen here (wall ms), by `peer:ts`. */
-  readonly #seenAt = new Map<string, number>();
   readonly #timers: Timer[] = [];
   /**
    * Whether this incarnation ever synced with every peer: one that never did and is refused
@@ -239,10 +237,7 @@ export class Session {
 
   #join(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
     this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted: dropping its old requests' : 'peer joined');
-    if (restarted) {
-      this.#lease.forget(peer);
-      this.#forgetSeen(peer);
-    }
+    if (restarted) this.#lease.forget(peer);
     this.step({ type: 'joined', peer, inc, clock });
     this.#applyMembership(this.#membership.evictions(peer));
   }
@@ -258,13 +253,6 @@ export class Session {
       if (pending.packets.length < limits.frameMessagesMax) pending.packets.push(payload);
       else this.#log.warn({ remote: this.peerId(from) }, 'dropping a packet of a waiting incarnation: too many');
       return;
-    }
-    const now = this.#env.wallMs();
-    for (const m of payload.m) {
-      const key = `${from}:${m.ts}`;
-      if (m.t === 'req') {
-        if (!this.#seenAt.has(key)) this.#seenAt.set(key, now);
-      } else this.#seenAt.delete(key);
     }
     this.step({ type: 'packet', from, inc, packet: payload });
   }
@@ -302,7 +290,6 @@ export class Session {
       }
       this.#log.warn({ remote: this.peerId(e.peer), incarnation: formatIncarnation(e.inc) }, 'peer evicted by a majority: dropping its requests');
       this.#mesh.refuseIncarnation(e.peer, e.inc);
-      this.#forgetSeen(e.peer);
       const pending = this.#pending.get(e.peer);
       // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.
       if (pending !== undefined && compareIncarnation(pending.inc, e.inc) <= 0) this.#pending.delete(e.peer);
@@ -329,11 +316,6 @@ export class Session {
       this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
       this.#hooks.onChanged();
     }
-  }
-
-  #forgetSeen(peer: number): void {
-    const prefix = `${peer}:`;
-    for (const key of this.#seenAt.keys()) if (key.startsWith(prefix)) this.#seenAt.delete(key);
   }
 
   /** Re-checks the lease now (the runtime does before each client call). */
@@ -428,9 +410,9 @@ export class Session {
     return [...this.#pending.keys()].map((p) => this.peerId(p));
   }
 
-  /** When a remote request was first seen here (epoch ms), if known. */
-  seenAt(peer: number, ts: number): number | null {
-    return this.#seenAt.get(`${peer}:${ts}`) ?? null;
+  /** How long `peer` has been silent here and when this peer suspects it (Membership.silence). */
+  peerSilence(peer: number): ReturnType<Membership['silence']> {
+    return this.#membership.silence(peer, this.#now());
   }
 
   /** Link status lines; their times are on the lease clock (`leaseNowMs`). */

@@ -22,9 +22,9 @@ export type { DataFrame } from './link.js';
  * The only protocol version this code speaks; a hello with another one is refused.
  * 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
  * incarnation names the one it is older than (a restart after the wall clock stepped back
- * starts again above it).
+ * starts again above it). 4: a REQUEST carries `at`, its requester's wall-clock time.
  */
-export const protocolVersion = 3;
+export const protocolVersion = 4;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;

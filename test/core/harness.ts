@@ -11,7 +11,7 @@ import type { Incarnation, Mode, RequestSpec } from '../../src/core/types.js';
 
 /** A request spec with defaults: exclusive, one permit. */
 export function spec(mode: Mode = 'exclusive', limit = 1, permits = 1): RequestSpec {
-  return { mode, limit, permits, owner: 'test', meta: null };
+  return { mode, limit, permits, owner: 'test', meta: null, requestedAtMs: 1_735_000_000_000 };
 }
 
 /** Effects other than sends, as short strings: `granted 1`, `refused 2`, `ended 3 lease_lost`. */

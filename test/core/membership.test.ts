@@ -225,3 +225,44 @@ describe('Machine and evictions of incarnations it never met', () => {
     expect(m.synced).toBe(true);
   });
 });
+
+describe('Membership.silence (GET /v1/cluster degraded)', () => {
+  it('counts a met peer\'s silence and when it will be suspected, down to 0 once due', () => {
+    const [m0] = three();
+    m0?.heard(2, X, 500);
+    expect(m0?.silence(2, 500)).toEqual({ silentMs: 0, suspectInMs: evictMs });
+    expect(m0?.silence(2, 1700)).toEqual({ silentMs: 1200, suspectInMs: evictMs - 1200 });
+    expect(m0?.silence(2, 500 + evictMs + 400)).toEqual({ silentMs: evictMs + 400, suspectInMs: 0 });
+    expect(m0?.silence(0, 1700)).toBeNull();
+    // Hearing it again resets both.
+    m0?.heard(2, X, 2000);
+    expect(m0?.silence(2, 2100)).toEqual({ silentMs: 100, suspectInMs: evictMs - 100 });
+  });
+
+  it('counts a live predecessor silent while its successor is heard, as the eviction does', () => {
+    const [m0] = three();
+    m0?.heard(2, X, 0);
+    m0?.heard(2, Y, 1000);
+    m0?.heard(2, Y, 2000);
+    expect(m0?.silence(2, 2000)).toEqual({ silentMs: 2000, suspectInMs: evictMs - 2000 });
+  });
+
+  it('never promises an eviction this peer will not start: two peers, a peer never met, one evicted', () => {
+    const pair = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    pair.heard(1, X, 0);
+    expect(pair.silence(1, 5000)).toEqual({ silentMs: 5000, suspectInMs: null });
+    const [m0] = three(100);
+    expect(m0?.silence(1, 600)).toEqual({ silentMs: 500, suspectInMs: null });
+    m0?.heard(2, X, 0);
+    m0?.onMessage(1, { t: 'evict', peer: 2, inc: X }, 10);
+    expect(m0?.silence(2, 20)?.suspectInMs).toBeNull();
+  });
+
+  it('in a two-peer cluster, promises the eviction of a superseded incarnation, which it does evict', () => {
+    const pair = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    pair.heard(1, X, 0);
+    pair.heard(1, Y, 100);
+    expect(pair.silence(1, 1000)).toEqual({ silentMs: 1000, suspectInMs: evictMs - 1000 });
+    expect(evictions(pair.tick(evictMs))).toEqual([1]);
+  });
+});

@@ -25,6 +25,7 @@ const requestArb: fc.Arbitrary<QueuedRequest> = fc
     permits: mode === 'semaphore' ? permits : 1,
     owner: '',
     meta: null,
+    requestedAtMs: 0,
   }));
 
 /** docs/design.md section 3, literally: the rule for `r` over the requests ahead of it. */
@@ -80,7 +81,7 @@ describe('mode rules (property)', () => {
   });
 
   it('a semaphore request with limit 3 is admitted behind 2 permits of a limit-6 holder, not behind 3', () => {
-    const sem = (limit: number, permits: number): QueuedRequest => ({ lock: 'l', ts: 0, peer: 0, mode: 'semaphore', limit, permits, owner: '', meta: null });
+    const sem = (limit: number, permits: number): QueuedRequest => ({ lock: 'l', ts: 0, peer: 0, mode: 'semaphore', limit, permits, owner: '', meta: null, requestedAtMs: 0 });
     expect(admits(sem(3, 1), fold([sem(6, 2)]))).toBe(true);
     expect(admits(sem(3, 1), fold([sem(6, 3)]))).toBe(false);
     expect(admits(sem(6, 1), fold([sem(3, 3)]))).toBe(true);

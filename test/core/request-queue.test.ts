@@ -23,7 +23,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 );
 
 function request(t: number, p: number): QueuedRequest {
-  return { lock: 'l', ts: t, peer: p, mode: 'exclusive', limit: 1, permits: 1, owner: '', meta: null };
+  return { lock: 'l', ts: t, peer: p, mode: 'exclusive', limit: 1, permits: 1, owner: '', meta: null, requestedAtMs: 0 };
 }
 
 const identity = (p: number): number => p;

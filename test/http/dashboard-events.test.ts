@@ -28,7 +28,7 @@ class FakePeer {
 }
 
 function view(peer: string, token: string, local = false): QueueView {
-  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, expires_at: null, local };
+  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, granted_at: null, expires_at: null, local };
 }
 
 interface SseMessage {

@@ -156,7 +156,7 @@ describe('lamport-lock acquire, release, status', () => {
     expect(Object.keys(grant).sort()).toEqual(['expires_at', 'granted_at', 'id', 'lock', 'mode', 'peer', 'token']);
     expect((grant as unknown as { expires_at: number }).expires_at - (grant as unknown as { granted_at: number }).granted_at).toBe(30_000);
     const table = await runBin(lockBin, ['--peer', cluster.url('c'), 'status']).done;
-    expect(table.stdout).toMatch(/^LOCK\s+STATE\s+PEER\s+OWNER\s+MODE\s+TOKEN\s+FOR$/m);
+    expect(table.stdout).toMatch(/^LOCK\s+STATE\s+PEER\s+OWNER\s+MODE\s+TOKEN\s+AGE$/m);
     expect(table.stdout).toMatch(new RegExp(`^scripted\\s+held\\s+a\\s+ci-job\\s+exclusive\\s+${grant.token}\\s`, 'm'));
     const json = await runBin(lockBin, ['--peer', a, 'status', 'scripted', '--json']).done;
     expect((JSON.parse(json.stdout) as { holders: unknown[] }).holders).toHaveLength(1);

@@ -79,6 +79,43 @@ describe('peer failures', () => {
     expect(stale.status).toBe(404);
   });
 
+  it('a restarted peer shows a hold and a waiter with the same since as the peers that saw their requests', async () => {
+    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    const [a, b, c] = [cluster.url('a'), cluster.url('b'), cluster.url('c')];
+    const asked = Date.now();
+    const held = await acquire(a, 'since', { ttl_ms: 600_000, owner: 'holder' });
+    expect(held.status).toBe(200);
+    const waiting = acquire(b, 'since', { timeout_ms: 30_000, owner: 'waiter' });
+    await waitFor('every peer sees the holder and the waiter', async () => {
+      for (const url of [a, b, c]) if ((await holders(url, 'since')).length !== 1 || (await waiters(url, 'since')).length !== 1) return false;
+      return true;
+    });
+    const sinceOf = async (url: string): Promise<unknown[]> => [(await holders(url, 'since'))[0]?.['since'], (await waiters(url, 'since'))[0]?.['since']];
+    const before = await sinceOf(a);
+    const [holdSince] = before as [number, number];
+    // The time a's client asked, on a's clock: not when a granted it, nor when another peer first saw it.
+    expect(holdSince).toBeGreaterThanOrEqual(asked);
+    expect(holdSince).toBeLessThanOrEqual(Number(held.body['granted_at']));
+    expect((await holders(a, 'since'))[0]).toMatchObject({ granted_at: held.body['granted_at'], local: true });
+    expect((await holders(b, 'since'))[0]).toMatchObject({ granted_at: null, local: false });
+    expect(await sinceOf(b)).toEqual(before);
+    expect(await sinceOf(c)).toEqual(before);
+    // c restarts: it learns both requests again from the state transfer, seconds later.
+    const incarnationBefore = (await call(c, '/v1/cluster')).body['incarnation'];
+    await cluster.stopPeer('c', 'SIGTERM');
+    cluster.startPeer('c');
+    await cluster.waitReady(30_000, ['c']);
+    await waitFor('c, a new incarnation, sees the holder and the waiter', async () =>
+      (await call(c, '/v1/cluster')).body['incarnation'] !== incarnationBefore && (await holders(c, 'since')).length === 1 && (await waiters(c, 'since')).length === 1, 15_000);
+    expect(Date.now() - holdSince).toBeGreaterThan(1000);
+    expect(await sinceOf(c)).toEqual(before);
+    expect(await sinceOf(a)).toEqual(before);
+    await release(a, 'since', held.body['id']);
+    const got = await waiting;
+    expect(got.status).toBe(200);
+    await release(b, 'since', got.body['id']);
+  });
+
   it('a whole-cluster restart keeps tokens above the ones granted before (persisted clock floor)', async () => {
     cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
     const before = await acquire(cluster.url('c'), 'floor');

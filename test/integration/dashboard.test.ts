@@ -153,9 +153,17 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await page.waitForSelector('article[data-lock="dash-queue"]', { state: 'detached', timeout: 1000 });
   });
 
-  it('shows a stopped peer\'s link as down', async () => {
-    await cluster.stopPeer('c');
+  it('shows a stopped peer\'s link as down, and a banner naming it until the majority evicts it', async () => {
+    expect(await page.isHidden('#degraded')).toBe(true);
+    await cluster.stopPeer('c', 'SIGKILL');
     await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].bad`, { timeout: 3000 });
+    // Every grant waits for c now: the banner says so, and when its eviction is due.
+    const item = '#degraded:not([hidden]) li[data-peer="c"]';
+    await page.waitForSelector(item, { timeout: 2000 });
+    expect(await page.textContent(item)).toMatch(/^peer c: link down for \d+(\.\d)? (ms|s); eviction due in \d+(\.\d)? (ms|s)$/);
+    expect(await page.locator('#degraded li').count()).toBe(1);
+    await page.waitForSelector('#degraded', { state: 'hidden', timeout: 10_000 });
+    expect(await page.textContent(`#peers tr[data-peer="c"] [data-role=link]`)).toBe('evicted');
     cluster.startPeer('c');
     await cluster.waitReady(15_000, ['c']);
     await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].ok`, { timeout: 3000 });

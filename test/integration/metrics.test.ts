@@ -79,6 +79,8 @@ describe('GET /metrics', () => {
       lamport_peer_messages_dropped_total: 'counter',
       lamport_clock: 'gauge',
       lamport_lease_valid: 'gauge',
+      lamport_cluster_degraded: 'gauge',
+      lamport_peers_unreachable: 'gauge',
       process_cpu_seconds_total: 'counter',
       process_resident_memory_bytes: 'gauge',
       nodejs_eventloop_lag_seconds: 'gauge',
@@ -89,6 +91,8 @@ describe('GET /metrics', () => {
       expect(s.samples.has(`lamport_lock_holds_ended_total{reason="${reason}"}`)).toBe(true);
     }
     expect(value(s, 'lamport_lease_valid')).toBe(1);
+    expect(value(s, 'lamport_cluster_degraded')).toBe(0);
+    expect(value(s, 'lamport_peers_unreachable')).toBe(0);
     expect(value(s, 'lamport_clock')).toBeGreaterThan(Date.now() - 3_600_000);
     for (const peer of ['b', 'c']) {
       expect(value(s, `lamport_peer_connected{peer="${peer}"}`)).toBe(1);

@@ -1,7 +1,7 @@
 import { Packr } from 'msgpackr';
 import { describe, expect, it } from 'vitest';
 import { isPacket } from '../../src/core/messages.js';
-import type { Packet } from '../../src/core/messages.js';
+import type { Packet, RequestMessage } from '../../src/core/messages.js';
 import { ErrorCode } from '../../src/errors.js';
 import { limits } from '../../src/limits.js';
 import type { Frame } from '../../src/transport/codec.js';
@@ -9,14 +9,24 @@ import { decodeFrame, encodeFrame } from '../../src/transport/codec.js';
 import { codeOf, prng, testSeed } from './helpers.js';
 
 const plain = new Packr({ useRecords: false, mapsAsObjects: true });
+const request: RequestMessage = { t: 'req', lock: 'db', ts: 1_735_000_000_123, mode: 'exclusive', limit: 1, permits: 1, owner: 'me', meta: { k: [1, 'x'] }, at: 1_735_000_000_000 };
 const packet: Packet = {
   c: 2 ** 53 - 1,
-  m: [
-    { t: 'req', lock: 'db', ts: 1_735_000_000_123, mode: 'exclusive', limit: 1, permits: 1, owner: 'me', meta: { k: [1, 'x'] } },
-    { t: 'rel', lock: 'db', ts: 2 ** 40 + 3 },
-  ],
+  m: [request, { t: 'rel', lock: 'db', ts: 2 ** 40 + 3 }],
 };
 
+/** Data frames whose REQUEST has no `at`, or one that is not a time in ms (protocol version 4). */
+function requestsWithBadTimes(): Array<[string, unknown]> {
+  const frame = (at: unknown): unknown => ({ t: 'data', seq: 1, payloads: [{ c: 1, m: [{ ...request, at }] }] });
+  const { at: _at, ...noAt } = request;
+  return [
+    ['a request without at', { t: 'data', seq: 1, payloads: [{ c: 1, m: [noAt] }] }],
+    ['a request whose at is a string', frame('1735000000000')],
+    ['a request whose at is negative', frame(-1)],
+    ['a request whose at is a fraction', frame(1.5)],
+    ['a request whose at is a bigint', frame(2n ** 60n)],
+  ];
+}
 
 describe('codec', () => {
   const frames: Frame<Packet>[] = [
@@ -73,6 +83,7 @@ describe('codec', () => {
     ['an auth with a string mac', { t: 'auth', mac: 'x'.repeat(32) }],
     ['a welcome with a negative delivered', { t: 'welcome', inc: { startMs: 1, nonce: 1 }, clock: 1, delivered: -1, mac: new Uint8Array(32) }],
     ['a date', new Date(0)],
+    ...requestsWithBadTimes(),
   ])('refuses valid msgpack of the wrong shape: %s', (_what, value) => {
     expect(codeOf(() => decodeFrame(plain.pack(value), isPacket))).toBe(ErrorCode.FrameInvalid);
   });

@@ -104,6 +104,26 @@ export const dashboardScript = String.raw`'use strict';
     document.title = 'lamport-lock \u00b7 ' + c.id;
   }
 
+  function evictionText(due) {
+    if (due === null || due === undefined) return 'this peer will not evict it (two peers, or never met): waiting until it returns';
+    return due > 0 ? 'eviction due in ' + fmtMs(due) : 'eviction due now, waiting for a majority to confirm';
+  }
+
+  // GET /v1/cluster degraded: the peers every grant waits for, pushed with the link state.
+  function renderDegraded(d) {
+    var waiting = d && d.waiting_for ? d.waiting_for : [];
+    var items = [];
+    for (var i = 0; i < waiting.length; i++) {
+      var w = waiting[i];
+      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' + evictionText(w.eviction_due_in_ms));
+      li.dataset.peer = w.peer;
+      items.push(li);
+    }
+    var list = byId('degraded-peers');
+    list.replaceChildren.apply(list, items);
+    byId('degraded').hidden = items.length === 0;
+  }
+
   function peerRow(c, p, now) {
     var tr = el('tr');
     tr.dataset.peer = p.id;
@@ -138,6 +158,7 @@ export const dashboardScript = String.raw`'use strict';
 
   function renderCluster(c, now, rates) {
     renderHeader(c, now);
+    renderDegraded(c.degraded);
     renderRates(rates);
     var body = byId('peers').tBodies[0];
     var rows = [];
@@ -163,11 +184,12 @@ export const dashboardScript = String.raw`'use strict';
     var mode = v.mode === 'semaphore' ? 'sem ' + v.permits + '/' + v.limit : v.mode;
     cell(tr, '').appendChild(badge(mode, 'mode'));
     cell(tr, v.token, 'token');
-    var since = cell(tr, v.since === null ? '\u2014' : fmtMs(Math.max(0, now - v.since)), 'mono');
-    if (v.since !== null) {
-      since.dataset.since = String(v.since);
-      since.title = new Date(v.since).toISOString();
-    }
+    // since: when the request was made, on its requester's clock (the same on every peer).
+    var since = cell(tr, fmtMs(Math.max(0, now - v.since)), 'mono');
+    since.dataset.since = String(v.since);
+    since.dataset.field = 'since';
+    since.title = 'requested ' + new Date(v.since).toISOString() + ' (peer ' + v.peer + '\'s clock)' +
+      (v.granted_at !== null && v.granted_at !== undefined ? ', granted ' + new Date(v.granted_at).toISOString() : '');
     if (role === 'holder') expiryCell(tr, v, now);
     var metaText = v.meta === null || v.meta === undefined ? '' : JSON.stringify(v.meta);
     var meta = cell(tr, short(metaText, 120), 'meta');
@@ -198,7 +220,7 @@ export const dashboardScript = String.raw`'use strict';
   function entryTable(entries, role, now) {
     var table = el('table');
     var head = el('tr');
-    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'held for', 'expires', 'meta'];
+    var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'age', 'expires', 'meta'];
     for (var i = 0; i < names.length; i++) head.appendChild(el('th', null, names[i]));
     table.appendChild(el('thead')).appendChild(head);
     var body = table.appendChild(el('tbody'));

@@ -10,6 +10,9 @@ header { display: flex; flex-wrap: wrap; gap: 14px; align-items: center; padding
 header h1 { font-size: 17px; margin: 0 10px 0 0; letter-spacing: .3px; }
 header .crumb { color: #b9c0cf; }
 header .crumb b { color: #fff; font-weight: 600; }
+.banner { margin: 14px 20px 0; padding: 10px 14px; border: 1px solid var(--bad); border-radius: 8px; background: var(--bad-bg); color: var(--bad); }
+.banner[hidden] { display: none; }
+.banner ul { margin: 4px 0 0; padding-left: 20px; }
 main { padding: 14px 20px; display: grid; gap: 16px; }
 section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px 14px; }
 h2 { font-size: 15px; margin: 4px 0 10px; }
