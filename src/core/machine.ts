@@ -5,6 +5,7 @@
  * very same code under any interleaving it draws from a seed.
  */
 import { assert, assertNever } from '../assert.js';
+import { limits } from '../limits.js';
 import type { Effect, Explanation, MachineEvent } from './effects.js';
 import { EffectBuffer } from './effects.js';
 import type { MachineFaults } from './faults.js';
@@ -46,7 +47,7 @@ export class Machine {
   readonly #out = new EffectBuffer();
 
   constructor(opts: MachineOptions) {
-    assert(opts.peerCount >= 1 && opts.peerCount <= 1024, 'peer count in 1..1024');
+    assert(opts.peerCount >= 1 && opts.peerCount <= limits.peersMax, 'peer count in 1..limits.peersMax');
     assert(opts.self >= 0 && opts.self < opts.peerCount, 'self is a configured peer');
     this.self = opts.self;
     this.peerCount = opts.peerCount;

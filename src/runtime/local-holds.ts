@@ -17,9 +17,6 @@ import { EndedLog } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './peer-views.js';
 
-/** Bounded wait for acks of a no-wait (timeout_ms 0) request before answering 503. */
-const noWaitAckBoundMs = 2000;
-
 /** What local holds use of their peer runtime. */
 export interface HoldsHost {
   /** This peer's id, on every grant. */
@@ -48,7 +45,7 @@ export class LocalHolds {
   readonly #log: Logger;
   readonly #requests = new Map<string, LocalRequest>();
   readonly #byRef = new Map<number, LocalRequest>();
-  readonly #ended = new EndedLog(10_000);
+  readonly #ended = new EndedLog(limits.endedIdsMax);
   #nextRef = 1;
   /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
   readonly #idPrefix: string;
@@ -96,7 +93,7 @@ export class LocalHolds {
     };
     this.#requests.set(req.id, req);
     this.#byRef.set(ref, req);
-    const waitMs = opts.timeoutMs === 0 ? noWaitAckBoundMs : opts.timeoutMs;
+    const waitMs = opts.timeoutMs === 0 ? limits.noWaitAckBoundMs : opts.timeoutMs;
     req.waitTimer = this.#env.after(waitMs, () => this.#onWaitTimeout(req));
     this.#host.step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
     return { id, clientGone: () => this.#onClientGone(req) };

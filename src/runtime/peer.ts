@@ -16,6 +16,7 @@ import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
@@ -348,7 +349,7 @@ export class PeerRuntime {
     this.#stopping = true;
     const session = this.#session;
     this.#holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
-    if (!(await session.drain(2000))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
+    if (!(await session.drain(limits.stopDrainMs))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
     session.close();
     this.#reservation.reserve(session.machine.clock);
     this.#log.info('peer stopped');
