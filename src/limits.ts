@@ -27,7 +27,12 @@ export const limits = {
   ownerBytesMax: 256,
   /** Largest `meta` object, JSON-encoded. */
   metaBytesMax: 4096,
-  /** Requests in one lock's queue, cluster-wide, as seen by one peer. */
+  /**
+   * Requests in one lock's queue, cluster-wide, as seen by one peer: a local acquire on a lock
+   * whose queue here already holds this many (issued requests of every peer, plus this peer's
+   * own not issued yet) is refused with ERR_LIMIT_EXCEEDED. Requests of other peers are always
+   * queued: refusing one would break the agreement on the order.
+   */
   queuedPerLockMax: 100_000,
   /** Live local requests (waiting or held) on one peer. */
   localRequestsMax: 200_000,
@@ -112,7 +117,7 @@ assert(limits.httpBodyBytesMax < limits.httpBodyDrainBytesMax, 'an oversized bod
 assert(limits.apiTokenBytesMin < limits.apiTokenBytesMax, 'token length bounds are ordered');
 assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');
 assert(limits.timingMsMin < limits.timingMsMax, 'timing bounds are ordered');
-assert(limits.endedIdsMax >= 1, 'the ended log holds something');
+assert(limits.queuedPerLockMax >= 1 && limits.endedIdsMax >= 1, 'queues and the ended log hold something');
 assert(limits.noWaitAckBoundMs <= limits.timeoutMsMax, 'a no-wait request waits no longer than any request may');
 assert(limits.stopDrainMs < limits.stopMsMax, 'the stop drains its releases within the stop bound');
 assert(limits.refuseMessageCharsMax * 3 < limits.frameBytesMax, 'a refuse sentence fits in a frame (3 bytes of UTF-8 per character at most)');

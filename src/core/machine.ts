@@ -125,6 +125,13 @@ export class Machine {
   }
 
   #onAcquire(ref: number, lock: string, spec: RequestSpec, noWait: boolean): void {
+    // A limit on every queue (docs/style.md convention 9): a new request of ours is refused
+    // when its lock already has this many here. Other peers' requests are always queued:
+    // refusing one would break the agreement on the order.
+    if (this.#locks.queued(lock) >= limits.queuedPerLockMax) {
+      this.#out.push({ type: 'full', ref, lock });
+      return;
+    }
     const own: OwnRequest = { ref, lock, spec, noWait, ts: 0, state: 'pending' };
     this.#locks.addOwn(own);
     // A request leaves only while we are synced AND hold a lease: a request issued without

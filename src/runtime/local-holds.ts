@@ -99,6 +99,21 @@ export class LocalHolds {
     return { id, clientGone: () => this.#onClientGone(req) };
   }
 
+  /**
+   * The core refused request `ref` at once: its lock's queue already holds
+   * limits.queuedPerLockMax requests. Nothing was queued or sent; like a full table, the
+   * refusal leaves no trace (no ended id, no acquire outcome).
+   */
+  onQueueFull(ref: number): void {
+    const req = this.#byRef.get(ref);
+    assert(req !== undefined && req.state === 'waiting', 'a request refused for a full queue is a local waiter');
+    req.state = 'ended';
+    this.#clearTimer(req, 'waitTimer');
+    this.#requests.delete(req.id);
+    this.#byRef.delete(ref);
+    req.callbacks.failed(new LockError(ErrorCode.LimitExceeded, `lock ${JSON.stringify(req.lock)} already has ${limits.queuedPerLockMax} requests queued; try again later`));
+  }
+
   /** The core granted request `ref`: it becomes a hold, with its TTL. */
   onGranted(ref: number, token: bigint): void {
     const req = this.#byRef.get(ref);

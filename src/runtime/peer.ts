@@ -227,6 +227,9 @@ export class PeerRuntime {
       case 'refused':
         this.#holds.onRefused(effect.ref);
         break;
+      case 'full':
+        this.#holds.onQueueFull(effect.ref);
+        break;
       case 'ended':
         this.#holds.endByCore(effect.ref, effect.reason);
         break;
