@@ -14,7 +14,7 @@ import { DashboardFeed } from '../../src/http/dashboard-events.js';
 import type { LockView } from '../../src/http/dashboard-events.js';
 import { dashboardScript } from '../../src/http/dashboard/script.js';
 import type { HoldEvent, PeerEvents, QueueView } from '../../src/runtime/peer.js';
-import { waitFor } from '../integration/helpers.js';
+import { waitFor } from '../support/wait.js';
 
 class FakePeer {
   readonly events = new EventEmitter<PeerEvents>();
