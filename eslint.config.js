@@ -1,13 +1,21 @@
 // ESLint flat config. The one rule that matters most: src/core/ and the pure link stay pure,
 // so the deterministic simulator can run the real protocol code (docs/style.md convention 1).
+// The part boundaries of docs/architecture.md section 1 are kept here too: what each part
+// may not import, as a regex on the import path (relative imports start with ../).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const pureImports = {
-  patterns: [
-    { group: ['node:*', 'ws', 'pino', 'msgpackr', 'prom-client', 'yargs'], message: 'src/core is pure: no I/O modules.' },
-  ],
-};
+const pureImports = [
+  { group: ['node:*', 'ws', 'pino', 'msgpackr', 'prom-client', 'yargs'], message: 'src/core is pure: no I/O modules.' },
+];
+
+/** A pattern forbidding imports of the sibling parts `parts` to the files of part `from`. */
+function partBoundary(from, parts, why) {
+  return { regex: `^(\\.\\./)+(src/)?(${parts.join('|')})(/|$)`, message: `src/${from} imports nothing of src/${parts.join(', src/')}: ${why} (docs/architecture.md section 1).` };
+}
+const coreBoundary = partBoundary('core', ['runtime', 'transport', 'http', 'client', 'tools'], 'the protocol core depends on no other part');
+const transportBoundary = partBoundary('transport', ['runtime', 'http', 'client', 'tools'], 'the links know payloads only as an opaque type with a guard');
+const clientBoundary = partBoundary('client', ['runtime', 'core', 'transport', 'http', 'tools'], 'the client speaks to its peer over HTTP only');
 const pureGlobals = [
   { name: 'Date', message: 'src/core is pure: time is an argument.' },
   { name: 'setTimeout', message: 'src/core is pure: the runtime owns timers.' },
@@ -31,10 +39,27 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  // One config per file set, each with the whole list: a later config's options for a rule
+  // replace an earlier one's, they do not add to them.
+  {
+    files: ['src/transport/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [transportBoundary] }] },
+  },
+  {
+    files: ['src/client/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [clientBoundary] }] },
+  },
+  {
+    files: ['src/core/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [...pureImports, coreBoundary] }] },
+  },
+  {
+    files: ['src/transport/link.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [...pureImports, transportBoundary] }] },
+  },
   {
     files: ['src/core/**/*.ts', 'src/transport/link.ts'],
     rules: {
-      'no-restricted-imports': ['error', pureImports],
       'no-restricted-globals': ['error', ...pureGlobals],
       'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'src/core is pure: randomness is injected.' }],
     },

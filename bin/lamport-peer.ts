@@ -8,6 +8,7 @@ import { hideBin } from 'yargs/helpers';
 import { loadConfig } from '../src/config.js';
 import { isLockError } from '../src/errors.js';
 import { parseSocketMode } from '../src/http/listen-target.js';
+import { limits } from '../src/limits.js';
 import { createLogger, logLevels } from '../src/log.js';
 import { peerExitCodes, startFailureExitCode } from '../src/peer-exit-codes.js';
 import { startPeerServer } from '../src/runtime/server.js';
@@ -51,7 +52,7 @@ async function main(): Promise<void> {
     signals += 1;
     if (signals > 1) process.exit(peerExitCodes.failed);
     logger.info({ signal }, 'stopping: ending local holds, sending releases');
-    const force = setTimeout(() => process.exit(peerExitCodes.failed), 10_000);
+    const force = setTimeout(() => process.exit(peerExitCodes.failed), limits.stopMsMax);
     force.unref();
     server.stop().then(
       () => {

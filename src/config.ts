@@ -42,7 +42,7 @@ export const timingDefaults = { heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000
  */
 export const clockRateMargin = 1.5;
 
-const idPattern = /^[A-Za-z0-9_.-]{1,64}$/;
+const idPattern = new RegExp(`^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$`);
 const knownKeys = new Set(['cluster', 'secret', 'peers', 'heartbeat_ms', 'lease_ms', 'evict_ms', 'tls']);
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -69,7 +69,7 @@ function checkPeer(p: unknown, i: number, problems: string[]): PeerConfig | unde
   }
   const { id, ws, http } = p;
   const before = problems.length;
-  if (typeof id !== 'string' || !idPattern.test(id)) problems.push(`peers[${i}].id must be 1-64 characters of [A-Za-z0-9_.-]`);
+  if (typeof id !== 'string' || !idPattern.test(id)) problems.push(`peers[${i}].id must be 1-${limits.peerIdCharsMax} characters of [A-Za-z0-9_.-]`);
   if (typeof ws !== 'string' || !isWsUrl(ws)) problems.push(`peers[${i}].ws must look like ws://host:port, with a port from 1 to 65535`);
   if (typeof http !== 'string' || parseHostPort(http) === undefined) problems.push(`peers[${i}].http must look like host:port`);
   return problems.length === before ? { id: id as string, ws: ws as string, http: http as string } : undefined;
@@ -99,8 +99,8 @@ function checkPeers(raw: unknown, problems: string[]): PeerConfig[] {
 function checkTiming(raw: Record<string, unknown>, key: string, fallback: number, problems: string[]): number {
   const v = raw[key];
   if (v === undefined) return fallback;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 10 || v > 3_600_000) {
-    problems.push(`${key} must be an integer number of milliseconds between 10 and 3600000`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < limits.timingMsMin || v > limits.timingMsMax) {
+    problems.push(`${key} must be an integer number of milliseconds between ${limits.timingMsMin} and ${limits.timingMsMax}`);
     return fallback;
   }
   return v;
@@ -130,7 +130,7 @@ export function parseConfig(raw: unknown, env: Readonly<Record<string, string | 
   if (!isRecord(raw)) throw new LockError(ErrorCode.ConfigInvalid, 'config must be a JSON object', { problems: ['config must be a JSON object'] });
   for (const key of Object.keys(raw)) if (!knownKeys.has(key)) problems.push(`unknown key ${JSON.stringify(key)}`);
   const cluster = raw['cluster'];
-  if (typeof cluster !== 'string' || cluster.length === 0 || cluster.length > 128) problems.push('cluster must be a name of 1-128 characters');
+  if (typeof cluster !== 'string' || cluster.length === 0 || cluster.length > limits.clusterNameCharsMax) problems.push(`cluster must be a name of 1-${limits.clusterNameCharsMax} characters`);
   const secret = env['LAMPORT_SECRET'] ?? raw['secret'];
   if (typeof secret !== 'string' || secret.length < 8) problems.push('secret (or LAMPORT_SECRET) must be a string of at least 8 characters');
   const peers = checkPeers(raw['peers'], problems);

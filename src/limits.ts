@@ -6,7 +6,10 @@ import { assert } from './assert.js';
 
 /** Hard limits of one peer process. */
 export const limits = {
-  /** Lock names are 1 to this many bytes of UTF-8 (docs/design.md section 6). */
+  /**
+   * Lock names are 1 to this many bytes of UTF-8 (docs/design.md section 6), judged by one rule
+   * at the HTTP boundary and in the peer-link guard (`lockNameProblem` in core/types.ts).
+   */
   lockNameBytesMax: 256,
   /** Largest decoded WebSocket frame between peers. */
   frameBytesMax: 1024 * 1024,
@@ -24,10 +27,25 @@ export const limits = {
   ownerBytesMax: 256,
   /** Largest `meta` object, JSON-encoded. */
   metaBytesMax: 4096,
-  /** Requests in one lock's queue, cluster-wide, as seen by one peer. */
+  /**
+   * Requests in one lock's queue, cluster-wide, as seen by one peer: a local acquire on a lock
+   * whose queue here already holds this many (issued requests of every peer, plus this peer's
+   * own not issued yet) is refused with ERR_LIMIT_EXCEEDED. Requests of other peers are always
+   * queued: refusing one would break the agreement on the order.
+   */
   queuedPerLockMax: 100_000,
   /** Live local requests (waiting or held) on one peer. */
   localRequestsMax: 200_000,
+  /** Ended hold ids remembered, so a late release or refresh is answered with its reason. */
+  endedIdsMax: 10_000,
+  /** Hold ids in a release or refresh body are at most this long (the peer makes 24-character ids). */
+  holdIdCharsMax: 64,
+  /** A no-wait request (timeout_ms 0) waits at most this long for the acks that decide it. */
+  noWaitAckBoundMs: 2000,
+  /** A stopping peer waits at most this long for its releases to be acknowledged. */
+  stopDrainMs: 2000,
+  /** A stop that takes longer than this exits 1 (bin/lamport-peer.ts). */
+  stopMsMax: 10_000,
   /** Unacknowledged bytes kept for resend per link before backpressure. */
   linkUnackedBytesMax: 64 * 1024 * 1024,
   /** Messages in one frame between peers. */
@@ -38,8 +56,34 @@ export const limits = {
   ttlMsMax: 7 * 24 * 3600 * 1000,
   /** Largest semaphore limit. */
   semaphoreLimitMax: 1_000_000,
-  /** Peers in one cluster; the token reserves 10 bits for the peer index. */
+  /** Peers in one cluster; the token reserves 10 bits for the peer index (core/types.ts). */
   peersMax: 1024,
+  /** Peer ids in the config and in a handshake. */
+  peerIdCharsMax: 64,
+  /** The cluster name, in the config and in a handshake. */
+  clusterNameCharsMax: 128,
+  /** Bounds of `heartbeat_ms`, `lease_ms` and `evict_ms` in the config. */
+  timingMsMin: 10,
+  timingMsMax: 3_600_000,
+  /** A `refuse` frame's reason and sentence; the sender cuts its sentence to fit. */
+  refuseReasonCharsMax: 64,
+  refuseMessageCharsMax: 1024,
+  /** A WebSocket closed gracefully is cut if the other side has not closed within this. */
+  wsCloseGraceMs: 1000,
+  /** Largest HTTP request head (Node's maxHeaderSize). */
+  httpHeaderBytesMax: 16 * 1024,
+  /** An idle keep-alive HTTP connection is closed after this. */
+  httpKeepAliveMs: 30_000,
+  /** Sockets the typed client keeps open to its peer. */
+  clientSocketsMax: 256,
+  /** Dashboard streams (GET /v1/events) served at once; more are answered 503. */
+  dashboardStreamsMax: 16,
+  /** Grants and ends the dashboard remembers for a page that connects. */
+  dashboardActivityMax: 200,
+  /** Locks listed in one dashboard snapshot (the rest are counted). */
+  dashboardLocksMax: 500,
+  /** Waiters listed per lock in one dashboard snapshot (the rest are counted). */
+  dashboardWaitersPerLockMax: 100,
   /** How long an inbound stream may wait before it acks what it received (acks are cumulative). */
   linkAckDelayMs: 5,
   /** Reconnect backoff bounds. */
@@ -60,6 +104,11 @@ export const limits = {
   suspendDetectMs: 10,
   /** After a failed write of the clock high-water mark, the next attempt waits this long. */
   clockStoreRetryMs: 1000,
+  /**
+   * How far ahead of the clock the persisted high-water mark reaches; it is rewritten when
+   * the clock comes within half of it (docs/design.md section 4, "Clock floor").
+   */
+  clockReserveAheadTicks: 1_000_000,
 } as const;
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
@@ -67,3 +116,8 @@ assert(limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax < li
 assert(limits.httpBodyBytesMax < limits.httpBodyDrainBytesMax, 'an oversized body is drained past the limit before the cut');
 assert(limits.apiTokenBytesMin < limits.apiTokenBytesMax, 'token length bounds are ordered');
 assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');
+assert(limits.timingMsMin < limits.timingMsMax, 'timing bounds are ordered');
+assert(limits.queuedPerLockMax >= 1 && limits.endedIdsMax >= 1, 'queues and the ended log hold something');
+assert(limits.noWaitAckBoundMs <= limits.timeoutMsMax, 'a no-wait request waits no longer than any request may');
+assert(limits.stopDrainMs < limits.stopMsMax, 'the stop drains its releases within the stop bound');
+assert(limits.refuseMessageCharsMax * 3 < limits.frameBytesMax, 'a refuse sentence fits in a frame (3 bytes of UTF-8 per character at most)');

@@ -10,6 +10,7 @@ import { Agent, request } from 'node:http';
 import type { IncomingMessage, RequestOptions } from 'node:http';
 import type { ErrorCode } from '../errors.js';
 import { LockError } from '../errors.js';
+import { limits } from '../limits.js';
 import { readTokenFile } from '../token-file.js';
 
 export { LockError } from '../errors.js';
@@ -129,7 +130,7 @@ export class LockClient {
   readonly #target: Target;
   readonly #where: string;
   readonly #authorization: string | null;
-  readonly #agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  readonly #agent = new Agent({ keepAlive: true, maxSockets: limits.clientSocketsMax });
 
   constructor(opts: LockClientOptions = {}) {
     const peer = opts.peer ?? process.env['LAMPORT_PEER'] ?? 'http://127.0.0.1:7001';

@@ -23,6 +23,8 @@ export type Effect =
   | { readonly type: 'send'; readonly to: number; readonly packet: Packet }
   | { readonly type: 'granted'; readonly ref: number; readonly lock: string; readonly ts: number; readonly token: bigint; readonly mode: Mode }
   | { readonly type: 'refused'; readonly ref: number; readonly lock: string }
+  /** An acquire refused at once: its lock's queue holds limits.queuedPerLockMax requests already. */
+  | { readonly type: 'full'; readonly ref: number; readonly lock: string }
   | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' };
 
 /** Why a waiting request is not granted yet, for the 423 / 503 answer of a timeout. */
@@ -39,7 +41,7 @@ export class EffectBuffer {
   #effects: Effect[] = [];
   readonly #outbox = new Map<number, PeerMessage[]>();
 
-  /** A local effect (granted, refused, ended), kept in the order it happened. */
+  /** A local effect (granted, refused, full, ended), kept in the order it happened. */
   push(effect: Effect): void {
     this.#effects.push(effect);
   }

@@ -55,6 +55,8 @@ export class LockTable {
   readonly #waitingLocks = new Map<string, number>();
   /** Locks where some waiting request of ours is a no-wait one (their scans go to the end). */
   readonly #noWaitLocks = new Map<string, number>();
+  /** Requests of ours not issued yet, per lock: they count towards limits.queuedPerLockMax. */
+  readonly #pendingLocks = new Map<string, number>();
 
   constructor(self: number, rank: PeerRank) {
     this.#self = self;
@@ -64,7 +66,9 @@ export class LockTable {
   /** Registers a request of ours, not issued yet; refs are unique. */
   addOwn(own: OwnRequest): void {
     assert(!this.#own.has(own.ref), 'acquire refs are unique');
+    assert(own.state === 'pending', 'a request of ours starts pending');
     this.#own.set(own.ref, own);
+    this.#pendingLocks.set(own.lock, (this.#pendingLocks.get(own.lock) ?? 0) + 1);
   }
 
   /** The request of ours with that ref, if it is live. */
@@ -86,7 +90,7 @@ export class LockTable {
   /** Forgets a request of ours, and takes it out of the queues if it was issued. */
   dropOwn(own: OwnRequest): void {
     this.#own.delete(own.ref);
-    if (own.state === 'pending') return;
+    if (own.state === 'pending') return decrement(this.#pendingLocks, own.lock);
     if (own.state === 'waiting') this.stopWaiting(own);
     this.#ownByTs.delete(own.ts);
     this.remove(own.lock, own.ts, this.#self);
@@ -94,6 +98,7 @@ export class LockTable {
 
   /** Queues a request of ours just issued (rule 1) and counts it as waiting; returns it. */
   enqueueOwn(own: OwnRequest): QueuedRequest {
+    decrement(this.#pendingLocks, own.lock);
     this.#ownByTs.set(own.ts, own);
     this.#waitingLocks.set(own.lock, (this.#waitingLocks.get(own.lock) ?? 0) + 1);
     if (own.noWait) this.#noWaitLocks.set(own.lock, (this.#noWaitLocks.get(own.lock) ?? 0) + 1);
@@ -171,6 +176,11 @@ export class LockTable {
       if (blocksAll(ahead) && !this.#noWaitLocks.has(lock)) break;
     }
     return decided;
+  }
+
+  /** Requests of one lock: its queue (every peer's issued ones) and ours not issued yet. */
+  queued(lock: string): number {
+    return (this.#queues.get(lock)?.size ?? 0) + (this.#pendingLocks.get(lock) ?? 0);
   }
 
   /** Index of `(ts, peer)` in that lock's queue, or -1 when it is not queued. */

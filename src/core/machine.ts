@@ -5,6 +5,7 @@
  * very same code under any interleaving it draws from a seed.
  */
 import { assert, assertNever } from '../assert.js';
+import { limits } from '../limits.js';
 import type { Effect, Explanation, MachineEvent } from './effects.js';
 import { EffectBuffer } from './effects.js';
 import type { MachineFaults } from './faults.js';
@@ -46,7 +47,7 @@ export class Machine {
   readonly #out = new EffectBuffer();
 
   constructor(opts: MachineOptions) {
-    assert(opts.peerCount >= 1 && opts.peerCount <= 1024, 'peer count in 1..1024');
+    assert(opts.peerCount >= 1 && opts.peerCount <= limits.peersMax, 'peer count in 1..limits.peersMax');
     assert(opts.self >= 0 && opts.self < opts.peerCount, 'self is a configured peer');
     this.self = opts.self;
     this.peerCount = opts.peerCount;
@@ -124,6 +125,13 @@ export class Machine {
   }
 
   #onAcquire(ref: number, lock: string, spec: RequestSpec, noWait: boolean): void {
+    // A limit on every queue (docs/style.md convention 9): a new request of ours is refused
+    // when its lock already has this many here. Other peers' requests are always queued:
+    // refusing one would break the agreement on the order.
+    if (this.#locks.queued(lock) >= limits.queuedPerLockMax) {
+      this.#out.push({ type: 'full', ref, lock });
+      return;
+    }
     const own: OwnRequest = { ref, lock, spec, noWait, ts: 0, state: 'pending' };
     this.#locks.addOwn(own);
     // A request leaves only while we are synced AND hold a lease: a request issued without

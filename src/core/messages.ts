@@ -4,8 +4,9 @@
  * `lastTs[sender]` becomes at least that clock, which is what an ACK is for, so an ACK is
  * simply a packet with no messages.
  */
+import { limits } from '../limits.js';
 import type { Meta, Mode, QueuedRequest } from './types.js';
-import { modes } from './types.js';
+import { lockNameProblem, modes, utf8Length } from './types.js';
 
 /** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}. */
 export interface RequestMessage {
@@ -55,8 +56,9 @@ function isTs(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
+/** The HTTP API's rule, so that every name a peer admits passes every other peer's guard. */
 function isLockName(v: unknown): v is string {
-  return typeof v === 'string' && v.length > 0 && v.length <= 1024;
+  return typeof v === 'string' && lockNameProblem(v) === null;
 }
 
 function isRequestMessage(v: Record<string, unknown>): boolean {
@@ -68,9 +70,12 @@ function isRequestMessage(v: Record<string, unknown>): boolean {
     (modes as readonly string[]).includes(mode) &&
     isTs(limit) &&
     limit >= 1 &&
+    limit <= limits.semaphoreLimitMax &&
     isTs(permits) &&
     permits >= 1 &&
+    permits <= limit &&
     typeof owner === 'string' &&
+    utf8Length(owner) <= limits.ownerBytesMax &&
     (meta === null || isRecord(meta)) &&
     isTs(at)
   );

@@ -2,6 +2,8 @@
  * Shared vocabulary of the protocol core. Peers are named by their index in the cluster
  * configuration (0..N-1): the index breaks timestamp ties and is the low bits of a token.
  */
+import { assert } from '../assert.js';
+import { limits } from '../limits.js';
 
 /** Grant modes of docs/design.md section 3. A request with a `limit` is a semaphore request. */
 export type Mode = 'exclusive' | 'shared' | 'semaphore';
@@ -58,6 +60,8 @@ export function formatIncarnation(inc: Incarnation): string {
 /** Bits of a token reserved for the peer index (docs/design.md section 3: ts * 1024 + index). */
 export const tokenPeerFactor = 1024;
 
+assert(limits.peersMax <= tokenPeerFactor, 'every peer index fits in the low bits of a token');
+
 /**
  * The fencing token of a request: `ts * 1024 + peer index`. Exact as a JS number while
  * ts < 2^43 (clock values are wall-clock milliseconds plus message counts, about 1.8e12
@@ -75,4 +79,41 @@ export function isIncarnation(v: unknown): v is Incarnation {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
   const { startMs, nonce } = v as Record<string, unknown>;
   return Number.isSafeInteger(startMs) && Number.isSafeInteger(nonce) && (startMs as number) >= 0 && (nonce as number) >= 0;
+}
+
+/**
+ * Bytes `s` takes in UTF-8, without encoding it; a lone surrogate counts 3, as TextEncoder
+ * (and msgpackr) write U+FFFD for it. The HTTP API and the peer-link guards measure with it.
+ */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/** A lone (unpaired) surrogate: what no valid UTF-8 decodes to. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Why `name` is not a lock name, or null when it is one (docs/design.md section 6): 1 to
+ * `limits.lockNameBytesMax` bytes of UTF-8, no control characters (C0, DEL, C1), and valid
+ * UTF-8 (no U+FFFD, which a decoder puts for invalid bytes, and no lone surrogate). The HTTP
+ * API and the peer-link guard judge names by this one rule, so a name one peer admits is
+ * never a malformed frame to another.
+ */
+export function lockNameProblem(name: string): string | null {
+  const bytes = utf8Length(name);
+  if (bytes === 0 || bytes > limits.lockNameBytesMax) return `lock name must be 1 to ${limits.lockNameBytesMax} bytes of UTF-8, got ${bytes}`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) return 'lock name must not contain control characters';
+  if (name.includes('\uFFFD') || loneSurrogate.test(name)) return 'lock name must be valid UTF-8';
+  return null;
 }

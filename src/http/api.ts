@@ -89,7 +89,7 @@ export class HttpApi {
     this.#peer = peer;
     this.#access = access;
     this.#log = logger.child({ component: 'http' });
-    this.#server = createServer({ keepAliveTimeout: 30_000, requestTimeout: 0, maxHeaderSize: 16 * 1024 }, (req, res) => {
+    this.#server = createServer({ keepAliveTimeout: limits.httpKeepAliveMs, requestTimeout: 0, maxHeaderSize: limits.httpHeaderBytesMax }, (req, res) => {
       this.#handle(req, res).catch((err: unknown) => this.#onError(req, res, err));
     });
     this.#server.on('clientError', (err, socket) => {

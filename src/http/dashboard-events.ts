@@ -17,7 +17,9 @@
 import type { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode } from '../errors.js';
+import { limits } from '../limits.js';
 import type { HoldEvent, PeerEvents, QueueView } from '../runtime/peer.js';
 import type { Activity } from './dashboard-activity.js';
 import { QueueDiff, RateWindow, activityOfHold } from './dashboard-activity.js';
@@ -36,6 +38,23 @@ export interface DashboardSource {
   locks(): LockView[];
 }
 
+/**
+ * The clocks and timers the feed runs on: Node's unless a test passes virtual ones, so the
+ * throttle can be checked without depending on how fast the test machine is.
+ */
+export type FeedClock = Pick<Env, 'monoMs' | 'wallMs' | 'after' | 'every' | 'clear'>;
+
+/** Node's clocks; the timers are unref'd, so an open page never keeps a stopping process alive. */
+const nodeFeedClock: FeedClock = {
+  monoMs: () => performance.now(),
+  wallMs: () => Date.now(),
+  after: (ms, fn) => setTimeout(fn, ms).unref() as unknown as Timer,
+  every: (ms, fn) => setInterval(fn, ms).unref() as unknown as Timer,
+  clear: (timer) => {
+    if (timer !== null) clearTimeout(timer as unknown as NodeJS.Timeout);
+  },
+};
+
 /** Limits and rates of the feed. */
 export interface DashboardFeedOptions {
   /** Concurrent SSE clients; more are answered 503. */
@@ -52,17 +71,23 @@ export interface DashboardFeedOptions {
   readonly waitersPerLockMax: number;
   /** The grants-per-second figure averages over this window. */
   readonly rateWindowMs: number;
+  /** How long a browser waits before it reconnects a dropped stream (the SSE `retry`). */
+  readonly retryMs: number;
+  /** Clocks and timers (Node's by default). */
+  readonly clock: FeedClock;
 }
 
-/** Defaults: a handful of operators' browsers, 10 pushes a second at most. */
+/** Defaults: a handful of operators' browsers, 10 pushes a second at most; the bounds are in limits.ts. */
 export const dashboardFeedDefaults: DashboardFeedOptions = {
-  clientsMax: 16,
+  clientsMax: limits.dashboardStreamsMax,
   pushIntervalMs: 100,
   linkRefreshMs: 1000,
-  activityMax: 200,
-  locksMax: 500,
-  waitersPerLockMax: 100,
+  activityMax: limits.dashboardActivityMax,
+  locksMax: limits.dashboardLocksMax,
+  waitersPerLockMax: limits.dashboardWaitersPerLockMax,
   rateWindowMs: 10_000,
+  retryMs: 2000,
+  clock: nodeFeedClock,
 };
 
 interface FeedClient {
@@ -85,14 +110,16 @@ export class DashboardFeed {
   readonly #localGrants: RateWindow;
   /** Grants of every peer: this peer's own plus the other peers' holds seen in its queues. */
   readonly #seenGrants: RateWindow;
-  #pushTimer: NodeJS.Timeout | null = null;
-  #linkTimer: NodeJS.Timeout | null = null;
+  readonly #clock: FeedClock;
+  #pushTimer: Timer | null = null;
+  #linkTimer: Timer | null = null;
   #lastPushMs = -Infinity;
   #closed = false;
 
   constructor(source: DashboardSource, opts: Partial<DashboardFeedOptions> = {}) {
     this.#source = source;
     this.#opts = { ...dashboardFeedDefaults, ...opts };
+    this.#clock = this.#opts.clock;
     this.#localGrants = new RateWindow(this.#opts.rateWindowMs);
     this.#seenGrants = new RateWindow(this.#opts.rateWindowMs);
     // Listening from the start: the activity list and the rate do not wait for a page. The
@@ -121,7 +148,7 @@ export class DashboardFeed {
     this.#clients.add(client);
     res.on('close', () => this.#remove(client));
     res.on('drain', () => this.#onDrain(client));
-    this.#write(client, 'retry: 2000\n\n');
+    this.#write(client, `retry: ${this.#opts.retryMs}\n\n`);
     this.#send(client, 'activity', this.#activity);
     this.#send(client, 'state', this.#state());
   };
@@ -136,7 +163,7 @@ export class DashboardFeed {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#pushTimer !== null) {
-      clearTimeout(this.#pushTimer);
+      this.#clock.clear(this.#pushTimer);
       this.#push();
     }
     this.#source.events.off('changed', this.#onChanged);
@@ -148,23 +175,21 @@ export class DashboardFeed {
   }
 
   #startLinkTimer(): void {
-    this.#linkTimer = setInterval(this.#onLinkTick, this.#opts.linkRefreshMs);
-    this.#linkTimer.unref();
+    this.#linkTimer = this.#clock.every(this.#opts.linkRefreshMs, this.#onLinkTick);
   }
 
   #remove(client: FeedClient): void {
     if (!this.#clients.delete(client)) return;
     if (this.#clients.size > 0) return;
-    if (this.#linkTimer !== null) clearInterval(this.#linkTimer);
+    this.#clock.clear(this.#linkTimer);
     this.#linkTimer = null;
   }
 
   /** Throttle: the first change after a quiet period is pushed on the next turn, then at most once per interval. */
   readonly #onChanged = (): void => {
     if (this.#pushTimer !== null || this.#closed) return;
-    const waitMs = Math.max(0, this.#lastPushMs + this.#opts.pushIntervalMs - performance.now());
-    this.#pushTimer = setTimeout(this.#push, waitMs);
-    this.#pushTimer.unref();
+    const waitMs = Math.max(0, this.#lastPushMs + this.#opts.pushIntervalMs - this.#clock.monoMs());
+    this.#pushTimer = this.#clock.after(waitMs, this.#push);
   };
 
   readonly #onHold = (e: HoldEvent): void => {
@@ -175,10 +200,10 @@ export class DashboardFeed {
 
   readonly #push = (): void => {
     this.#pushTimer = null;
-    this.#lastPushMs = performance.now();
+    this.#lastPushMs = this.#clock.monoMs();
     const locks = this.#source.locks();
     const reported = new Set(this.#pending.map((a) => a.token));
-    const fresh = [...this.#pending, ...this.#diff.next(locks, Date.now(), reported)];
+    const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported)];
     this.#pending.length = 0;
     if (fresh.length > 0) {
       this.#remember(fresh);
@@ -189,7 +214,7 @@ export class DashboardFeed {
   };
 
   readonly #onLinkTick = (): void => {
-    const now = Date.now();
+    const now = this.#clock.wallMs();
     this.#broadcast('cluster', { now, cluster: this.#source.cluster(), rates: this.#rates(now) });
   };
 
@@ -214,7 +239,7 @@ export class DashboardFeed {
       waiters: l.waiters.slice(0, this.#opts.waitersPerLockMax),
       waiters_total: l.waiters.length,
     }));
-    const now = Date.now();
+    const now = this.#clock.wallMs();
     return { now, cluster: this.#source.cluster(), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
   }
 

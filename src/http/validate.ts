@@ -3,6 +3,7 @@
  * body checked, every problem a 400 with a sentence. Past this file the code trusts types.
  */
 import type { Meta, Mode } from '../core/types.js';
+import { lockNameProblem, utf8Length } from '../core/types.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { AcquireOptions } from '../runtime/holds.js';
@@ -10,19 +11,14 @@ import type { AcquireOptions } from '../runtime/holds.js';
 /** Acquire defaults of docs/design.md section 6. */
 export const acquireDefaults = { timeoutMs: 30_000, ttlMs: 60_000 } as const;
 
-const utf8 = new TextEncoder();
-
 function bad(message: string): LockError {
   return new LockError(ErrorCode.BadRequest, message);
 }
 
-/** A lock name: 1 to 256 bytes of UTF-8, no control characters. */
+/** A lock name: the one rule of `lockNameProblem` (the peer links check names by it too). */
 export function checkLockName(name: string): string {
-  const bytes = utf8.encode(name).length;
-  if (bytes === 0 || bytes > limits.lockNameBytesMax) throw bad(`lock name must be 1 to ${limits.lockNameBytesMax} bytes of UTF-8, got ${bytes}`);
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f-\u009f]/.test(name)) throw bad('lock name must not contain control characters');
-  if (name.includes('\uFFFD')) throw bad('lock name must be valid UTF-8');
+  const problem = lockNameProblem(name);
+  if (problem !== null) throw bad(problem);
   return name;
 }
 
@@ -71,10 +67,10 @@ function checkMode(body: Record<string, unknown>, limit: number | undefined): Mo
 
 function checkOwnerMeta(body: Record<string, unknown>): { owner: string; meta: Meta | null } {
   const owner = body['owner'] ?? '';
-  if (typeof owner !== 'string' || utf8.encode(owner).length > limits.ownerBytesMax) throw bad(`owner must be a string of at most ${limits.ownerBytesMax} bytes`);
+  if (typeof owner !== 'string' || utf8Length(owner) > limits.ownerBytesMax) throw bad(`owner must be a string of at most ${limits.ownerBytesMax} bytes`);
   const meta = body['meta'] ?? null;
   if (meta !== null && !isRecord(meta)) throw bad('meta must be a JSON object');
-  if (meta !== null && utf8.encode(JSON.stringify(meta)).length > limits.metaBytesMax) throw bad(`meta must encode to at most ${limits.metaBytesMax} bytes of JSON`);
+  if (meta !== null && utf8Length(JSON.stringify(meta)) > limits.metaBytesMax) throw bad(`meta must encode to at most ${limits.metaBytesMax} bytes of JSON`);
   return { owner, meta };
 }
 
@@ -100,7 +96,7 @@ export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
 export function parseRelease(body: Record<string, unknown>): { id: string } {
   checkKeys(body, ['id']);
   const id = body['id'];
-  if (typeof id !== 'string' || id.length === 0 || id.length > 64) throw bad('id must be the hold id returned by acquire');
+  if (typeof id !== 'string' || id.length === 0 || id.length > limits.holdIdCharsMax) throw bad('id must be the hold id returned by acquire');
   return { id };
 }
 

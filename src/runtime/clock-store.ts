@@ -89,9 +89,6 @@ export class FileClockStore implements ClockStore {
   }
 }
 
-/** How far ahead of the clock each reservation reaches. */
-export const reserveAheadTicks = 1_000_000;
-
 /** The reservation ahead of the clock, kept through a failing store. */
 export class ClockReservation {
   readonly #store: ClockStore;
@@ -125,9 +122,9 @@ export class ClockReservation {
 
   /** Makes sure the persisted mark is above `clock`, writing only when it comes near. */
   reserve(clock: number): void {
-    if (clock + reserveAheadTicks / 2 < this.#reserved) return;
+    if (clock + limits.clockReserveAheadTicks / 2 < this.#reserved) return;
     if (this.#failing !== null && this.#env.monoMs() < this.#retryAtMs && clock < this.#reserved) return;
-    const next = clock + reserveAheadTicks;
+    const next = clock + limits.clockReserveAheadTicks;
     try {
       this.#store.write(next);
     } catch (err) {

@@ -17,9 +17,6 @@ import { EndedLog } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './peer-views.js';
 
-/** Bounded wait for acks of a no-wait (timeout_ms 0) request before answering 503. */
-const noWaitAckBoundMs = 2000;
-
 /** What local holds use of their peer runtime. */
 export interface HoldsHost {
   /** This peer's id, on every grant. */
@@ -48,7 +45,7 @@ export class LocalHolds {
   readonly #log: Logger;
   readonly #requests = new Map<string, LocalRequest>();
   readonly #byRef = new Map<number, LocalRequest>();
-  readonly #ended = new EndedLog(10_000);
+  readonly #ended = new EndedLog(limits.endedIdsMax);
   #nextRef = 1;
   /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
   readonly #idPrefix: string;
@@ -96,10 +93,25 @@ export class LocalHolds {
     };
     this.#requests.set(req.id, req);
     this.#byRef.set(ref, req);
-    const waitMs = opts.timeoutMs === 0 ? noWaitAckBoundMs : opts.timeoutMs;
+    const waitMs = opts.timeoutMs === 0 ? limits.noWaitAckBoundMs : opts.timeoutMs;
     req.waitTimer = this.#env.after(waitMs, () => this.#onWaitTimeout(req));
     this.#host.step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
     return { id, clientGone: () => this.#onClientGone(req) };
+  }
+
+  /**
+   * The core refused request `ref` at once: its lock's queue already holds
+   * limits.queuedPerLockMax requests. Nothing was queued or sent; like a full table, the
+   * refusal leaves no trace (no ended id, no acquire outcome).
+   */
+  onQueueFull(ref: number): void {
+    const req = this.#byRef.get(ref);
+    assert(req !== undefined && req.state === 'waiting', 'a request refused for a full queue is a local waiter');
+    req.state = 'ended';
+    this.#clearTimer(req, 'waitTimer');
+    this.#requests.delete(req.id);
+    this.#byRef.delete(ref);
+    req.callbacks.failed(new LockError(ErrorCode.LimitExceeded, `lock ${JSON.stringify(req.lock)} already has ${limits.queuedPerLockMax} requests queued; try again later`));
   }
 
   /** The core granted request `ref`: it becomes a hold, with its TTL. */

@@ -12,6 +12,7 @@ import type { LocalRequest } from './holds.js';
 /** The read-only view of a peer that the collectors need. */
 export interface MetricsSource {
   readonly id: string;
+  /** Link counters of the process: monotonic across rejoins (each new mesh counts from 0). */
   meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
   meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
   coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
@@ -33,7 +34,9 @@ const holdBucketsSeconds = [0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 3
 
 /**
  * A Prometheus counter mirroring a monotonic count that another component owns (the
- * mesh's link counters). On each scrape it adds the growth since the previous scrape, so
+ * link counters, summed over every incarnation's mesh by PeerRuntime.meshStats: a rejoin's
+ * new mesh starts at 0, and a counter read from it alone would stall until it caught up
+ * with the old one). On each scrape it adds the growth since the previous scrape, so
  * the exposed type is `counter` and rate() works. prom-client has no `set` on counters on
  * purpose; its maintainers point to `collect()` for values kept elsewhere
  * (prometheus/client_js#534) and call `reset()` a testing aid (#192), hence the delta.

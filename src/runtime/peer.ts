@@ -16,7 +16,9 @@ import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
+import type { MeshStats } from '../transport/mesh.js';
 import type { ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import type { PlantedFaults } from './faults.js';
@@ -83,6 +85,8 @@ export class PeerRuntime {
   readonly #holds: LocalHolds;
   readonly #views: PeerViews;
   #session: Session | null = null;
+  /** The link counters of every incarnation before the current one, summed. */
+  #pastMeshStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
   #stopping = false;
   #rejoining = false;
   /**
@@ -191,6 +195,7 @@ export class PeerRuntime {
     this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
     this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
     old.close();
+    this.#pastMeshStats = addMeshStats(this.#pastMeshStats, old.meshStats());
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
     this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1));
     this.#session.start();
@@ -225,6 +230,9 @@ export class PeerRuntime {
         break;
       case 'refused':
         this.#holds.onRefused(effect.ref);
+        break;
+      case 'full':
+        this.#holds.onQueueFull(effect.ref);
         break;
       case 'ended':
         this.#holds.endByCore(effect.ref, effect.reason);
@@ -327,9 +335,12 @@ export class PeerRuntime {
     return this.#views.degraded();
   }
 
-  /** Link statistics for metrics. */
-  meshStats(): ReturnType<Session['meshStats']> {
-    return this.session().meshStats();
+  /**
+   * Link counters of this process, for metrics: every incarnation's mesh counts from 0, so
+   * the counters of the ones before are added and a counter never goes back at a rejoin.
+   */
+  meshStats(): MeshStats {
+    return addMeshStats(this.#pastMeshStats, this.session().meshStats());
   }
 
   /** Mesh link status for metrics. */
@@ -353,9 +364,19 @@ export class PeerRuntime {
     this.#stopping = true;
     const session = this.#session;
     this.#holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
-    if (!(await session.drain(2000))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
+    if (!(await session.drain(limits.stopDrainMs))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
     session.close();
     this.#reservation.reserve(session.machine.clock);
     this.#log.info('peer stopped');
   }
+}
+
+function addMeshStats(a: MeshStats, b: MeshStats): MeshStats {
+  return {
+    framesSent: a.framesSent + b.framesSent,
+    messagesSent: a.messagesSent + b.messagesSent,
+    bytesSent: a.bytesSent + b.bytesSent,
+    framesReceived: a.framesReceived + b.framesReceived,
+    messagesDropped: a.messagesDropped + b.messagesDropped,
+  };
 }

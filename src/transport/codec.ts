@@ -151,8 +151,9 @@ function isBytes(v: unknown, length: number): boolean {
   return v instanceof Uint8Array && v.length === length;
 }
 
-function isName(v: unknown): v is string {
-  return typeof v === 'string' && v.length > 0 && v.length <= 256;
+/** A non-empty string of at most `max` characters: the config's bounds on ids and names. */
+function isName(v: unknown, max: number): v is string {
+  return typeof v === 'string' && v.length > 0 && v.length <= max;
 }
 
 /** Shape guard for an incarnation from the network (one guard, in core/types.ts). */
@@ -160,13 +161,15 @@ export { isIncarnation };
 
 const handshakeChecks: Record<string, (f: Rec) => boolean> = {
   hello: (f) =>
-    isCount(f['v']) && isName(f['cluster']) && isName(f['from']) && isName(f['to']) &&
+    isCount(f['v']) && isName(f['cluster'], limits.clusterNameCharsMax) &&
+    isName(f['from'], limits.peerIdCharsMax) && isName(f['to'], limits.peerIdCharsMax) &&
     isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes),
   challenge: (f) => isBytes(f['nonce'], nonceBytes),
   auth: (f) => isBytes(f['mac'], macBytes),
   welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isBytes(f['mac'], macBytes),
   refuse: (f) =>
-    typeof f['reason'] === 'string' && f['reason'].length <= 64 && typeof f['message'] === 'string' && f['message'].length <= 1024 &&
+    typeof f['reason'] === 'string' && f['reason'].length <= limits.refuseReasonCharsMax &&
+    typeof f['message'] === 'string' && f['message'].length <= limits.refuseMessageCharsMax &&
     (f['known'] === undefined || isIncarnation(f['known'])),
   ack: (f) => isCount(f['ack']),
   hb: (f) => isMs(f['sentAtMs']) && (f['clock'] === undefined || isCount(f['clock'])),

@@ -118,7 +118,7 @@ export class FrameSocket<P> {
     const reason = refuseReasonOf(err) ?? err.code;
     this.#log.warn({ code: err.code, reason, details: err.details }, `closing connection: ${err.message}`);
     const known = knownOf(err);
-    this.send({ t: 'refuse', reason, message: err.message.slice(0, 1024), ...(known === undefined ? {} : { known }) });
+    this.send({ t: 'refuse', reason, message: err.message.slice(0, limits.refuseMessageCharsMax), ...(known === undefined ? {} : { known }) });
     this.close(closeCodeOf(err), reason);
   }
 

@@ -13,9 +13,6 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { limits } from '../limits.js';
 import type { Listener, Network, RawSocket, SocketHandlers } from './network.js';
 
-/** How long a closing socket may take to finish its close handshake before it is cut. */
-const closeGraceMs = 1000;
-
 /** PEM material for wss, already read from the configured files. */
 export interface TlsMaterial {
   readonly cert: Buffer;
@@ -64,7 +61,7 @@ class WsSocket implements RawSocket {
       return;
     }
     this.#ws.close(code, reason.slice(0, 120));
-    setTimeout(() => this.#ws.terminate(), closeGraceMs).unref();
+    setTimeout(() => this.#ws.terminate(), limits.wsCloseGraceMs).unref();
   }
 
   terminate(): void {

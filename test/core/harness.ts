@@ -14,11 +14,12 @@ export function spec(mode: Mode = 'exclusive', limit = 1, permits = 1): RequestS
   return { mode, limit, permits, owner: 'test', meta: null, requestedAtMs: 1_735_000_000_000 };
 }
 
-/** Effects other than sends, as short strings: `granted 1`, `refused 2`, `ended 3 lease_lost`. */
+/** Effects other than sends, as short strings: `granted 1`, `refused 2`, `full 3`, `ended 4 lease_lost`. */
 export function outcomes(effects: readonly Effect[]): string[] {
   return effects.flatMap((f) => {
     if (f.type === 'granted') return [`granted ${f.ref}`];
     if (f.type === 'refused') return [`refused ${f.ref}`];
+    if (f.type === 'full') return [`full ${f.ref}`];
     if (f.type === 'ended') return [`ended ${f.ref} ${f.reason}`];
     return [];
   });

@@ -4,7 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
+import type { RequestMessage } from '../../src/core/messages.js';
 import { tokenOf } from '../../src/core/types.js';
+import { limits } from '../../src/limits.js';
 import { Net, outcomes, spec } from './harness.js';
 
 describe('Machine: grants', () => {
@@ -183,5 +185,34 @@ describe('Machine: membership', () => {
     expect(outcomes(m.step({ type: 'lease', valid: false }))).toEqual(['ended 1 lease_lost']);
     expect(outcomes(m.step({ type: 'acquire', ref: 2, lock: 'a', spec: spec(), noWait: false }))).toEqual([]);
     expect(outcomes(m.step({ type: 'lease', valid: true }))).toEqual(['granted 2']);
+  });
+});
+
+describe('Machine: bounded queues', () => {
+  const max = limits.queuedPerLockMax;
+
+  it('refuses a request of ours, sending nothing, once its lock has queuedPerLockMax requests here (pending ones count)', () => {
+    // Two peers, the other never joined: every request of ours stays pending, and counts.
+    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+    for (let ref = 1; ref <= max; ref++) expect(m.step({ type: 'acquire', ref, lock: 'a', spec: spec(), noWait: false })).toEqual([]);
+    expect(m.step({ type: 'acquire', ref: max + 1, lock: 'a', spec: spec(), noWait: false })).toEqual([{ type: 'full', ref: max + 1, lock: 'a' }]);
+    expect(m.stats().own).toBe(max);
+    expect(m.step({ type: 'acquire', ref: max + 2, lock: 'b', spec: spec(), noWait: false })).toEqual([]); // Another lock has room.
+    m.step({ type: 'release', ref: 1 });
+    expect(m.step({ type: 'acquire', ref: max + 3, lock: 'a', spec: spec(), noWait: false })).toEqual([]); // A slot came free.
+  });
+
+  it('counts the other peers\' requests, and still queues every one of theirs past the limit', () => {
+    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+    const inc = { startMs: 1, nonce: 1 };
+    m.step({ type: 'joined', peer: 1, inc, clock: 0 });
+    const req = (ts: number): RequestMessage => ({ t: 'req', lock: 'a', ts, mode: 'exclusive', limit: 1, permits: 1, owner: '', meta: null, at: 0 });
+    const theirs = Array.from({ length: max }, (_, i) => req(i + 1));
+    m.step({ type: 'packet', from: 1, inc, packet: { c: max + 1, m: theirs } });
+    expect(outcomes(m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false }))).toEqual(['full 1']);
+    m.step({ type: 'packet', from: 1, inc, packet: { c: max + 2, m: [req(max + 2)] } });
+    expect(m.queue('a')).toHaveLength(max + 1); // Refusing theirs would break the agreement on the order.
+    expect(outcomes(m.step({ type: 'acquire', ref: 2, lock: 'b', spec: spec(), noWait: false }))).toEqual([]); // Issued: it waits for an ack.
+    expect(m.explain(2)?.state).toBe('waiting');
   });
 });

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Ahead } from '../../src/core/modes.js';
 import { addAhead, admits, blocksAll, emptyAhead } from '../../src/core/modes.js';
 import type { QueuedRequest } from '../../src/core/types.js';
-import { testSeed } from './seed.js';
+import { testSeed } from '../support/seed.js';
 
 const requestArb: fc.Arbitrary<QueuedRequest> = fc
   .record({

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { RequestQueue, compareRequests } from '../../src/core/request-queue.js';
 import type { QueuedRequest } from '../../src/core/types.js';
-import { testSeed } from './seed.js';
+import { testSeed } from '../support/seed.js';
 
 type Op =
   | { readonly op: 'insert'; readonly ts: number; readonly peer: number }

@@ -5,9 +5,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { Prng } from '../support/prng.js';
+import { delay } from '../support/wait.js';
 import type { FencedRegister } from './fenced-register.js';
 import type { AcquireOutcome, Op, OpMode } from './history.js';
-import type { Rng } from './prng.js';
 
 /** Client loop parameters. */
 export interface ClientOptions {
@@ -44,10 +45,6 @@ async function post(url: string, body: unknown, waitMs: number): Promise<Answer>
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 function outcomeOf(status: number): AcquireOutcome {
   if (status === 200) return 'granted';
   if (status === 423) return 'timeout';
@@ -60,11 +57,11 @@ export class Client {
   readonly name: string;
   readonly peer: string;
   readonly #opts: ClientOptions;
-  readonly #rng: Rng;
+  readonly #rng: Prng;
   #stopping = false;
   #done: Promise<void> | null = null;
 
-  constructor(name: string, peer: string, rng: Rng, opts: ClientOptions) {
+  constructor(name: string, peer: string, rng: Prng, opts: ClientOptions) {
     this.name = name;
     this.peer = peer;
     this.#rng = rng;
@@ -87,7 +84,7 @@ export class Client {
     while (!this.#stopping) {
       const op = await this.#acquire(this.#rng.pick(locks), this.#mode());
       if (op.outcome === 'granted') await this.#hold(op);
-      else await sleep(op.outcome === 'no-answer' ? this.#rng.int(100, 300) : this.#rng.int(10, 100));
+      else await delay(op.outcome === 'no-answer' ? this.#rng.int(100, 300) : this.#rng.int(10, 100));
     }
   }
 
@@ -140,8 +137,8 @@ export class Client {
    */
   async #hold(op: Op): Promise<void> {
     if (op.mode === 'exclusive') await this.#increments(op);
-    else await sleep(this.#pauseMs());
-    await sleep(this.#rng.int(0, 20));
+    else await delay(this.#pauseMs());
+    await delay(this.#rng.int(0, 20));
     await this.#release(op);
   }
 
@@ -156,7 +153,7 @@ export class Client {
         this.#refused(op);
         break;
       }
-      await sleep(this.#pauseMs());
+      await delay(this.#pauseMs());
       if (register.write(token, value + 1)) op.writesAccepted++;
       else {
         this.#refused(op);

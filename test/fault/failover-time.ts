@@ -9,6 +9,7 @@
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { waitFor } from '../support/wait.js';
 
 interface Timings {
   readonly name: string;
@@ -28,12 +29,9 @@ async function post(url: string, body: unknown): Promise<{ status: number; body:
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, boundMs: number): Promise<void> {
-  const deadline = performance.now() + boundMs;
-  while (!(await check().catch(() => false))) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${boundMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** A check against a peer that may not answer yet (it is restarting): no answer is a no. */
+function orFalse(check: () => Promise<boolean>): () => Promise<boolean> {
+  return () => check().catch(() => false);
 }
 
 async function getJson(url: string): Promise<Record<string, unknown>> {
@@ -45,7 +43,7 @@ async function trial(cluster: LocalCluster, victim: string, waiter: string, lock
   const held = await post(`${cluster.url(victim)}/v1/locks/${lock}/acquire`, { ttl_ms: 600_000 });
   if (held.status !== 200) throw new Error(`holder's acquire answered ${held.status}`);
   const waiting = post(`${cluster.url(waiter)}/v1/locks/${lock}/acquire`, { timeout_ms: 10 * t.evictMs, ttl_ms: 60_000 });
-  await waitFor('the waiter queued', async () => ((await getJson(`${cluster.url(waiter)}/v1/locks/${lock}`))['waiters'] as unknown[]).length === 1, 10_000);
+  await waitFor('the waiter queued', orFalse(async () => ((await getJson(`${cluster.url(waiter)}/v1/locks/${lock}`))['waiters'] as unknown[]).length === 1), 10_000);
   const killedAt = performance.now();
   await cluster.stopPeer(victim, 'SIGKILL');
   const got = await waiting;
@@ -54,10 +52,10 @@ async function trial(cluster: LocalCluster, victim: string, waiter: string, lock
   await post(`${cluster.url(waiter)}/v1/locks/${lock}/release`, { id: got.body['id'] });
   cluster.startPeer(victim);
   await cluster.waitReady(10 * t.evictMs);
-  await waitFor(`${victim} back in ${waiter}'s view`, async () => {
+  await waitFor(`${victim} back in ${waiter}'s view`, orFalse(async () => {
     const peers = (await getJson(`${cluster.url(waiter)}/v1/cluster`))['peers'] as Array<Record<string, unknown>>;
     return peers.find((p) => p['id'] === victim)?.['evicted'] === false;
-  }, 10 * t.evictMs);
+  }), 10 * t.evictMs);
   return elapsedMs;
 }
 

@@ -9,7 +9,7 @@
  * --seed 1`: 13 violations then, 0 now). `FAULT_TWIN=0` leaves it out.
  */
 import { describe, expect, it } from 'vitest';
-import { faultSeed } from './prng.js';
+import { testSeed } from '../support/seed.js';
 import { runJepsen } from './jepsen.js';
 import { faultKinds } from './nemesis.js';
 
@@ -18,8 +18,7 @@ const kinds = process.env['FAULT_TWIN'] === '0' ? faultKinds.filter((k) => k !==
 
 describe('fault run with real processes', () => {
   it('keeps valid holds within their modes, tokens increasing and the fenced registers whole under kills, wipes, pauses, partitions and stalls; nothing stuck after the heal', async () => {
-    const seed = faultSeed();
-    process.stdout.write(`fault run: reproduce with FAULT_SEED=${seed}\n`);
+    const seed = testSeed('fault run', 'FAULT_SEED');
     const result = await runJepsen({ seed, faultMs, faultKinds: kinds, log: (line) => process.stdout.write(`${line}\n`) });
     process.stdout.write(`${result.summary.join('\n')}\n`);
     expect(result.violations).toEqual([]);

@@ -8,6 +8,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { Prng } from '../support/prng.js';
+import { delay } from '../support/wait.js';
 import { checkSafety, excerpt } from './checker.js';
 import { Client } from './clients.js';
 import { FaultWindows } from './fault-windows.js';
@@ -18,7 +20,6 @@ import { opLine } from './history.js';
 import { checkLiveness } from './liveness.js';
 import type { FaultKind } from './nemesis.js';
 import { Nemesis } from './nemesis.js';
-import { Rng } from './prng.js';
 
 /** Peer timings of a run (config keys heartbeat_ms, lease_ms, evict_ms). */
 export interface RunTimings {
@@ -64,10 +65,6 @@ export interface RunResult {
   readonly dir: string;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 function countBy<T>(items: readonly T[], key: (t: T) => string | null): string {
   const counts = new Map<string, number>();
   for (const item of items) {
@@ -96,12 +93,12 @@ function explain(history: readonly Op[], violations: readonly string[]): string[
 /** ttl_ms of every acquire: the checker bounds the validity of expired holds by it. */
 const ttlMs = 3000;
 
-function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; registers: Map<string, FencedRegister>; history: Op[]; timings: RunTimings }): Client[] {
+function startClients(cluster: LocalCluster, rng: Prng, opts: { perPeer: number; registers: Map<string, FencedRegister>; history: Op[]; timings: RunTimings }): Client[] {
   const clients: Client[] = [];
   for (const p of cluster.peers) {
     for (let i = 0; i < opts.perPeer; i++) {
       const name = `${p.id}${i}`;
-      clients.push(new Client(name, p.id, rng.fork(clients.length), {
+      clients.push(new Client(name, p.id, rng.fork(), {
         cluster, registers: opts.registers, history: opts.history,
         acquireTimeoutMs: 2000, ttlMs, answerGraceMs: opts.timings.leaseMs, releaseWaitMs: 2 * opts.timings.evictMs + 3000,
       }));
@@ -115,25 +112,25 @@ function startClients(cluster: LocalCluster, rng: Rng, opts: { perPeer: number; 
 export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const log = opts.log ?? (() => undefined);
   const timings = opts.timings ?? shortTimings;
-  const rng = new Rng(opts.seed);
+  const rng = new Prng(opts.seed);
   // One clock for everything: the history, the fault windows and the nemesis log.
   const now = (): number => performance.now();
   const t0 = now();
   const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, ...timings });
   log(`cluster up in ${((now() - t0) / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
   const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
-  const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(2000), timings, now, log, ...(opts.faultKinds === undefined ? {} : { kinds: opts.faultKinds }) });
+  const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(), timings, now, log, ...(opts.faultKinds === undefined ? {} : { kinds: opts.faultKinds }) });
   // Sampled twice a heartbeat: the lease floors of the checker trail by at most that.
   const leases = new LeaseProbe(cluster, Math.max(50, timings.heartbeatMs * 2));
   try {
     leases.start();
     const registers = new Map(Array.from({ length: opts.locks ?? 3 }, (_, i) => [`lock-${i}`, new FencedRegister(`lock-${i}`)]));
     const history: Op[] = [];
-    const clients = startClients(cluster, rng.fork(1000), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
-    await sleep(1000);
+    const clients = startClients(cluster, rng.fork(), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
+    await delay(1000);
     await nemesis.run(now() + opts.faultMs);
     const liveness = await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now });
-    await sleep(2000); // The clients work a little on the healed cluster before they stop.
+    await delay(2000); // The clients work a little on the healed cluster before they stop.
     await Promise.all(clients.map((c) => c.stop()));
     await leases.stop();
     liveness.push(...(await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now, final: true })));

@@ -8,6 +8,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import { delay } from '../support/wait.js';
 
 /** One answered probe of one peer whose lease was valid. */
 export interface LeaseSample {
@@ -26,10 +27,6 @@ export interface LeaseEvidence {
 
 interface ClusterAnswer {
   readonly lease?: { readonly valid?: boolean; readonly valid_for_ms?: number };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 /** Samples every peer's lease in the background until stopped. */
@@ -75,7 +72,7 @@ export class LeaseProbe implements LeaseEvidence {
     while (!this.#stopping) {
       const started = performance.now();
       if (this.#cluster.peer(id).proc !== null) await this.#probe(id);
-      await sleep(Math.max(0, this.#everyMs - (performance.now() - started)));
+      await delay(Math.max(0, this.#everyMs - (performance.now() - started)));
     }
   }
 

@@ -7,6 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import { delay } from '../support/wait.js';
 
 /** What a liveness check needs. */
 export interface LivenessOptions {
@@ -66,7 +67,7 @@ async function queuesDrain(cluster: LocalCluster, boundMs: number): Promise<stri
       }
     }
     if (left.length === 0) return [];
-    await new Promise((r) => setTimeout(r, 200));
+    await delay(200);
   }
   return left;
 }

@@ -19,8 +19,9 @@
  */
 import { rmSync } from 'node:fs';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { Prng } from '../support/prng.js';
+import { delay } from '../support/wait.js';
 import type { FaultWindows } from './fault-windows.js';
-import type { Rng } from './prng.js';
 import { TwinPeer } from './twin-peer.js';
 
 /** The kinds of fault the nemesis draws from. */
@@ -44,10 +45,6 @@ export interface NemesisEvent {
   readonly what: string;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** Draws, injects and heals faults on a LocalCluster started with `linkProxies`. */
 export class Nemesis {
   /** Faults injected, by kind. */
@@ -57,7 +54,7 @@ export class Nemesis {
   readonly slowRestarts: string[] = [];
   readonly #cluster: LocalCluster;
   readonly #windows: FaultWindows;
-  readonly #rng: Rng;
+  readonly #rng: Prng;
   readonly #timings: NemesisTimings;
   readonly #now: () => number;
   readonly #ids: readonly string[];
@@ -67,7 +64,7 @@ export class Nemesis {
 
   /** `kinds` narrows the faults drawn (all by default). */
   constructor(opts: {
-    cluster: LocalCluster; windows: FaultWindows; rng: Rng; timings: NemesisTimings; now: () => number; log: (line: string) => void; kinds?: readonly FaultKind[];
+    cluster: LocalCluster; windows: FaultWindows; rng: Prng; timings: NemesisTimings; now: () => number; log: (line: string) => void; kinds?: readonly FaultKind[];
   }) {
     this.#kinds = opts.kinds ?? faultKinds;
     this.#cluster = opts.cluster;
@@ -105,7 +102,7 @@ export class Nemesis {
       const kind = this.#draw();
       this.counts[kind]++;
       await this.#inject(kind);
-      await sleep(this.#rng.int(500, 2000));
+      await delay(this.#rng.int(500, 2000));
     }
     await this.healAll();
   }
@@ -141,7 +138,7 @@ export class Nemesis {
     this.#windows.setPeer(id, 'down');
     await this.#cluster.stopPeer(id, 'SIGKILL');
     if (wipe) rmSync(this.#cluster.peer(id).dataDir, { recursive: true, force: true });
-    await sleep(downMs);
+    await delay(downMs);
     this.#restart(id);
     await this.#waitReady(id);
   }
@@ -154,7 +151,7 @@ export class Nemesis {
     this.#windows.setPeer(id, 'twinned');
     const twin = await TwinPeer.start(this.#cluster, id);
     this.#twins.add(twin);
-    await sleep(liveMs);
+    await delay(liveMs);
     await twin.stop();
     this.#twins.delete(twin);
     this.#windows.setPeer(id, 'up');
@@ -190,7 +187,7 @@ export class Nemesis {
     this.#note(`SIGSTOP ${id} for ${pauseMs} ms`);
     this.#windows.setPeer(id, 'paused');
     this.#cluster.signal(id, 'SIGSTOP');
-    await sleep(pauseMs);
+    await delay(pauseMs);
     this.#cluster.signal(id, 'SIGCONT');
     this.#windows.setPeer(id, 'up');
     this.#note(`SIGCONT ${id}`);
@@ -224,7 +221,7 @@ export class Nemesis {
       }
     }
     this.#note(`${how} links between [${sideA.join(',')}] and [${sideB.join(',')}] for ${holdMs} ms`);
-    await sleep(holdMs);
+    await delay(holdMs);
     this.#healLinks();
     this.#note('healed links');
   }
@@ -259,7 +256,7 @@ export class Nemesis {
     }
     const holdMs = this.#rng.int(this.#timings.leaseMs, 2 * this.#timings.evictMs);
     this.#note(`stalled ${parts.join(', ')} for ${holdMs} ms`);
-    await sleep(holdMs);
+    await delay(holdMs);
     this.#healLinks();
     this.#note('healed links');
   }
@@ -269,7 +266,7 @@ export class Nemesis {
     for (const from of mute) for (const to of this.#ids) if (to !== from) this.#breakLink(from, to, 'block');
     const holdMs = this.#rng.int(this.#timings.leaseMs, 2 * this.#timings.evictMs);
     this.#note(`[${mute.join(',')}] cannot send (outgoing links blocked, incoming open) for ${holdMs} ms`);
-    await sleep(holdMs);
+    await delay(holdMs);
     this.#healLinks();
     this.#note('healed links');
   }
@@ -285,7 +282,7 @@ export class Nemesis {
       parts.push(`${from}->${to}`);
     }
     this.#note(`cut connections of ${parts.join(', ')}`);
-    await sleep(this.#rng.int(200, 1000));
+    await delay(this.#rng.int(200, 1000));
   }
 
   /** Heals everything: links resumed, paused peers continued, dead peers restarted. */

@@ -7,7 +7,7 @@
  * violation or a liveness failure, 64 on bad arguments.
  */
 import { parseArgs } from 'node:util';
-import { faultSeed } from './prng.js';
+import { seedFrom } from '../support/seed.js';
 import { runJepsen, shortTimings } from './jepsen.js';
 import type { FaultKind } from './nemesis.js';
 import { faultKinds } from './nemesis.js';
@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     usage((err as Error).message);
   }
   const minutes = positiveNumber(values.minutes, 'minutes', 5);
-  const seed = values.seed === undefined ? faultSeed() : faultSeed({ FAULT_SEED: values.seed });
+  const seed = seedFrom('FAULT_SEED', values.seed === undefined ? process.env : { FAULT_SEED: values.seed });
   const timings = values['default-timings'] === true ? { heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000 } : shortTimings;
   const started = Date.now();
   process.stdout.write(`fault run: ${minutes} min of faults, timings ${JSON.stringify(timings)}; reproduce with FAULT_SEED=${seed}\n`);

@@ -1,5 +1,5 @@
 /**
- * The dashboard feed (GET /v1/events) against a fake runtime: snapshot on connect,
+ * The dashboard feed (GET /v1/events) against a fake runtime, on virtual time: snapshot on connect,
  * throttled pushes, activity from hold events and queue diffs, the client limit, and the
  * runtime listeners removed when the last client goes.
  */
@@ -14,7 +14,8 @@ import { DashboardFeed } from '../../src/http/dashboard-events.js';
 import type { LockView } from '../../src/http/dashboard-events.js';
 import { dashboardScript } from '../../src/http/dashboard/script.js';
 import type { HoldEvent, PeerEvents, QueueView } from '../../src/runtime/peer.js';
-import { waitFor } from '../integration/helpers.js';
+import { ManualEnv } from '../support/manual-env.js';
+import { waitFor } from '../support/wait.js';
 
 class FakePeer {
   readonly events = new EventEmitter<PeerEvents>();
@@ -63,16 +64,21 @@ async function open(url: string): Promise<{ status: number; messages: SseMessage
   return { status: res.status, messages, close: () => ctl.abort() };
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 let peer: FakePeer;
+let env: ManualEnv;
 let feed: DashboardFeed;
 let server: Server;
 let url: string;
 
+/** Messages of one event type a client has received so far. */
+function count(c: { messages: SseMessage[] }, event: string): number {
+  return c.messages.filter((m) => m.event === event).length;
+}
+
 beforeEach(async () => {
   peer = new FakePeer();
-  feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 100, linkRefreshMs: 50 });
+  env = new ManualEnv();
+  feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 100, linkRefreshMs: 50, clock: env });
   server = createServer((req, res) => feed.route(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/events`;
@@ -84,42 +90,47 @@ afterEach(async () => {
   await new Promise((r) => server.close(r));
 });
 
+// The feed runs on virtual time (ManualEnv): the test decides when each timer fires, and
+// waits only for the bytes already written to reach its client.
 describe('dashboard feed', () => {
   it('sends the remembered activity and a full state on connect', async () => {
     peer.lockList = [{ name: 'x', holders: [view('b', '11')], waiters: [] }];
     const c = await open(url);
-    await sleep(30);
-    expect(c.messages.map((m) => m.event).slice(0, 2)).toEqual(['activity', 'state']);
+    await waitFor('the messages sent on connect', () => c.messages.length >= 2);
+    expect(c.messages.map((m) => m.event)).toEqual(['activity', 'state']);
     expect(c.messages[1]?.data).toMatchObject({ locks: [{ name: 'x', holders: [{ peer: 'b', token: '11' }], waiters_total: 0 }], locks_total: 1 });
     c.close();
   });
 
   it('pushes at most one state per interval however many changes arrive', async () => {
     const c = await open(url);
-    await sleep(30);
-    const before = c.messages.filter((m) => m.event === 'state').length;
-    const started = performance.now();
-    while (performance.now() - started < 250) {
+    await waitFor('the state sent on connect', () => count(c, 'state') === 1);
+    // A change every ms for 250 ms: the first is pushed at once (t=0), the others at most
+    // once per 100 ms (t=100, 200), and the last ones at t=300.
+    for (let t = 0; t < 250; t++) {
       peer.events.emit('changed');
-      await sleep(1);
+      env.advance(1);
     }
-    await sleep(120);
-    const pushed = c.messages.filter((m) => m.event === 'state').length - before;
-    expect(pushed).toBeGreaterThanOrEqual(2);
-    expect(pushed).toBeLessThanOrEqual(4);
+    env.advance(150);
+    // The link state goes out every 50 ms, after any state pushed before it: once the one
+    // of t=400 is in, every state push has arrived too.
+    await waitFor('the link pushes up to t=400', () => count(c, 'cluster') === 8);
+    expect(count(c, 'state') - 1).toBe(4);
     c.close();
   });
 
   it('reports local hold events exactly and remote queue changes by diff', async () => {
     const c = await open(url);
-    await sleep(30);
+    await waitFor('the messages sent on connect', () => c.messages.length >= 2);
     peer.lockList = [{ name: 'x', holders: [view('b', '21')], waiters: [view('c', '33')] }];
     peer.events.emit('changed');
-    await sleep(130);
+    env.advance(0);
+    await waitFor('the first activity push', () => count(c, 'activity') === 2);
     const hold: HoldEvent = { type: 'ended', lock: 'y', id: 'i', owner: 'me', mode: 'exclusive', token: '7', peer: 'a', reason: 'expired', at: 5 };
     peer.lockList = [{ name: 'x', holders: [view('c', '33')], waiters: [] }];
     peer.events.emit('hold', hold);
-    await sleep(130);
+    env.advance(100);
+    await waitFor('the second activity push', () => count(c, 'activity') === 3);
     const lines = c.messages.filter((m) => m.event === 'activity').flatMap((m) => m.data as Array<Record<string, unknown>>);
     expect(lines.map((l) => [l['type'], l['peer'], l['token']])).toEqual([
       ['held', 'b', '21'], ['queued', 'c', '33'],
@@ -131,10 +142,10 @@ describe('dashboard feed', () => {
 
   it('pushes link state periodically without any change', async () => {
     const c = await open(url);
-    const started = Date.now();
-    while (c.messages.filter((m) => m.event === 'cluster').length < 2 && Date.now() - started < 3000) await sleep(10);
-    expect(c.messages.filter((m) => m.event === 'cluster').length).toBeGreaterThanOrEqual(2);
-    expect(c.messages.filter((m) => m.event === 'state').length).toBe(1);
+    env.advance(50);
+    env.advance(50);
+    await waitFor('two link pushes', () => count(c, 'cluster') === 2);
+    expect(count(c, 'state')).toBe(1);
     c.close();
   });
 
@@ -144,8 +155,7 @@ describe('dashboard feed', () => {
     const c3 = await open(url);
     expect([c1.status, c2.status, c3.status]).toEqual([200, 200, 503]);
     c1.close();
-    await sleep(50);
-    expect(feed.clientCount()).toBe(1);
+    await waitFor('the feed saw the client leave', () => feed.clientCount() === 1);
     const c4 = await open(url);
     expect(c4.status).toBe(200);
     c2.close();
@@ -154,13 +164,13 @@ describe('dashboard feed', () => {
 
   it('records activity while no page is open, keeps only the last activityMax, and shows it to a page opened later', async () => {
     feed.close();
-    feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 10, linkRefreshMs: 50, activityMax: 3 });
+    feed = new DashboardFeed(peer, { clientsMax: 2, pushIntervalMs: 10, linkRefreshMs: 50, activityMax: 3, clock: env });
     // Listening from the start, not from the first page (it once recorded only while a page was open).
     expect(peer.events.listenerCount('hold')).toBe(1);
     for (let i = 1; i <= 5; i++) {
-      peer.events.emit('hold', { type: 'granted', lock: 'bg', id: `i${i}`, owner: 'cron', mode: 'exclusive', token: String(i), peer: 'a', reason: null, at: Date.now() });
+      peer.events.emit('hold', { type: 'granted', lock: 'bg', id: `i${i}`, owner: 'cron', mode: 'exclusive', token: String(i), peer: 'a', reason: null, at: env.wallMs() });
     }
-    await waitFor('the pending activity recorded', () => feed.activity().length === 3, 2000);
+    env.advance(10);
     expect(feed.activity().map((a) => a.token)).toEqual(['3', '4', '5']);
     server.removeAllListeners('request');
     server.on('request', (req, res) => feed.route(req, res));

@@ -15,7 +15,8 @@ import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, call, holders, release, waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, call, holders, release } from './helpers.js';
 
 const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const hasChromium = existsSync(chromiumPath);

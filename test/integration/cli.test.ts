@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exitCodes } from '../../src/client/cli-support.js';
 import { peerExitCodes } from '../../src/peer-exit-codes.js';
 import { LocalCluster, freePort } from '../../src/tools/local-cluster.js';
-import { acquire, holders, release, waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, holders, release } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 const peerBin = resolve('dist/bin/lamport-peer.js');

@@ -8,7 +8,8 @@ import { LockClient, LockError } from '../../src/client/lock-client.js';
 import { checkHistory } from '../../src/tools/history-check.js';
 import type { HoldRecord } from '../../src/tools/history-check.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, call, holders, release, waitFor, waiters } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, call, holders, release, waiters } from './helpers.js';
 
 let cluster: LocalCluster | undefined;
 

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { freePort } from '../../src/tools/local-cluster.js';
+import { waitFor } from '../support/wait.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (path: string): string => readFileSync(join(root, path), 'utf8');
@@ -226,9 +227,7 @@ describe('docker-compose.yml', () => {
           return false;
         }
       };
-      const deadline = Date.now() + 10_000;
-      while (!probe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(probe()).toBe(true);
+      await waitFor('the compose healthcheck passes', probe, 10_000, 100);
       // A worker reaches its peer by the service name, with the token from LAMPORT_TOKEN_FILE.
       const ask = (authorization?: string): Promise<number> => new Promise((res, rej) => {
         const req = request({ host: '127.0.0.1', port: http, path: '/v1/locks', headers: { host: `peer-a:${http}`, ...(authorization === undefined ? {} : { authorization }) } }, (r) => {
@@ -326,9 +325,7 @@ describe('Dockerfile', () => {
     try {
       const health = dockerfile().find((d) => d.op === 'HEALTHCHECK')?.args ?? '';
       expect(health).toMatch(/CMD \["node", "-e", /);
-      const deadline = Date.now() + 10_000;
-      while (!healthcheck(httpPort) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(healthcheck(httpPort)).toBe(true);
+      await waitFor('the image healthcheck passes', () => healthcheck(httpPort), 10_000, 100);
     } finally {
       const exited = new Promise<number | null>((r) => peer.once('exit', (code) => r(code)));
       peer.kill('SIGTERM');

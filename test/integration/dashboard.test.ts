@@ -12,7 +12,8 @@ import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, release, waitFor, waiters } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, release, waiters } from './helpers.js';
 
 const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const hasChromium = existsSync(chromiumPath);
@@ -182,7 +183,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     for (const [peer, who] of [[b, 'worker-7'], [c, 'worker-9']] as const) await acquire(peer, 'gpu-pool', { limit: 4, permits: 2, owner: who, ttl_ms: 120_000 });
     const brief = await acquire(a, 'cache/rebuild', { owner: 'ops', ttl_ms: 300 });
     expect(brief.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1500));
+    await page.waitForSelector('#activity tr[data-type="ended"][data-lock="cache/rebuild"]', { timeout: 5000 });
     mkdirSync(dirname(out), { recursive: true });
     await page.screenshot({ path: out, fullPage: true });
     process.stdout.write(`[dashboard.test] screenshot saved to ${out}\n`);

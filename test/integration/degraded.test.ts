@@ -8,7 +8,8 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, call, waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, call } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 let cluster: LocalCluster | undefined;

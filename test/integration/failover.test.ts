@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, call, release, waitFor, waiters } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, call, release, waiters } from './helpers.js';
 
 const timings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 };
 let cluster: LocalCluster | undefined;

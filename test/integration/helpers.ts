@@ -35,16 +35,6 @@ export function release(base: string, name: string, id: unknown): Promise<JsonAn
   return call(base, `/v1/locks/${encodeURIComponent(name)}/release`, { id });
 }
 
-/** Polls `check` every 20 ms until it returns true; fails after `timeoutMs`. */
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** An acquire whose HTTP request can be aborted by the test (a client that goes away). */
 export function abortableAcquire(base: string, name: string, body: Record<string, unknown>): { answer: Promise<JsonAnswer | 'aborted'>; abort: () => void } {
   const text = JSON.stringify(body);

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
 import { limits } from '../../src/limits.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { call, holders, release, waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { call, holders, release } from './helpers.js';
 
 /** An answer read whole, whatever its content type. */
 interface Raw {

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { abortableAcquire, acquire, call, holders, release, waitFor, waiters } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { abortableAcquire, acquire, call, holders, release, waiters } from './helpers.js';
 
 let cluster: LocalCluster;
 let a: string;

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
 import { freePort, peerBinPath } from '../../src/tools/local-cluster.js';
-import { waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 const dir = mkdtempSync(join(tmpdir(), 'lamport-socket-'));

@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { peerExitCodes } from '../../src/peer-exit-codes.js';
 import { freePort } from '../../src/tools/local-cluster.js';
-import { waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const work = mkdtempSync(join(tmpdir(), 'lamport-install-'));

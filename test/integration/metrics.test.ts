@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
-import { acquire, release, waitFor } from './helpers.js';
+import { waitFor } from '../support/wait.js';
+import { acquire, release } from './helpers.js';
 
 /** Samples and `# TYPE` lines of one scrape. */
 interface Scrape {
@@ -37,8 +38,6 @@ function value(s: Scrape, key: string): number {
   if (v === undefined) throw new Error(`no sample ${key}; have ${[...s.samples.keys()].filter((k) => k.startsWith(key.split('{')[0] ?? '')).join(', ')}`);
   return v;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 let cluster: LocalCluster;
 let a: string;
@@ -123,7 +122,7 @@ describe('GET /metrics', () => {
     const waiting = acquire(b, 'm-slow', { timeout_ms: 400 });
     await waitFor('b waits', async () => value(await scrape(b), 'lamport_lock_waiters') === 1, 2000);
     expect((await waiting).status).toBe(423);
-    await sleep(100);
+    await waitFor('the hold kept past its expected_ms', async () => value(await scrape(a), 'lamport_lock_overdue_holds_total') === 1, 2000);
     await release(a, 'm-slow', overdue.body['id']);
     await waitFor('the TTL hold expired', async () => value(await scrape(a), 'lamport_lock_holds_ended_total{reason="expired"}') === 1, 2000);
 

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env.js';
 import { nodeEnv } from '../../src/env.js';
+import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
-import { ClockReservation, FileClockStore, MemoryClockStore, reserveAheadTicks } from '../../src/runtime/clock-store.js';
+import { ClockReservation, FileClockStore, MemoryClockStore } from '../../src/runtime/clock-store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -27,9 +28,9 @@ describe('ClockReservation', () => {
     const store = new MemoryClockStore();
     const r = new ClockReservation({ store, env: envAt(), log: silentLogger() });
     r.reserve(10);
-    expect(store.load()).toBe(10 + reserveAheadTicks);
+    expect(store.load()).toBe(10 + limits.clockReserveAheadTicks);
     r.reserve(20);
-    expect(store.load()).toBe(10 + reserveAheadTicks);
+    expect(store.load()).toBe(10 + limits.clockReserveAheadTicks);
     expect(r.failure).toBeNull();
   });
 
@@ -40,7 +41,7 @@ describe('ClockReservation', () => {
     const r = new ClockReservation({ store: new FileClockStore(dir), env, log: silentLogger() });
     r.reserve(5);
     mkdirSync(join(dir, 'clock.json.tmp')); // openSync(tmp, 'w') fails: EISDIR
-    const near = 5 + reserveAheadTicks / 2 + 1;
+    const near = 5 + limits.clockReserveAheadTicks / 2 + 1;
     expect(() => r.reserve(near)).not.toThrow();
     expect(r.failure?.code).toBe('ERR_STORAGE');
     rmSync(join(dir, 'clock.json.tmp'), { recursive: true });
@@ -49,7 +50,7 @@ describe('ClockReservation', () => {
     env.mono += 1000;
     r.reserve(near + 2);
     expect(r.failure).toBeNull();
-    expect(JSON.parse(readFileSync(join(dir, 'clock.json'), 'utf8'))).toEqual({ hwm: near + 2 + reserveAheadTicks });
+    expect(JSON.parse(readFileSync(join(dir, 'clock.json'), 'utf8'))).toEqual({ hwm: near + 2 + limits.clockReserveAheadTicks });
   });
 
   it('refuses a corrupt clock file with a coded error and a sentence', () => {

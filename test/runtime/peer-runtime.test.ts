@@ -3,6 +3,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterConfig } from '../../src/config.js';
+import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import type { AcquireOptions } from '../../src/runtime/holds.js';
 import type { PeerRuntime } from '../../src/runtime/peer.js';
@@ -45,4 +46,26 @@ describe('PeerRuntime', () => {
     runtime.release('x', held.id);
     expect(runtime.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0 });
   });
+
+  it('refuses an acquire with ERR_LIMIT_EXCEEDED once its lock has queuedPerLockMax requests, and leaves no trace of it', async () => {
+    const runtime = await start();
+    const held = await runtime.acquire('hot', opts);
+    const failures: string[] = [];
+    const waiting = { ...opts, timeoutMs: limits.timeoutMsMax };
+    const callbacks = { granted: () => undefined, failed: (err: Error) => void failures.push(err.message), ended: () => undefined };
+    const handles = Array.from({ length: limits.queuedPerLockMax - 1 }, () => runtime.request('hot', waiting, callbacks));
+    expect(failures).toEqual([]);
+    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    await expect(runtime.acquire('hot', waiting)).rejects.toMatchObject({ code: 'ERR_LIMIT_EXCEEDED', message: expect.stringContaining(`${limits.queuedPerLockMax} requests queued`) });
+    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    const other = await runtime.acquire('cold', opts); // Another lock has room.
+    runtime.release('cold', other.id);
+    runtime.release('hot', held.id); // The first waiter is granted; the queue has room again.
+    handles.push(runtime.request('hot', waiting, callbacks));
+    expect(runtime.requestState(handles[handles.length - 1]?.id ?? '')).toBe('waiting');
+    expect(failures).toEqual([]);
+    // Withdrawn from the back: each leaves the end of the queue, so this takes linear time.
+    for (const h of handles.reverse()) h.clientGone();
+    expect(runtime.coreStats()).toMatchObject({ queued: 1, own: 1 });
+  }, 60_000);
 });

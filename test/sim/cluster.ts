@@ -15,7 +15,7 @@ import type { Session } from '../../src/runtime/session.js';
 import type { Checker, Hold } from './checker.js';
 import { HostClock, SimProcess } from './host.js';
 import type { ScheduleTask, SimTime } from './host.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 import type { Scenario } from './scenario.js';
 import type { SimNetworks } from './sockets.js';
 import type { Transcript } from './transcript.js';

@@ -12,7 +12,7 @@ import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
 import type { Wire } from './network.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 import type { SimNetworks } from './sockets.js';
 import type { Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';

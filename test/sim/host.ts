@@ -7,7 +7,7 @@
  * wait in a backlog while it is paused or its host suspended, and vanish when it dies.
  */
 import type { Env, Timer } from '../../src/env.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 /** Virtual time shared by everything in one run. */
 export interface SimTime {

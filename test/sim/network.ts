@@ -8,7 +8,7 @@
  * reordered on a live connection; in `link` mode connections also break at random, which
  * loses exactly the frames in flight on them.
  */
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 /** The timing and ordering faults of one direction. */
 export interface LinkFaults {

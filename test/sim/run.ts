@@ -15,7 +15,7 @@ import type { SimProcess, SimTime } from './host.js';
 import type { MutantName } from './mutants.js';
 import { plantedFaultsOf, reordersLinks } from './mutants.js';
 import { Wire, randomDelays } from './network.js';
-import { Prng } from './prng.js';
+import { Prng } from '../support/prng.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 import { SimNetworks } from './sockets.js';

@@ -5,7 +5,7 @@
  * restart-heavy ones without any seed needing to be hand-written.
  */
 import { clockRateMargin } from '../../src/config.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
 export type ClockStyle = 'wall' | 'tiny';

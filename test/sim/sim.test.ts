@@ -7,12 +7,13 @@
  * (every mutant within 2000 seeds) is `npm run sim -- --mutants`.
  */
 import { describe, expect, it } from 'vitest';
+import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { mutantNames } from './mutants.js';
 import type { RunResult } from './run.js';
 import { runSeed } from './run.js';
 
-const baseSeed = Number(process.env['SEED'] ?? 1);
+const baseSeed = seedFrom('SEED', process.env, 1);
 const chunkSeeds = 250;
 const chunks = 4;
 

@@ -9,7 +9,7 @@
 import type { Listener, Network, RawSocket, SocketHandlers } from '../../src/transport/network.js';
 import type { SimProcess, SimTime } from './host.js';
 import type { Wire } from './network.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 
 /** The peer id a dial address names: ws://p3:1 -> 3. */
 function peerOfUrl(url: string): number {

@@ -12,7 +12,7 @@ import type { ClientRequest, Clients } from './clients.js';
 import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
-import type { Prng } from './prng.js';
+import type { Prng } from '../support/prng.js';
 import type { Scenario } from './scenario.js';
 
 const modeList: readonly Mode[] = ['exclusive', 'shared', 'semaphore'];

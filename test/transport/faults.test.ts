@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Mesh } from '../../src/transport/mesh.js';
+import { Prng } from '../support/prng.js';
+import { testSeed } from '../support/seed.js';
+import { delay, waitFor } from '../support/wait.js';
 import type { TestCluster, TestPayload } from './helpers.js';
-import { makeMesh, peerAt, prng, startCluster, testSeed, waitAllConnected, waitFor } from './helpers.js';
+import { makeMesh, peerAt, startCluster, waitAllConnected } from './helpers.js';
 
 let cluster: TestCluster | null = null;
 const extra: Mesh<TestPayload>[] = [];
@@ -11,12 +14,11 @@ afterEach(async () => {
   cluster = null;
 });
 
-const tick = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 describe('mesh under faults', () => {
   it('delivers 100000 messages per direction exactly once, in order, across 50+ connection kills', async () => {
-    const seed = testSeed();
-    const random = prng(seed);
+    const seed = testSeed('mesh under faults');
+    const rng = new Prng(seed);
+    const random = (): number => rng.float();
     const why = `reproduce with SEED=${seed}`;
     cluster = await startCluster(3, { heartbeatMs: 100 });
     const c = cluster;
@@ -36,7 +38,7 @@ describe('mesh under faults', () => {
       const proxy = c.proxies[Math.floor(random() * 3)];
       if (random() < 0.3) proxy?.killMidChunk();
       else proxy?.killAll();
-      await tick(15 + Math.floor(random() * 20));
+      await delay(15 + Math.floor(random() * 20)); // Pacing: traffic flows between kills.
       kills = c.proxies.reduce((sum, p) => sum + p.killEvents, 0);
     }
     await waitFor(

@@ -7,8 +7,9 @@ import { decodeFrame, encodeFrame, nonceBytes, protocolVersion } from '../../src
 import type { HandshakeIdentity } from '../../src/transport/handshake.js';
 import { DialerHandshake, secretKey } from '../../src/transport/handshake.js';
 import type { Mesh } from '../../src/transport/mesh.js';
+import { waitFor } from '../support/wait.js';
 import type { Recorder, TestPayload } from './helpers.js';
-import { captureLogger, isTestPayload, makeMesh, peerAt, waitFor } from './helpers.js';
+import { captureLogger, isTestPayload, makeMesh, peerAt } from './helpers.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 interface RawOptions {

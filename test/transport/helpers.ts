@@ -1,15 +1,15 @@
 /**
- * Shared test helpers for the transport: loggers that capture records, a bounded
- * condition poll (never sleep-and-hope), a seeded PRNG, and a mesh factory on 127.0.0.1.
+ * Shared test helpers for the transport: loggers that capture records, a recorder of mesh
+ * events, and a mesh factory on 127.0.0.1. Waits, seeds and the PRNG are in test/support/.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { Incarnation } from '../../src/core/types.js';
 import { LockError } from '../../src/errors.js';
-import { Rng } from '../fault/prng.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
 import { Mesh } from '../../src/transport/mesh.js';
+import { waitFor } from '../support/wait.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 /** A test payload: a counter and its origin. */
@@ -32,27 +32,6 @@ export function captureLogger(level = 'info'): { logger: Logger; records: Record
     },
   });
   return { logger: pino({ level }, sink), records };
-}
-
-/** Polls `cond` every few ms until it holds; fails with `what` after `timeoutMs`. */
-export async function waitFor(what: string, cond: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const start = performance.now();
-  while (!cond()) {
-    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
-/** A seeded PRNG returning [0, 1): the fault test's mulberry32, as a function. */
-export function prng(seed: number): () => number {
-  const rng = new Rng(seed);
-  return () => rng.float();
-}
-
-/** The seed of a random test: SEED from the environment, else a fresh one. */
-export function testSeed(): number {
-  const env = process.env['SEED'];
-  return env !== undefined ? Number(env) : Math.floor(Math.random() * 2 ** 31);
 }
 
 /** Everything a mesh reported, for assertions. */

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode, isLockError } from '../../src/errors.js';
+import { waitFor } from '../support/wait.js';
 import type { TestCluster } from './helpers.js';
-import { makeMesh, peerAt, startCluster, waitAllConnected, waitFor } from './helpers.js';
+import { makeMesh, peerAt, startCluster, waitAllConnected } from './helpers.js';
 
 let cluster: TestCluster | null = null;
 afterEach(async () => {

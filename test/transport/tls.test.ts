@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Mesh } from '../../src/transport/mesh.js';
+import { waitFor } from '../support/wait.js';
 import type { TestPayload } from './helpers.js';
-import { Recorder, isTestPayload, waitFor } from './helpers.js';
+import { Recorder, isTestPayload } from './helpers.js';
 import { TcpProxy } from './tcp-proxy.js';
 
 /** A self-signed certificate for 127.0.0.1, used as its own CA: null without openssl. */

@@ -2,6 +2,7 @@
  * The dashboard's HTML: a static shell. Every value is filled in by the script with
  * textContent, so nothing a client sends (owners, meta, lock names) is ever parsed as HTML.
  */
+import { limits } from '../../limits.js';
 
 /** GET / */
 export const dashboardHtml = `<!doctype html>
@@ -42,7 +43,7 @@ export const dashboardHtml = `<!doctype html>
     <div id="locks"></div>
   </section>
   <section id="activity-section">
-    <h2>Recent grants and ends <span class="dim">(newest first; the last <span id="activity-max">200</span>, recorded by the peer whether or not this page is open)</span></h2>
+    <h2>Recent grants and ends <span class="dim">(newest first; the last <span id="activity-max">${limits.dashboardActivityMax}</span>, recorded by the peer whether or not this page is open)</span></h2>
     <table id="activity">
       <thead><tr><th>time</th><th>event</th><th>lock</th><th>peer</th><th>owner</th><th>mode</th><th>token</th><th>reason</th></tr></thead>
       <tbody></tbody>

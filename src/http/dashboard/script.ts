@@ -8,11 +8,12 @@
  * value is a 13-digit number nobody can read: they are shown as a time of day (with how
  * long ago) and the raw value in the tooltip.
  */
+import { limits } from '../../limits.js';
 
-/** GET /dashboard/app.js */
+/** GET /dashboard/app.js; the peer's own activity bound replaces the default at the first state. */
 export const dashboardScript = String.raw`'use strict';
 (function () {
-  var activityMax = 200;
+  var activityMax = ${limits.dashboardActivityMax};
   var byId = function (id) { return document.getElementById(id); };
 
   function el(tag, cls, text) {
@@ -300,7 +301,10 @@ export const dashboardScript = String.raw`'use strict';
       var s = JSON.parse(ev.data);
       renderLocks(s);
       renderCluster(s.cluster, s.now, s.rates);
-      if (s.activity_max) byId('activity-max').textContent = String(s.activity_max);
+      if (s.activity_max) {
+        activityMax = s.activity_max;
+        byId('activity-max').textContent = String(s.activity_max);
+      }
     });
     es.addEventListener('cluster', function (ev) {
       var s = JSON.parse(ev.data);

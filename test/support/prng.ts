@@ -1,7 +1,10 @@
 /**
- * The simulator's only source of randomness: xoshiro128** seeded through splitmix32. One
- * seed decides everything a run does (TigerBeetle's VOPR), so a failing seed reproduces
- * exactly; nothing in test/sim may call Math.random.
+ * The tests' one source of seeded randomness: xoshiro128** seeded through splitmix32. One
+ * seed decides everything a simulator run does (TigerBeetle's VOPR), so a failing seed
+ * reproduces exactly, and nothing in test/sim may call Math.random; the fault run and the
+ * random transport tests draw from it too (their seeds replay the draws, not the OS
+ * scheduler). The seed itself comes from seed.ts. Changing the generator changes what
+ * every recorded seed means, the simulator's regression seeds first of all.
  */
 
 function splitmix32(state: { s: number }): number {

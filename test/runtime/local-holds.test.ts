@@ -1,0 +1,297 @@
+/**
+ * LocalHolds (src/runtime/local-holds.ts) on a real protocol core and virtual time: the host
+ * the runtime gives it is built here the way PeerRuntime builds it (its step is a Machine's,
+ * and the core's effects go back to LocalHolds as PeerRuntime#execute sends them), with a
+ * ManualEnv for the TTLs, wait deadlines and expected_ms. Every outcome is exact: nothing
+ * here waits on the wall clock.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { Machine } from '../../src/core/machine.js';
+import type { MachineEvent } from '../../src/core/machine.js';
+import type { EndReason, Incarnation } from '../../src/core/types.js';
+import { LockError } from '../../src/errors.js';
+import { limits } from '../../src/limits.js';
+import { silentLogger } from '../../src/log.js';
+import type { AcquireOptions, Grant, LocalRequest } from '../../src/runtime/holds.js';
+import type { HoldsHost } from '../../src/runtime/local-holds.js';
+import { LocalHolds } from '../../src/runtime/local-holds.js';
+import { PeerMetrics } from '../../src/runtime/peer-metrics.js';
+import type { QueueView } from '../../src/runtime/peer-views.js';
+import { ManualEnv } from '../support/manual-env.js';
+
+const opts: AcquireOptions = { timeoutMs: 1000, ttlMs: 5000, mode: 'exclusive', limit: 1, permits: 1, owner: 'o', meta: null, hold: 'ttl', expectedMs: null };
+const peerIds = ['a', 'b'];
+
+/** What one request heard through its callbacks, in order. */
+interface Heard {
+  readonly grants: Grant[];
+  readonly failures: LockError[];
+  readonly ends: EndReason[];
+}
+
+class Harness {
+  readonly env = new ManualEnv();
+  readonly machine: Machine;
+  readonly holds: LocalHolds;
+  readonly metrics: PeerMetrics;
+  readonly emitted: string[] = [];
+  silentPeers: string[] = [];
+
+  constructor(peerCount: number) {
+    this.machine = new Machine({ self: 0, peerCount, clockFloor: 100 });
+    const machine = this.machine;
+    this.metrics = new PeerMetrics({
+      id: 'a',
+      meshStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
+      meshStatus: () => [],
+      coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
+      leaseValid: () => machine.leaseValid,
+      degraded: () => ({ active: false, waiting_for: [] }),
+      leaseNowMs: () => this.env.monoMs(),
+    }, false);
+    const host: HoldsHost = {
+      id: 'a',
+      env: this.env,
+      metrics: this.metrics,
+      log: silentLogger(),
+      step: (event) => this.step(event),
+      explain: (ref) => machine.explain(ref),
+      // The holders a timeout names; the runtime's views add ids, ages and expiries.
+      holders: (lock) => machine.queue(lock).filter((e) => e.held).map((e): QueueView => ({
+        peer: peerIds[e.peer] ?? '?', owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode, limit: e.limit,
+        permits: e.permits, since: e.requestedAtMs, granted_at: null, expires_at: null, local: e.peer === 0,
+      })),
+      peerId: (index) => peerIds[index] ?? '?',
+      leaseSilentPeers: () => this.silentPeers,
+      emitHold: (type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null) => void this.emitted.push(`${type} ${req.id}${reason === null ? '' : ` ${reason}`}`),
+    };
+    this.holds = new LocalHolds(host);
+  }
+
+  /** The runtime's step: the core's local effects go back to the holds, as PeerRuntime#execute does. */
+  step(event: MachineEvent): void {
+    for (const e of this.machine.step(event)) {
+      if (e.type === 'granted') this.holds.onGranted(e.ref, e.token);
+      else if (e.type === 'refused') this.holds.onRefused(e.ref);
+      else if (e.type === 'full') this.holds.onQueueFull(e.ref);
+      else if (e.type === 'ended') this.holds.endByCore(e.ref, e.reason);
+    }
+  }
+
+  request(lock: string, o: Partial<AcquireOptions> = {}): { id: string; heard: Heard; clientGone: () => void } {
+    const heard: Heard = { grants: [], failures: [], ends: [] };
+    const handle = this.holds.request(lock, { ...opts, ...o }, {
+      granted: (g) => void heard.grants.push(g),
+      failed: (e) => void heard.failures.push(e),
+      ended: (r) => void heard.ends.push(r),
+    });
+    return { id: handle.id, heard, clientGone: () => handle.clientGone() };
+  }
+
+  async counter(name: string, labels: Record<string, string> = {}): Promise<number> {
+    const metric = this.metrics.registry.getSingleMetric(name);
+    const values = (await metric?.get())?.values ?? [];
+    return values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value ?? 0;
+  }
+}
+
+/** Joins peer 1 to a two-peer machine; `ack` then sends its packets, which ack everything so far. */
+function withPeer(h: Harness): { ack: () => void } {
+  const inc: Incarnation = { startMs: 1, nonce: 1 };
+  h.step({ type: 'joined', peer: 1, inc, clock: 0 });
+  let c = 0;
+  const ack = (): void => h.step({ type: 'packet', from: 1, inc, packet: { c: (c = Math.max(c, h.machine.clock) + 1), m: [] } });
+  ack();
+  return { ack };
+}
+
+function thrown(fn: () => unknown): LockError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof LockError) return err;
+    throw err;
+  }
+  throw new Error('expected a LockError');
+}
+
+let h: Harness;
+beforeEach(() => {
+  h = new Harness(1);
+});
+
+describe('LocalHolds: grants and TTLs', () => {
+  it('grants a free lock at once, with its token, times and a hold event', () => {
+    const r = h.request('x');
+    expect(r.heard.grants).toEqual([{ lock: 'x', id: r.id, token: 101n * 1024n, mode: 'exclusive', peer: 'a', grantedAt: h.env.wallMs(), expiresAt: h.env.wallMs() + opts.ttlMs }]);
+    expect(h.holds.stateOf(r.id)).toBe('held');
+    expect(h.emitted).toEqual([`granted ${r.id}`]);
+  });
+
+  it('ends a hold whose TTL passes unrefreshed as expired, tells its holder once, and remembers why', async () => {
+    const r = h.request('x');
+    h.env.advance(opts.ttlMs - 1);
+    expect(r.heard.ends).toEqual([]);
+    h.env.advance(1);
+    expect(r.heard.ends).toEqual(['expired']);
+    expect(h.holds.stateOf(r.id)).toBe('expired');
+    expect(h.machine.queue('x')).toEqual([]); // Released in the cluster.
+    expect(thrown(() => h.holds.release('x', r.id))).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'expired' } });
+    expect(await h.counter('lamport_lock_holds_ended_total', { reason: 'expired' })).toBe(1);
+    h.env.advance(10 * opts.ttlMs);
+    expect(r.heard.ends).toEqual(['expired']);
+  });
+
+  it('moves the expiry on refresh, with the hold\'s own TTL or a new one', () => {
+    const r = h.request('x');
+    h.env.advance(opts.ttlMs / 2);
+    expect(h.holds.refresh('x', r.id)).toBe(h.env.wallMs() + opts.ttlMs);
+    h.env.advance(opts.ttlMs - 1);
+    expect(h.holds.stateOf(r.id)).toBe('held');
+    expect(h.holds.refresh('x', r.id, 10)).toBe(h.env.wallMs() + 10);
+    h.env.advance(10);
+    expect(r.heard.ends).toEqual(['expired']);
+  });
+
+  it('keeps a hold without TTL (connection-bound, ttl 0) until it is released', () => {
+    const r = h.request('x', { ttlMs: 0, hold: 'connection' });
+    expect(r.heard.grants[0]?.expiresAt).toBeNull();
+    h.env.advance(limits.ttlMsMax);
+    expect(h.holds.stateOf(r.id)).toBe('held');
+    h.holds.release('x', r.id);
+    expect(r.heard.ends).toEqual(['released']);
+  });
+
+  it('counts and logs a hold kept past its expected_ms, and nothing else changes', async () => {
+    const r = h.request('x', { expectedMs: 100 });
+    h.env.advance(99);
+    expect(await h.counter('lamport_lock_overdue_holds_total')).toBe(0);
+    h.env.advance(1);
+    expect(await h.counter('lamport_lock_overdue_holds_total')).toBe(1);
+    expect(h.holds.stateOf(r.id)).toBe('held');
+  });
+
+  it('answers a release or refresh of a hold that is not live with ERR_NOT_HELD and a reason', () => {
+    const held = h.request('x');
+    const waiting = h.request('x');
+    expect(thrown(() => h.holds.release('x', waiting.id))).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'waiting' } });
+    expect(thrown(() => h.holds.release('y', held.id))).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'unknown' } });
+    expect(thrown(() => h.holds.refresh('x', 'nope'))).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'unknown' } });
+    h.holds.release('x', held.id);
+    expect(held.heard.ends).toEqual(['released']);
+    expect(waiting.heard.grants).toHaveLength(1); // The next in line got it.
+  });
+
+  it('remembers the last endedIdsMax ended ids, and forgets older ones', () => {
+    const first = h.request('x');
+    h.holds.release('x', first.id);
+    for (let i = 0; i < limits.endedIdsMax - 1; i++) h.holds.release('x', h.request('x').id);
+    expect(h.holds.stateOf(first.id)).toBe('released');
+    h.holds.release('x', h.request('x').id);
+    expect(h.holds.stateOf(first.id)).toBeUndefined();
+  });
+});
+
+describe('LocalHolds: waiting', () => {
+  it('fails a waiter whose timeout passes behind a holder with ERR_TIMEOUT, its position and the holders, and withdraws it', () => {
+    const held = h.request('x');
+    const r = h.request('x', { timeoutMs: 100 });
+    h.env.advance(99);
+    expect(r.heard.failures).toEqual([]);
+    h.env.advance(1);
+    expect(r.heard.failures).toHaveLength(1);
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queue_position: 1, holders: [{ peer: 'a', token: held.heard.grants[0]?.token.toString() }] } });
+    expect(h.holds.stateOf(r.id)).toBe('timeout');
+    expect(h.machine.queue('x')).toHaveLength(1);
+  });
+
+  it('fails a waiter whose acks are missing with ERR_UNREACHABLE naming the silent peers', () => {
+    h = new Harness(2);
+    withPeer(h);
+    const r = h.request('x', { timeoutMs: 100 });
+    h.env.advance(100);
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachable_peers: ['b'] } });
+    expect(h.machine.stats().own).toBe(0);
+  });
+
+  it('grants a waiter once the other peer acks, and then clears its wait deadline', () => {
+    h = new Harness(2);
+    const peer = withPeer(h);
+    const r = h.request('x', { timeoutMs: 100 });
+    expect(r.heard.grants).toEqual([]);
+    peer.ack();
+    expect(r.heard.grants).toHaveLength(1);
+    h.env.advance(100);
+    expect(r.heard.failures).toEqual([]);
+  });
+
+  it('refuses a no-wait request at once when others hold, and waits noWaitAckBoundMs at most for missing acks', () => {
+    h.request('x');
+    const refused = h.request('x', { timeoutMs: 0 });
+    expect(refused.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT' });
+    expect(h.machine.queue('x')).toHaveLength(1);
+
+    h = new Harness(2);
+    withPeer(h);
+    const noAck = h.request('y', { timeoutMs: 0 });
+    h.env.advance(limits.noWaitAckBoundMs - 1);
+    expect(noAck.heard.failures).toEqual([]);
+    h.env.advance(1);
+    expect(noAck.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachable_peers: ['b'] } });
+  });
+
+  it('withdraws a waiter whose client left, without telling it, and releases a connection-bound hold whose client left', () => {
+    h.request('x');
+    const waiter = h.request('x');
+    waiter.clientGone();
+    expect(waiter.heard.failures).toEqual([]);
+    expect(h.holds.stateOf(waiter.id)).toBe('cancelled');
+    expect(h.machine.queue('x')).toHaveLength(1);
+
+    const conn = h.request('c', { ttlMs: 0, hold: 'connection' });
+    conn.clientGone();
+    expect(conn.heard.ends).toEqual([]);
+    expect(h.holds.stateOf(conn.id)).toBe('released');
+    expect(h.machine.queue('c')).toEqual([]);
+
+    const ttl = h.request('t');
+    ttl.clientGone(); // A TTL hold outlives its HTTP request.
+    expect(h.holds.stateOf(ttl.id)).toBe('held');
+  });
+});
+
+describe('LocalHolds: ends it does not choose', () => {
+  it('tells a holder lease_lost and fails a waiter with ERR_LEASE_LOST naming the silent peers when the lease lapses', () => {
+    const held = h.request('x');
+    const waiter = h.request('x');
+    h.silentPeers = ['b', 'c'];
+    h.step({ type: 'lease', valid: false });
+    expect(held.heard.ends).toEqual(['lease_lost']);
+    expect(waiter.heard.failures[0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachable_peers: ['b', 'c'] } });
+    expect(h.emitted).toEqual([`granted ${held.id}`, `ended ${held.id} lease_lost`]);
+    expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
+  });
+
+  it('ends every hold and fails every waiter on endAll, withdrawing them all', () => {
+    h = new Harness(2);
+    const peer = withPeer(h);
+    const held = h.request('x');
+    peer.ack();
+    const waiter = h.request('y'); // Waits for b's ack.
+    h.holds.endAll('evicted', new LockError('ERR_EVICTED', 'rejoining'));
+    expect(held.heard.ends).toEqual(['evicted']);
+    expect(waiter.heard.failures.map((e) => e.code)).toEqual(['ERR_EVICTED']);
+    expect([h.holds.stateOf(held.id), h.holds.stateOf(waiter.id)]).toEqual(['evicted', 'evicted']);
+    expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
+    expect(h.env.pendingTimers).toBe(0);
+  });
+
+  it('fails a request on a full queue with ERR_LIMIT_EXCEEDED and keeps no trace of it', () => {
+    h = new Harness(2); // Never joined: every request stays pending, and counts.
+    for (let i = 0; i < limits.queuedPerLockMax; i++) h.request('x', { timeoutMs: limits.timeoutMsMax });
+    const r = h.request('x');
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_LIMIT_EXCEEDED' });
+    expect(h.holds.stateOf(r.id)).toBeUndefined();
+    expect(h.env.pendingTimers).toBe(limits.queuedPerLockMax);
+  });
+});
