@@ -123,7 +123,18 @@ export class TcpProxy {
   /** Cuts everything and stops listening. */
   async close(): Promise<void> {
     for (const pair of [...this.#pairs]) this.#destroy(pair);
+    // Also the half-closed ends of pairs cut mid-chunk, which left #pairs: server.close()
+    // waits for every accepted connection (the transport fault test's afterEach timed out).
+    for (const sock of [...this.#sockets]) sock.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** Every socket of every pair, until it closes. */
+  readonly #sockets = new Set<Socket>();
+
+  #track(sock: Socket): void {
+    this.#sockets.add(sock);
+    sock.once('close', () => this.#sockets.delete(sock));
   }
 
   #source(pair: Pair, direction: ProxyDirection): Socket {
@@ -136,6 +147,8 @@ export class TcpProxy {
       return;
     }
     const upstream = createConnection({ host: '127.0.0.1', port: this.target, noDelay: true });
+    this.#track(client);
+    this.#track(upstream);
     const pair: Pair = { client, upstream };
     this.#pairs.add(pair);
     this.#forward(pair, client, upstream, 'toTarget');
