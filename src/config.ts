@@ -3,6 +3,7 @@
  * with every problem listed, not only the first, so an operator fixes it in one pass.
  */
 import { readFileSync } from 'node:fs';
+import { isRecord } from './core/types.js';
 import { LockError, ErrorCode } from './errors.js';
 import { limits } from './limits.js';
 
@@ -44,10 +45,6 @@ export const clockRateMargin = 1.5;
 
 const idPattern = new RegExp(`^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$`);
 const knownKeys = new Set(['cluster', 'secret', 'peers', 'heartbeat_ms', 'lease_ms', 'evict_ms', 'tls']);
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** `ws://host:port` or `wss://host:port` that the URL parser accepts (a port of 99999 it does not). */
 function isWsUrl(ws: string): boolean {

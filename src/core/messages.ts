@@ -6,7 +6,7 @@
  */
 import { limits } from '../limits.js';
 import type { Meta, Mode, QueuedRequest } from './types.js';
-import { lockNameProblem, modes, utf8Length } from './types.js';
+import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
 
 /** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}. */
 export interface RequestMessage {
@@ -46,10 +46,6 @@ export function toRequestMessage(r: QueuedRequest): RequestMessage {
 /** The queued request a REQUEST message from `peer` stands for. */
 export function fromRequestMessage(m: RequestMessage, peer: number): QueuedRequest {
   return { lock: m.lock, ts: m.ts, peer, mode: m.mode, limit: m.limit, permits: m.permits, owner: m.owner, meta: m.meta, requestedAtMs: m.at };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function isTs(v: unknown): v is number {

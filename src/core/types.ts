@@ -74,6 +74,14 @@ export function tokenOf(ts: number, peer: number): bigint {
 /** Why a hold or a waiting request ended other than by its client's release. */
 export type EndReason = 'released' | 'expired' | 'lease_lost' | 'evicted' | 'shutdown' | 'cancelled' | 'timeout';
 
+/**
+ * Shape guard for a JSON or msgpack object: not null, not an array, not a byte array (msgpack
+ * decodes binary as one). The one guard of this shape for the wire, HTTP and the config.
+ */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+}
+
 /** Shape guard for an incarnation from the network: two non-negative safe integers. */
 export function isIncarnation(v: unknown): v is Incarnation {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;

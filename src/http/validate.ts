@@ -3,7 +3,7 @@
  * body checked, every problem a 400 with a sentence. Past this file the code trusts types.
  */
 import type { Meta, Mode } from '../core/types.js';
-import { lockNameProblem, utf8Length } from '../core/types.js';
+import { isRecord, lockNameProblem, utf8Length } from '../core/types.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { AcquireOptions } from '../runtime/holds.js';
@@ -20,10 +20,6 @@ export function checkLockName(name: string): string {
   const problem = lockNameProblem(name);
   if (problem !== null) throw bad(problem);
   return name;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {

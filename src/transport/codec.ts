@@ -13,7 +13,7 @@ import { Packr } from 'msgpackr';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
-import { isIncarnation } from '../core/types.js';
+import { isIncarnation, isRecord } from '../core/types.js';
 import type { DataFrame } from './link.js';
 
 export type { DataFrame } from './link.js';
@@ -134,10 +134,6 @@ export function decodeFrame<P>(bytes: Uint8Array, isPayload: PayloadGuard<P>): F
 }
 
 type Rec = Record<string, unknown>;
-
-function isRecord(v: unknown): v is Rec {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
-}
 
 function isCount(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;

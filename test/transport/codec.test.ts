@@ -17,8 +17,8 @@ const packet: Packet = {
   m: [request, { t: 'rel', lock: 'db', ts: 2 ** 40 + 3 }],
 };
 
-/** Data frames whose REQUEST has no `at`, or one that is not a time in ms (protocol version 4). */
-function requestsWithBadTimes(): Array<[string, unknown]> {
+/** Data frames whose REQUEST has no `at`, one that is not a time in ms (protocol version 4), or meta that is not an object. */
+function badRequests(): Array<[string, unknown]> {
   const frame = (at: unknown): unknown => ({ t: 'data', seq: 1, payloads: [{ c: 1, m: [{ ...request, at }] }] });
   const { at: _at, ...noAt } = request;
   return [
@@ -27,6 +27,8 @@ function requestsWithBadTimes(): Array<[string, unknown]> {
     ['a request whose at is negative', frame(-1)],
     ['a request whose at is a fraction', frame(1.5)],
     ['a request whose at is a bigint', frame(2n ** 60n)],
+    // One object guard for every decoder (core/types.ts isRecord): msgpack decodes binary as bytes.
+    ['a request whose meta is bytes', { t: 'data', seq: 1, payloads: [{ c: 1, m: [{ ...request, meta: new Uint8Array([1, 2]) }] }] }],
   ];
 }
 
@@ -85,7 +87,7 @@ describe('codec', () => {
     ['an auth with a string mac', { t: 'auth', mac: 'x'.repeat(32) }],
     ['a welcome with a negative delivered', { t: 'welcome', inc: { startMs: 1, nonce: 1 }, clock: 1, delivered: -1, mac: new Uint8Array(32) }],
     ['a date', new Date(0)],
-    ...requestsWithBadTimes(),
+    ...badRequests(),
   ])('refuses valid msgpack of the wrong shape: %s', (_what, value) => {
     expect(codeOf(() => decodeFrame(plain.pack(value), isPacket))).toBe(ErrorCode.FrameInvalid);
   });
