@@ -32,6 +32,8 @@ export interface ClientRequest {
   told: EndReason[];
   /** Released from inside its grant callback (re-entrant), as a client gone before its grant. */
   readonly releaseInGrant: boolean;
+  /** Held as long as whoever asked decides (a fault episode), not as the workload does. */
+  readonly keptByCaller: boolean;
   outcome: string;
 }
 
@@ -76,9 +78,9 @@ export class Clients {
   }
 
   /** A client asks a process for a lock; the request reaches it when the process runs. */
-  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, releaseInGrant = false): ClientRequest {
+  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
     const req: ClientRequest = {
-      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant,
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant, keptByCaller,
     };
     this.#open.set(req.ref, req);
     this.#unresolved += 1;
@@ -120,7 +122,7 @@ export class Clients {
       this.#onHolder(req, () => req.proc.runtime.release(req.lock, g.id), 'release');
       return;
     }
-    this.onGranted(req);
+    if (!req.keptByCaller) this.onGranted(req);
   }
 
   #ended(req: ClientRequest, reason: EndReason): void {

@@ -8,6 +8,8 @@
  * peer bridging two sides that do not see each other. Durations are short, longer than
  * evict_ms, or placed around the lease and eviction deadlines, where timing bugs live.
  */
+import { limits } from '../../src/limits.js';
+import type { Clients } from './clients.js';
 import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
@@ -24,6 +26,8 @@ export interface FaultPlanOptions {
   readonly cluster: Cluster;
   readonly wire: Wire;
   readonly net: SimNetworks;
+  /** The episodes' own clients (a hold kept through a twin episode). */
+  readonly clients: Clients;
   readonly schedule: ScheduleWorld;
   readonly time: SimTime;
   readonly transcript: Transcript;
@@ -79,9 +83,16 @@ export class FaultPlan {
     return [s.crashWeight, s.pauseWeight, s.suspendWeight, s.cutWeight, s.partitionWeight, s.duplicateWeight, s.diskFaultWeight];
   }
 
+  /** While an episode plays out, no random fault: each of its steps lands as planned. */
+  #episodeUntilMs = 0;
+
   /** One random fault, then the next one is scheduled. */
   #onFault(): void {
     if (!this.#active) return;
+    if (this.#o.time.nowMs < this.#episodeUntilMs) {
+      this.#next();
+      return;
+    }
     const { scenario: s, rng } = this.#o;
     const peer = rng.int(0, s.peers - 1);
     const weights = this.#weights();
@@ -238,6 +249,7 @@ export class FaultPlan {
     const crashAt = time.nowMs + Math.ceil(evictGlobalMs * (1.2 + rng.float()) + 4 * s.heartbeatMs);
     const restartAt = crashAt + rng.int(1, s.downMaxMs);
     const healAt = restartAt + rng.int(1, Math.ceil(s.leaseMs));
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, healAt);
     for (let q = 0; q < s.peers; q++) {
       if (q === peer) continue;
       wire.cut(peer, q, healAt);
@@ -281,6 +293,7 @@ export class FaultPlan {
     const holdFrom = t0 + Math.floor(evictGlobalMs * 0.8);
     const holdUntil = healConfirmersAt + Math.ceil(evictGlobalMs * (1.3 + 0.5 * rng.float()) + s.leaseMs * rng.float());
     const suspecterCutUntil = holdUntil + Math.ceil(0.5 * evictGlobalMs);
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, suspecterCutUntil);
     wire.cut(suspect, suspecter, suspecterCutUntil);
     wire.cut(suspecter, suspect, suspecterCutUntil);
     for (const c of confirmers) {
@@ -299,7 +312,9 @@ export class FaultPlan {
    * with the id of `twin`, a live peer, and B restarts right after: B's new incarnation dials the twin's address, which leads to the
    * newer process, and meets it before the old one redials. The new twin must not ack B's
    * requests before every peer that knew the old twin let it join: else B grants a lock the
-   * old twin still validly holds (mutant ack-while-unsynced). Later one of the twins dies.
+   * old twin still validly holds (mutant ack-while-unsynced). A client of the old twin takes
+   * one lock, bound to its connection, and keeps it through the episode, so that the
+   * restarted peer's clients ask for a lock the old twin holds. Later one of the twins dies.
    */
   #twinMetFirst(twin: number, rng: Prng): void {
     const { cluster, schedule, time, scenario: s, transcript } = this.#o;
@@ -311,8 +326,23 @@ export class FaultPlan {
     const twinAt = time.nowMs + rng.int(Math.ceil(1.3 * evictGlobalMs + 4 * s.heartbeatMs), Math.ceil(2 * evictGlobalMs + 4 * s.heartbeatMs));
     const restartAt = twinAt + rng.int(1, s.connectMaxMs + 5);
     const endAt = restartAt + rng.int(Math.ceil(evictGlobalMs), Math.ceil(2 * evictGlobalMs));
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, endAt);
     transcript.add(time.nowMs, twin, `TWIN MET FIRST: p${restarter} crashes, a twin of p${twin} starts at ${twinAt}ms, p${restarter} restarts at ${restartAt}ms, one twin dies at ${endAt}ms`);
     cluster.crash(restarter);
+    // Once the crashed peer is evicted and just before the twin starts, so that it is held.
+    schedule(twinAt - Math.max(10, 2 * s.heartbeatMs), () => {
+      const holder = cluster.processes(twin)[0];
+      if (!this.#active || holder === undefined) return;
+      const lock = rng.pick(s.locks);
+      const req = this.#o.clients.acquire(holder, lock, {
+        mode: 'exclusive', limit: 1, permits: 1, owner: 'twin-episode', meta: null, timeoutMs: limits.timeoutMsMax, ttlMs: 0, hold: 'connection', expectedMs: null,
+      }, false, true);
+      transcript.add(time.nowMs, twin, `TWIN MET FIRST: ref ${req.ref} asks p${twin} for ${lock}, bound to its connection, until ${endAt - 1}ms`);
+      schedule(endAt - 1, () => {
+        if (req.state === 'held') this.#o.clients.release(req);
+        else if (req.state === 'waiting') this.#o.clients.leave(req);
+      });
+    });
     schedule(twinAt, () => {
       if (!this.#active) return;
       if (cluster.processes(twin).length === 1) cluster.restart(twin, { duplicate: true });

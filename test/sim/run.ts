@@ -89,7 +89,7 @@ function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   cluster.onStarted = (p) => processes.set(p.proc, p);
   cluster.onCrashed = (procId) => clients.crashed(procId);
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time });
-  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, schedule: world, time, transcript });
+  const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes };
 }
 
