@@ -47,6 +47,11 @@ export interface PeerOptions {
   readonly processMetrics?: boolean;
   /** Planted bugs: the simulator's mutants only. */
   readonly faults?: PlantedFaults;
+  /**
+   * Each link's resend buffer bound (default limits.linkUnackedBytesMax). The simulator sets
+   * a small one in some seeds, so that backpressure and the rejoin on overflow happen.
+   */
+  readonly linkUnackedBytesMax?: number;
 }
 
 /** A local hold began or ended: what the dashboard's "recent grants and ends" shows. */
@@ -81,6 +86,7 @@ export class PeerRuntime {
   readonly #world: PeerWorld;
   readonly #env: Env;
   readonly #faults: PlantedFaults | undefined;
+  readonly #linkUnackedBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
   readonly #holds: LocalHolds;
   readonly #views: PeerViews;
@@ -106,6 +112,7 @@ export class PeerRuntime {
     this.#world = opts.world;
     this.#env = opts.world.env;
     this.#faults = opts.faults;
+    this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.metrics = new PeerMetrics(this, opts.processMetrics ?? true);
     this.#views = new PeerViews(this);
@@ -153,7 +160,7 @@ export class PeerRuntime {
   }
 
   #newSession(clockFloor: number, startFloorMs: number): Session {
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults }, {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),

@@ -77,6 +77,8 @@ export interface SessionOptions {
   readonly logger: Logger;
   readonly world: SessionWorld;
   readonly faults?: PlantedFaults | undefined;
+  /** Each link's resend buffer bound (PeerOptions.linkUnackedBytesMax). */
+  readonly linkUnackedBytesMax?: number | undefined;
 }
 
 /** Wraps what runs a function: the guard runs first. */
@@ -189,7 +191,7 @@ export class Session {
         env, network, listener, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, mayAck: (peer) => !this.#pending.has(peer) && this.#machine.ackReady,
         mayEcho: (peer, inc) => this.#membership.mayEcho(peer, inc, this.#now()),
-        logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh,
+        logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
       },
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),

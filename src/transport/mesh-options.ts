@@ -48,6 +48,8 @@ export interface MeshOptions<P> {
   readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
   /** Planted bugs, for the simulator's mutation tests only. */
   readonly faults?: Partial<MeshFaults> | undefined;
+  /** Each link's resend buffer bound; default limits.linkUnackedBytesMax. */
+  readonly linkUnackedBytesMax?: number | undefined;
 }
 
 /** Planted bugs of the mesh (the simulator's mutants); production sets none. */

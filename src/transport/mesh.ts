@@ -93,7 +93,7 @@ export class Mesh<P> {
     this.#book = new IncarnationBook(size);
     this.#slots = new Array<PeerSlot<P> | undefined>(size).fill(undefined);
     for (const peer of opts.peers) {
-      this.#slots[peer.index] = newPeerSlot<P>(peer, limits.linkUnackedBytesMax, new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30));
+      this.#slots[peer.index] = newPeerSlot<P>(peer, opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax, new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30));
       this.#indexOfId.set(peer.id, peer.index);
     }
     const identity: HandshakeIdentity = {

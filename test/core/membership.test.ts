@@ -124,6 +124,14 @@ describe('Membership', () => {
     m1?.heard(2, Y, evictMs + 2);
     expect(m1?.mayEcho(2, Y, evictMs + 3)).toBe(true);
     expect(m1?.mayEcho(2, X, evictMs + 3)).toBe(false);
+    // The planted bug (a liveness delay, not a safety one: the simulator's liveness bound
+    // hides it) withholds Y's echoes for the whole promise.
+    const planted = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0, faults: { promiseBindsNewer: true } });
+    planted.heard(2, X, 0);
+    planted.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs);
+    planted.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs + 1);
+    planted.heard(2, Y, evictMs + 2);
+    expect(planted.mayEcho(2, Y, evictMs + 3)).toBe(false);
   });
 
   it('counts a confirmation only while its promise binds the confirmer (evict_ms over the rate margin)', () => {

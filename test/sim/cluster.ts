@@ -208,6 +208,7 @@ export class Cluster {
     const logger = transcriptLogger(transcript, time, peer, proc.id);
     const runtime = new PeerRuntime({
       config: this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
+      ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
     });
     const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY } };
     h.procs.push(p);

@@ -37,7 +37,6 @@ const mutants = {
   'no-suspend-detect': { runtime: { noSuspendDetect: true } },
   'evict-before-successor-joins': { runtime: { evictBeforeSuccessorJoins: true } },
   'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
-  'promise-binds-newer': { membership: { promiseBindsNewer: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

@@ -63,6 +63,12 @@ export interface Scenario {
    * with another live peer's id, so the restarted one meets the newer twin before the old.
    */
   readonly twinEpisode: boolean;
+  /**
+   * Each link's resend buffer bound in bytes, or null for the production bound (64 MiB, never
+   * reached in a run): small in some seeds, so that a cut or a stall fills it, sends wait
+   * for acks (backpressure) and a session whose buffer overflows rejoins. Drawn last.
+   */
+  readonly linkBufferBytes: number | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -110,13 +116,14 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const zombieEpisode = rng.chance(0.25);
   const lateConfirmEpisode = rng.chance(0.25);
   const twinEpisode = rng.chance(0.25);
+  const linkBufferBytes = rng.chance(0.25) ? rng.pick([8192, 16384, 32768]) : null;
   const evictGlobalMs = drawn.evictMs / Math.min(...drawn.clockRates);
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode;
   const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode };
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, linkBufferBytes };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'linkBufferBytes'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

@@ -67,20 +67,16 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // The seed that found the bug, on the network that breaks connections.
   'evict-before-successor-joins': { seed: 501435, net: 'link' },
   'ack-while-unsynced': 65,
+  'hb-clock-while-pending': { seed: 116, net: 'link' },
 };
 
 /**
  * Mutants the simulator does not catch within 2000 seeds yet (issue 12 stays open for them).
- * `hb-clock-while-pending`: data waits unsent behind a heartbeat only when a link's resend
- * buffer is full, which the production bound (limits.linkUnackedBytesMax, 64 MiB) never is
- * in a simulated run. `promise-binds-newer`: its effect is a successor kept without echoes
- * for up to evict_ms, a delay inside the liveness bound (test/core/membership.test.ts
- * catches it). `join-on-older-eviction`: needs the
- * eviction notice of an incarnation older than a live, superseded one to reach a peer after
- * the newest one started waiting there (seed 404471 --net link found it before the fix of
- * evicted refusals changed that run).
+ * `join-on-older-eviction` needs the eviction notice of an incarnation older than a live,
+ * superseded one to reach a peer after the newest one started waiting there (seed 404471
+ * --net link found it before the fix of evicted refusals changed that run).
  */
-const notYetCaught: readonly MutantName[] = ['promise-binds-newer', 'hb-clock-while-pending', 'join-on-older-eviction'];
+const notYetCaught: readonly MutantName[] = ['join-on-older-eviction'];
 
 describe('deterministic simulator on the production runtime', () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
