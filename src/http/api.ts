@@ -176,7 +176,7 @@ export class HttpApi {
     if (extra !== undefined && req.method === 'GET') return extra(req, res);
     if (path === '/healthz') return send(res, 200, { ok: true });
     if (path === '/readyz') {
-      const ready = this.#peer.leaseValid();
+      const ready = this.#peer.ready();
       return send(res, ready ? 200 : 503, ready ? { ready: true } : { error: ErrorCode.NotReady, message: 'this peer holds no lease or has not synced with every peer yet' });
     }
     if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, this.#peer.cluster());

@@ -16,7 +16,8 @@ export interface MetricsSource {
   meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
   meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
   coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
-  leaseValid(): boolean;
+  /** Holds a lease and is synced with its view (PeerRuntime.ready). */
+  ready(): boolean;
   /** The peers every grant waits for (GET /v1/cluster `degraded`). */
   degraded(): { readonly active: boolean; readonly waiting_for: readonly unknown[] };
   /** Now on the clock of `meshStatus().lastHeardMs`. */
@@ -99,7 +100,7 @@ export class PeerMetrics {
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     };
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
-    gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.leaseValid() ? 1 : 0));
+    gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.ready() ? 1 : 0));
     gauge('lamport_cluster_degraded', '1 while every grant waits for a peer that is unreachable and not evicted (GET /v1/cluster degraded names it).', () => (source.degraded().active ? 1 : 0));
     gauge('lamport_peers_unreachable', 'Peers not evicted whose link is down or silent: every grant waits until they return or are evicted.', () => source.degraded().waiting_for.length);
     gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);

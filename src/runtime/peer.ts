@@ -214,8 +214,8 @@ export class PeerRuntime {
     this.session().step(event);
   }
 
-  /** True while this peer is synced with its view and holds a lease (readyz). */
-  leaseValid(): boolean {
+  /** True while this peer holds a lease AND is synced with its view: it can grant (readyz). */
+  ready(): boolean {
     const machine = this.session().machine;
     return machine.leaseValid && machine.synced;
   }

@@ -58,7 +58,7 @@ export class MeshFlusher<P> {
     }
   }
 
-  /** That peer has payloads or an ack waiting: flush it at the end of this turn. */
+  /** That peer has payloads waiting: frame them at the end of this turn. */
   markDirty(slot: PeerSlot<P>): void {
     this.#dirty.add(slot);
     this.#scheduled ??= this.#env.soon(() => this.#flushAll());

@@ -14,9 +14,12 @@ export interface PeerSlot<P> {
   readonly sender: LinkSender<P>;
   /** The peer's stream to us, carried by `in`. */
   readonly receiver: LinkReceiver<P>;
-  /** Payloads queued in this event-loop turn, framed at the end of it. */
+  /**
+   * Payloads not framed yet: queued in this event-loop turn and framed at its end, or left
+   * over when the resend buffer was full (they wait for acks to free it).
+   */
   pending: P[];
-  /** An ack for `in` is owed at the end of this turn. */
+  /** A cumulative ack for `in` is owed: it leaves on the flusher's ack timer (limits.linkAckDelayMs). */
   ackDue: boolean;
   /** Established socket we dialed (our stream). */
   out: FrameSocket<P> | null;

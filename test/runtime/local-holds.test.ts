@@ -45,7 +45,7 @@ class Harness {
       meshStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
       meshStatus: () => [],
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
-      leaseValid: () => machine.leaseValid,
+      ready: () => machine.leaseValid && machine.synced,
       degraded: () => ({ active: false, waiting_for: [] }),
       leaseNowMs: () => this.env.monoMs(),
     }, false);

@@ -126,7 +126,7 @@ describe('metrics across a rejoin', () => {
     const cNetwork = new CuttableNetwork(new WsNetwork({ tls: null, logger: silentLogger() }));
     started = await startThree(cNetwork);
     const [a, b, c] = started.map((s) => s.runtime) as [PeerRuntime, PeerRuntime, PeerRuntime];
-    await waitFor('every peer ready', () => [a, b, c].every((r) => r.leaseValid()));
+    await waitFor('every peer ready', () => [a, b, c].every((r) => r.ready()));
     await grantAndRelease(c, 'before');
     const before = Object.fromEntries(await Promise.all(linkCounters.map(async (n) => [n, await counter(c, n)] as const)));
     const first = formatIncarnation(c.incarnation);
@@ -136,7 +136,7 @@ describe('metrics across a rejoin', () => {
     await waitFor('a and b evicted c', evictedByBoth);
     cNetwork.heal();
     await waitFor('c rejoined as a new incarnation', () => formatIncarnation(c.incarnation) !== first);
-    await waitFor('c ready again', () => c.leaseValid(), 10_000);
+    await waitFor('c ready again', () => c.ready(), 10_000);
     await grantAndRelease(c, 'after');
 
     const fresh = c.session().meshStats();
