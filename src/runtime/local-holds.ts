@@ -231,6 +231,11 @@ export class LocalHolds {
 
   /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
   endAll(reason: EndReason, error: LockError): void {
+    // Waiters first, the latest first: ending a hold first would release its lock to the
+    // next local waiter, granted only to be ended at once (a TTL client would get its 200,
+    // then a 404). Failing a waiter can grant none behind it: those are failed already.
+    const all = [...this.#requests.values()];
+    for (const req of all.reverse()) if (req.state === 'waiting') this.#fail(req, error, reason, true);
     for (const req of [...this.#requests.values()]) {
       if (req.state === 'held') this.#end(req, reason);
       else this.#fail(req, error, reason, true);

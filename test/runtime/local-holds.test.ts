@@ -9,7 +9,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
 import type { MachineEvent } from '../../src/core/machine.js';
 import type { EndReason, Incarnation } from '../../src/core/types.js';
-import { LockError } from '../../src/errors.js';
+import { ErrorCode, LockError } from '../../src/errors.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import type { AcquireOptions, Grant, LocalRequest } from '../../src/runtime/holds.js';
@@ -121,6 +121,16 @@ beforeEach(() => {
 });
 
 describe('LocalHolds: grants and TTLs', () => {
+  it('ends everything at a shutdown without granting a waiter it would end at once', () => {
+    const held = h.request('x');
+    const waiter = h.request('x');
+    expect(h.holds.stateOf(waiter.id)).toBe('waiting');
+    h.holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'stopping'));
+    expect(held.heard.ends).toEqual(['shutdown']);
+    expect(waiter.heard.grants).toEqual([]);
+    expect(waiter.heard.failures.map((e) => e.code)).toEqual(['ERR_SHUTTING_DOWN']);
+  });
+
   it('grants a free lock at once, with its token, times and a hold event', () => {
     const r = h.request('x');
     expect(r.heard.grants).toEqual([{ lock: 'x', id: r.id, token: 101n * 1024n, mode: 'exclusive', peer: 'a', grantedAt: h.env.wallMs(), expiresAt: h.env.wallMs() + opts.ttlMs }]);
