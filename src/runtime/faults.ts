@@ -20,6 +20,8 @@ export interface RuntimeFaults {
   readonly evictBeforeSuccessorJoins: boolean;
   /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
   readonly joinOnOlderEviction: boolean;
+  /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
+  readonly actWhileSuperseded: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

@@ -141,6 +141,15 @@ export class Session {
    * the incarnation the refusal names; one that did is an old process a newer one replaced.
    */
   #everSynced = false;
+  /**
+   * A peer refused this incarnation as older than one of our id it knows, after it had
+   * synced: a newer process with our id runs, or ran. This one is a zombie from then on: it
+   * holds no lease (its holds end, it grants nothing) and decides no eviction, since the
+   * leases it would judge were lent by that newer process's echoes, not its own (simulator
+   * seed 152084: a superseded twin evicted, alone in a two-peer cluster, a peer whose lease
+   * the newer twin had renewed).
+   */
+  #superseded = false;
   #closed = false;
 
   constructor(opts: SessionOptions, hooks: SessionHooks) {
@@ -213,7 +222,7 @@ export class Session {
     this.#timers.push(this.#env.every(leaseTickMs(this.#config.leaseMs), () => this.#refreshLease()));
     this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
       if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
-      this.#applyMembership(this.#membership.tick(this.#now()));
+      if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(this.#now()));
     }));
     this.#refreshLease();
     this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock }, 'incarnation started');
@@ -247,7 +256,8 @@ export class Session {
   #onPayload(from: number, inc: Incarnation, payload: Payload): void {
     this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
-      this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
+      // A zombie counts no confirmation (it decides no eviction); notices it still applies.
+      if (payload.t !== 'confirm' || this.#actsOnMembership()) this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
       return;
     }
     const pending = this.#pending.get(from);
@@ -278,6 +288,11 @@ export class Session {
       // it; a live one is then superseded and evicted before we are admitted.
       this.#log.warn({ remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation started older than one of our id the others know: starting above it');
       this.#hooks.onRejoin('stale_incarnation', known.startMs + 1);
+    } else if (reason === 'stale_incarnation' && this.#everSynced && !this.#superseded) {
+      this.#superseded = true;
+      this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
+        'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
+      this.#refreshLease();
     } else if (reason === 'predecessor_live') {
       this.#log.info({ remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
     }
@@ -328,11 +343,16 @@ export class Session {
   /** Tells the core when the lease changed. */
   #refreshLease(): void {
     if (this.#closed) return;
-    const valid = this.#lease.valid(this.#now());
+    const valid = this.#lease.valid(this.#now()) && this.#actsOnMembership();
     if (valid === this.#machine.leaseValid) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
     this.#stepCore({ type: 'lease', valid });
+  }
+
+  /** False once this incarnation is known to be superseded (a zombie), unless the act-while-superseded mutant. */
+  #actsOnMembership(): boolean {
+    return !this.#superseded || this.#faults.runtime?.actWhileSuperseded === true;
   }
 
   /** Feeds one event to the core, after re-checking the lease, and executes its effects. */

@@ -37,6 +37,7 @@ const mutants = {
   'no-suspend-detect': { runtime: { noSuspendDetect: true } },
   'evict-before-successor-joins': { runtime: { evictBeforeSuccessorJoins: true } },
   'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
+  'act-while-superseded': { runtime: { actWhileSuperseded: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

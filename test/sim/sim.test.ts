@@ -53,7 +53,6 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'semaphore-overcount': 2,
   'no-self-fence': 2,
   'accept-evicted': 5,
-  'synced-on-handshake': 319,
   'issue-without-lease': 16,
   'keep-waiters-on-lease-loss': 16,
   'evict-unmet-incarnation': 47,
@@ -64,10 +63,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'no-lease-check-before-event': 14,
   'lease-from-arrival': 85,
   'no-suspend-detect': 5,
-  // The seed that found the bug, on the network that breaks connections.
-  'evict-before-successor-joins': { seed: 501435, net: 'link' },
-  'ack-while-unsynced': 65,
   'hb-clock-while-pending': { seed: 116, net: 'link' },
+  // Found by the 100,000-seed run (6 seeds in 20,000, none in the first 2000).
+  'act-while-superseded': 102649,
 };
 
 /**
@@ -75,8 +73,14 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
  * `join-on-older-eviction` needs the eviction notice of an incarnation older than a live,
  * superseded one to reach a peer after the newest one started waiting there (seed 404471
  * --net link found it before the fix of evicted refusals changed that run).
+ * `synced-on-handshake` (seed 319) and `ack-while-unsynced` (seed 65, the twin episode) were
+ * caught until a superseded twin started to fence itself (act-while-superseded's fix): the
+ * old twin now ends its holds as soon as a peer refuses it as stale, which hides both in
+ * the seeds that showed them; not caught again within 2000 seeds yet. So is
+ * `evict-before-successor-joins` (seed 501435 --net link found it; the fix of evicted
+ * refusals and the fencing changed that run).
  */
-const notYetCaught: readonly MutantName[] = ['join-on-older-eviction'];
+const notYetCaught: readonly MutantName[] = ['join-on-older-eviction', 'synced-on-handshake', 'ack-while-unsynced', 'evict-before-successor-joins'];
 
 describe('deterministic simulator on the production runtime', () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
