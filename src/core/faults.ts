@@ -36,6 +36,8 @@ export interface MachineFaults {
    * predecessor; its acks would let a third peer grant a lock the predecessor holds.
    */
   readonly ackWhileUnsynced: boolean;
+  /** Acks once every peer met let us join, without the quorum of others (seed 101577's bug). */
+  readonly ackWithoutQuorum: boolean;
 }
 
 /** No planted bug: what production runs. */
@@ -52,4 +54,5 @@ export const noFaults: MachineFaults = {
   keepWaitersOnLeaseLoss: false,
   evictUnmetIncarnation: false,
   ackWhileUnsynced: false,
+  ackWithoutQuorum: false,
 };

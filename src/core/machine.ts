@@ -75,13 +75,15 @@ export class Machine {
   }
 
   /**
-   * Whether this incarnation may acknowledge requests: every peer it met has let it join.
-   * A new incarnation whose predecessor may still hold a lease is refused by the peers that
-   * knew the predecessor until the majority evicted it; its acks meanwhile would let a third
-   * peer, which never knew the predecessor, grant a lock the predecessor still holds.
+   * Whether this incarnation may acknowledge requests: every peer it met has let it join, and so have enough of the others that
+   * any majority that could still lease a predecessor of ours meets them
+   * (PeerView.joinedByQuorum). A new incarnation whose predecessor may still hold a lease is
+   * refused by the peers that knew the predecessor until the majority evicted it; its acks
+   * meanwhile would let a third peer, which never knew the predecessor, grant a lock the
+   * predecessor still holds (a restarted peer met first, simulator seed 101577).
    */
   get ackReady(): boolean {
-    return this.#peers.joinedByMet || this.#faults.ackWhileUnsynced;
+    return (this.#peers.joinedByMet && (this.#peers.joinedByQuorum || this.#faults.ackWithoutQuorum)) || this.#faults.ackWhileUnsynced;
   }
 
   /** Whether this peer currently holds a lease (the runtime decides, the core obeys). */

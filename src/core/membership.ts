@@ -38,6 +38,17 @@ export function isMembershipMessage(v: unknown): v is MembershipMessage {
   return (t === 'suspect' || t === 'confirm') && typeof at === 'number' && Number.isFinite(at);
 }
 
+/**
+ * A confirmation's promise that still binds: no echo of `peer`'s incarnation `upTo` (or an
+ * older one) for `remainingMs` more. A rejoin hands these to the next incarnation of this
+ * process, whose echoes would break them just as much.
+ */
+export interface EchoPromise {
+  readonly peer: number;
+  readonly upTo: Incarnation;
+  readonly remainingMs: number;
+}
+
 /** Planted bugs for the simulator's mutation tests. */
 export interface MembershipFaults {
   /** Evict on the suspecting peer's word alone, without a majority. */
@@ -50,6 +61,8 @@ export interface MembershipFaults {
   readonly forgetPredecessor: boolean;
   /** A confirmation's promise also withholds echoes from newer incarnations (seed 504945's bug). */
   readonly promiseBindsNewer: boolean;
+  /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */
+  readonly forgetPromisesOnRejoin: boolean;
 }
 
 interface PeerTrack {
@@ -106,11 +119,11 @@ export class Membership {
   /** When this membership (this incarnation) started: older suspicions are not ours. */
   readonly #startMs: number;
 
-  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined }) {
+  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined; promises?: readonly EchoPromise[] | undefined }) {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
@@ -119,6 +132,27 @@ export class Membership {
         inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null,
       });
     }
+    if (this.#faults.forgetPromisesOnRejoin) return;
+    for (const promise of opts.promises ?? []) {
+      const t = this.#track(promise.peer);
+      if (t === undefined) continue;
+      t.noEchoUntilMs = Math.max(t.noEchoUntilMs, opts.nowMs + promise.remainingMs);
+      if (compareIncarnation(promise.upTo, t.noEchoUpTo) > 0) t.noEchoUpTo = promise.upTo;
+    }
+  }
+
+  /**
+   * The promises that still bind (see mayEcho), for the next incarnation of this process:
+   * a peer that rejoined after an eviction and echoed at once what it had confirmed silent
+   * just before kept that peer leased while the suspecter, counting the confirmation,
+   * evicted it (simulator seed 162227).
+   */
+  promises(nowMs: number): EchoPromise[] {
+    const out: EchoPromise[] = [];
+    this.#peers.forEach((t, peer) => {
+      if (peer !== this.#self && t.noEchoUntilMs > nowMs) out.push({ peer, upTo: t.noEchoUpTo, remainingMs: t.noEchoUntilMs - nowMs });
+    });
+    return out;
   }
 
   /**

@@ -15,12 +15,14 @@ export class PeerView {
   /** Peers of the view we have handshaked with, and their incarnation. */
   readonly #inc = new Map<number, Incarnation>();
   readonly #evictedInc = new Map<number, Incarnation>();
+  readonly #self: number;
 
   /** `handshakeSyncs`: the synced-on-handshake mutant only (a handshake counts as a packet). */
   readonly #handshakeSyncs: boolean;
 
   /** Every configured peer but `self` is in the view at first, none of them met yet. */
   constructor(self: number, peerCount: number, handshakeSyncs = false) {
+    this.#self = self;
     this.#handshakeSyncs = handshakeSyncs;
     this.#lastTs = new Array<number>(peerCount).fill(0);
     for (let p = 0; p < peerCount; p++) if (p !== self) this.#view.add(p);
@@ -54,6 +56,26 @@ export class PeerView {
   get joinedByMet(): boolean {
     for (const p of this.#view) if (this.#inc.has(p) && (this.#lastTs[p] ?? 0) === 0) return false;
     return true;
+  }
+
+  /**
+   * True when at least `peerCount - majority + 1` of the other configured peers let this
+   * incarnation join (sent us a packet) or were evicted (an incarnation of theirs, if we never
+   * met one: a peer down for good must not keep us from acking). A predecessor of ours that still
+   * holds a lease was echoed within lease_ms by `majority - 1` others; any such set meets
+   * this one, and a peer in both tracked the predecessor, so it let us in only once the
+   * majority evicted it. Peers we met are not enough: a restarted peer that never knew the
+   * predecessor lets us in at once (simulator seed 101577).
+   */
+  get joinedByQuorum(): boolean {
+    const n = this.#lastTs.length;
+    let admitted = 0;
+    for (let p = 0; p < n; p++) {
+      if (p === this.#self) continue;
+      const met = this.#inc.has(p);
+      if (met ? (this.#lastTs[p] ?? 0) > 0 : !this.#view.has(p) || this.#evictedInc.has(p)) admitted++;
+    }
+    return admitted >= Math.min(n - 1, n - (Math.floor(n / 2) + 1) + 1);
   }
 
   /** Peers of the view, this one excluded. */

@@ -12,6 +12,7 @@ import { EventEmitter } from 'node:events';
 import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
 import type { MachineEvent } from '../core/machine.js';
+import type { EchoPromise } from '../core/membership.js';
 import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
@@ -159,8 +160,8 @@ export class PeerRuntime {
     return this.#session;
   }
 
-  #newSession(clockFloor: number, startFloorMs: number): Session {
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax }, {
+  #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[]): Session {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
@@ -204,7 +205,7 @@ export class PeerRuntime {
     old.close();
     this.#pastMeshStats = addMeshStats(this.#pastMeshStats, old.meshStats());
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
-    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1));
+    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises());
     this.#session.start();
     this.events.emit('changed');
   }

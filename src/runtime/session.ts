@@ -15,7 +15,7 @@ import { clockRateMargin } from '../config.js';
 import { Machine } from '../core/machine.js';
 import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
-import type { MembershipEffect, MembershipMessage } from '../core/membership.js';
+import type { EchoPromise, MembershipEffect, MembershipMessage } from '../core/membership.js';
 import type { Packet } from '../core/messages.js';
 import { isPacket } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
@@ -79,6 +79,8 @@ export interface SessionOptions {
   readonly faults?: PlantedFaults | undefined;
   /** Each link's resend buffer bound (PeerOptions.linkUnackedBytesMax). */
   readonly linkUnackedBytesMax?: number | undefined;
+  /** The previous incarnation's confirmation promises that still bind (after a rejoin). */
+  readonly promises?: readonly EchoPromise[] | undefined;
 }
 
 /** Wraps what runs a function: the guard runs first. */
@@ -164,7 +166,7 @@ export class Session {
     const self = opts.index;
     this.#machine = new Machine({ self, peerCount, clockFloor: opts.clockFloor, faults: this.#faults.machine });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
-    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership });
+    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises });
     this.#mesh = this.#createMesh(opts);
   }
 
@@ -257,7 +259,8 @@ export class Session {
     this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
       // A zombie counts no confirmation (it decides no eviction); notices it still applies.
-      if (payload.t !== 'confirm' || this.#actsOnMembership()) this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
+      if (payload.t === 'confirm' && !this.#actsOnMembership()) return;
+      this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
       return;
     }
     const pending = this.#pending.get(from);
@@ -413,6 +416,11 @@ export class Session {
   }
 
   /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
+  /** The confirmation promises that still bind this incarnation, for the next one (Membership.promises). */
+  promises(): EchoPromise[] {
+    return this.#membership.promises(this.#now());
+  }
+
   isEvicted(peer: number, inc: Incarnation): boolean {
     return this.#membership.isEvicted(peer, inc);
   }

@@ -113,6 +113,27 @@ describe('Membership', () => {
     expect(m1?.mayEcho(2, Y, evictMs + 1)).toBe(true);
   });
 
+  it('hands its binding promises to the next incarnation of this process, which keeps them (seed 162227)', () => {
+    const [, m1] = three();
+    m1?.heard(2, X, 0);
+    m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs);
+    // Evicted at evictMs + 1000, this process rejoins as a new incarnation with a fresh
+    // membership on a clock of its own (it starts at 50 here).
+    const promises = m1?.promises(evictMs + 1000) ?? [];
+    expect(promises).toEqual([{ peer: 2, upTo: X, remainingMs: evictMs - 1000 }]);
+    const next = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises });
+    next.heard(2, X, 60);
+    expect(next.mayEcho(2, X, 60)).toBe(false);
+    expect(next.mayEcho(2, X, 50 + evictMs - 1001)).toBe(false);
+    expect(next.mayEcho(2, X, 50 + evictMs - 1000)).toBe(true);
+    expect(next.mayEcho(2, Y, 60)).toBe(true);
+    expect(next.promises(50 + evictMs - 1000)).toEqual([]);
+    // The planted bug forgets them: the new incarnation echoes what the old one confirmed silent.
+    const planted = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises, faults: { forgetPromisesOnRejoin: true } });
+    planted.heard(2, X, 60);
+    expect(planted.mayEcho(2, X, 60)).toBe(true);
+  });
+
   it('a promise binds the incarnation it is about and older ones, never a newer one (seed 504945)', () => {
     const [, m1] = three();
     m1?.heard(2, X, 0);

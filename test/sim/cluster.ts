@@ -315,8 +315,9 @@ export class Cluster {
       for (const q of host.procs) {
         if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.session()) continue;
         const inc = q.lease.session.incarnation;
+        if (!session.isEvicted(host.peer, inc)) continue;
         const key = `${host.peer}:${inc.startMs}.${inc.nonce}`;
-        if (this.#evictionsSeen.has(key) || !session.isEvicted(host.peer, inc)) continue;
+        if (this.#evictionsSeen.has(key)) continue;
         this.#evictionsSeen.add(key);
         const trueNow = q.proc.host.baseMs(this.#o.time.nowMs) - q.lease.offsetMs;
         const until = q.lease.session.leaseValidUntilMs();

@@ -38,6 +38,8 @@ const mutants = {
   'evict-before-successor-joins': { runtime: { evictBeforeSuccessorJoins: true } },
   'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
   'act-while-superseded': { runtime: { actWhileSuperseded: true } },
+  'ack-without-quorum': { machine: { ackWithoutQuorum: true } },
+  'forget-promises-on-rejoin': { membership: { forgetPromisesOnRejoin: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

@@ -66,6 +66,10 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'hb-clock-while-pending': { seed: 116, net: 'link' },
   // Found by the 100,000-seed run (6 seeds in 20,000, none in the first 2000).
   'act-while-superseded': 102649,
+  // Found by the 100,000-seed run of the fourth session (a twin met first by a restarted
+  // peer; a confirmer that rejoined and forgot its promise).
+  'ack-without-quorum': 101577,
+  'forget-promises-on-rejoin': 162227,
 };
 
 /**
