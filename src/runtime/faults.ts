@@ -22,6 +22,8 @@ export interface RuntimeFaults {
   readonly joinOnOlderEviction: boolean;
   /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
   readonly actWhileSuperseded: boolean;
+  /** A superseded incarnation still echoes heartbeats (seed 109815's bug). */
+  readonly zombieEchoes: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

@@ -40,6 +40,7 @@ const mutants = {
   'act-while-superseded': { runtime: { actWhileSuperseded: true } },
   'ack-without-quorum': { machine: { ackWithoutQuorum: true } },
   'forget-promises-on-rejoin': { membership: { forgetPromisesOnRejoin: true } },
+  'zombie-echoes': { runtime: { zombieEchoes: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

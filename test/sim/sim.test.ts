@@ -70,6 +70,7 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // peer; a confirmer that rejoined and forgot its promise).
   'ack-without-quorum': 101577,
   'forget-promises-on-rejoin': 162227,
+  'zombie-echoes': 109815,
 };
 
 /**
