@@ -22,7 +22,8 @@ export type MachineEvent =
 export type Effect =
   | { readonly type: 'send'; readonly to: number; readonly packet: Packet }
   | { readonly type: 'granted'; readonly ref: number; readonly lock: string; readonly ts: number; readonly token: bigint; readonly mode: Mode }
-  | { readonly type: 'refused'; readonly ref: number; readonly lock: string }
+  /** `ahead`: how many requests were ahead of it in the queue when it was refused. */
+  | { readonly type: 'refused'; readonly ref: number; readonly lock: string; readonly ahead: number }
   /** An acquire refused at once: its lock's queue holds limits.queuedPerLockMax requests already. */
   | { readonly type: 'full'; readonly ref: number; readonly lock: string }
   | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' };

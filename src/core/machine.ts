@@ -270,7 +270,7 @@ export class Machine {
 
   #decide(own: OwnRequest, grant: boolean): void {
     if (!grant) {
-      this.#out.push({ type: 'refused', ref: own.ref, lock: own.lock });
+      this.#out.push({ type: 'refused', ref: own.ref, lock: own.lock, ahead: Math.max(0, this.#locks.indexOf(own.lock, own.ts, this.self)) });
       this.#dropOwn(own);
       return;
     }

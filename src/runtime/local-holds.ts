@@ -141,11 +141,11 @@ export class LocalHolds {
     this.#log.warn({ lock: req.lock, id: req.id, owner: req.spec.owner, expectedMs: req.opts.expectedMs }, 'hold kept longer than its expected_ms');
   }
 
-  /** The core refused no-wait request `ref`: others hold or wait ahead of it. */
-  onRefused(ref: number): void {
+  /** The core refused no-wait request `ref`: `ahead` others held or waited ahead of it. */
+  onRefused(ref: number, ahead: number): void {
     const req = this.#byRef.get(ref);
     assert(req !== undefined, 'refused request is local');
-    this.#fail(req, this.#timeoutError(req, 'the lock is held or requested by others (timeout_ms 0 does not wait)'), 'timeout', false);
+    this.#fail(req, this.#timeoutError(req, 'the lock is held or requested by others (timeout_ms 0 does not wait)', ahead), 'timeout', false);
   }
 
   #onWaitTimeout(req: LocalRequest): void {
@@ -159,8 +159,8 @@ export class LocalHolds {
     this.#fail(req, err, 'timeout', true);
   }
 
-  #timeoutError(req: LocalRequest, message: string): LockError {
-    const position = this.#host.explain(req.ref)?.position ?? 0;
+  /** A 423: `position` defaults to the request's place in the queue now (it is still there). */
+  #timeoutError(req: LocalRequest, message: string, position = this.#host.explain(req.ref)?.position ?? 0): LockError {
     return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders: this.#host.holders(req.lock) });
   }
 

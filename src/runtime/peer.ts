@@ -237,7 +237,7 @@ export class PeerRuntime {
         this.#holds.onGranted(effect.ref, effect.token);
         break;
       case 'refused':
-        this.#holds.onRefused(effect.ref);
+        this.#holds.onRefused(effect.ref, effect.ahead);
         break;
       case 'full':
         this.#holds.onQueueFull(effect.ref);

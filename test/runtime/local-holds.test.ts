@@ -72,7 +72,7 @@ class Harness {
   step(event: MachineEvent): void {
     for (const e of this.machine.step(event)) {
       if (e.type === 'granted') this.holds.onGranted(e.ref, e.token);
-      else if (e.type === 'refused') this.holds.onRefused(e.ref);
+      else if (e.type === 'refused') this.holds.onRefused(e.ref, e.ahead);
       else if (e.type === 'full') this.holds.onQueueFull(e.ref);
       else if (e.type === 'ended') this.holds.endByCore(e.ref, e.reason);
     }
@@ -203,6 +203,15 @@ describe('LocalHolds: grants and TTLs', () => {
 });
 
 describe('LocalHolds: waiting', () => {
+  it('refuses a no-wait request behind others with ERR_TIMEOUT and the number of requests that were ahead of it', () => {
+    h.request('x');
+    h.request('x', { timeoutMs: 1000 });
+    const r = h.request('x', { timeoutMs: 0 });
+    expect(r.heard.failures).toHaveLength(1);
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queue_position: 2 } });
+    expect(h.machine.queue('x')).toHaveLength(2);
+  });
+
   it('fails a waiter whose timeout passes behind a holder with ERR_TIMEOUT, its position and the holders, and withdraws it', () => {
     const held = h.request('x');
     const r = h.request('x', { timeoutMs: 100 });

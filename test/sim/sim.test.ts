@@ -64,10 +64,11 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'lease-from-arrival': 85,
   'no-suspend-detect': 5,
   'hb-clock-while-pending': { seed: 116, net: 'link' },
-  // Found by the 100,000-seed run (6 seeds in 20,000, none in the first 2000).
+  // Caught only by the long runs (seeds above 100,000; none of the first 2000 catches them,
+  // so the mutation table shows them NOT CAUGHT): a superseded twin that acts (6 seeds in
+  // 20,000), a twin met first by a restarted peer that acks on that peer's word alone or
+  // whose old process keeps echoing, a confirmer that rejoined and forgot its promise.
   'act-while-superseded': 102649,
-  // Found by the 100,000-seed run of the fourth session (a twin met first by a restarted
-  // peer; a confirmer that rejoined and forgot its promise).
   'ack-without-quorum': 101577,
   'forget-promises-on-rejoin': 162227,
   'zombie-echoes': 109815,
