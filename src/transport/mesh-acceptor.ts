@@ -88,6 +88,7 @@ export class MeshAcceptor<P> {
     sock.send(hs.welcome(slot.receiver.lastDelivered, this.#opts.clock()));
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
     this.#mesh.updateConnected(slot);
+    if (this.#opts.faults?.noDialNow !== true) this.#mesh.dialNow(slot);
     return slot;
   }
 

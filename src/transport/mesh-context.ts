@@ -34,4 +34,6 @@ export interface MeshContext<P> {
   refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void;
   /** Reports a change of "both sockets up" for that peer. */
   updateConnected(slot: PeerSlot<P>): void;
+  /** The peer just dialed us: if our own link to it waits for a redial, dial now. */
+  dialNow(slot: PeerSlot<P>): void;
 }

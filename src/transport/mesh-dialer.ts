@@ -35,6 +35,19 @@ export class MeshDialer<P> {
     for (const slot of slots) if (slot !== undefined) this.#dial(slot);
   }
 
+  /**
+   * The peer dialed us and passed the handshake: it is up again, so a redial that waits out
+   * a long backoff (up to limits.backoffMsMax, longer than a tuned evict_ms) goes now. Until
+   * our own link is up, nothing of ours reaches it, heartbeats included: it would find us
+   * silent, and its join would wait for our state transfer.
+   */
+  dialNow(slot: PeerSlot<P>): void {
+    if (slot.redial === null || this.#mesh.closing()) return;
+    this.#opts.env.clear(slot.redial);
+    slot.backoff.reset();
+    this.#dial(slot);
+  }
+
   #dial(slot: PeerSlot<P>): void {
     slot.redial = null;
     if (this.#mesh.closing()) return;

@@ -58,6 +58,8 @@ export interface MeshFaults {
   readonly heartbeatClockWhilePending: boolean;
   /** An evicted incarnation is never refused: its streams stay, and it may dial again. */
   readonly acceptEvicted: boolean;
+  /** A peer that dials us does not cut our redial's backoff short (seed 258's bug). */
+  readonly noDialNow: boolean;
 }
 
 /** What the mesh reports to the runtime. Called synchronously from socket events. */

@@ -117,6 +117,7 @@ export class Mesh<P> {
       admit: (slot, inc, clock) => this.#admit(slot, inc, clock),
       refused: (slot, frame, sock) => this.#refused(slot, frame, sock),
       updateConnected: (slot) => this.#updateConnected(slot),
+      dialNow: (slot) => this.#dialer.dialNow(slot),
     };
     this.#acceptor = new MeshAcceptor<P>(opts, events, context);
     this.#dialer = new MeshDialer<P>(opts, events, context);

@@ -53,7 +53,7 @@ export class FaultPlan {
   start(): void {
     this.#next();
     const { scenario: s, rng, schedule } = this.#o;
-    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode) return;
+    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode) return;
     const episodes = rng.fork();
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
     // Each episode takes up to about three eviction periods: it starts early enough to end
@@ -76,12 +76,19 @@ export class FaultPlan {
       const peer = episodes.int(0, s.peers - 1);
       schedule(at(4), () => this.#twinMetFirst(peer, episodes));
     }
+    if (s.isolatedTwinEpisode) {
+      const peer = episodes.int(0, s.peers - 1);
+      schedule(at(4), () => this.#twinMetFirst(peer, episodes, true));
+    }
   }
 
   #weights(): number[] {
     const s = this.#o.scenario;
     return [s.crashWeight, s.pauseWeight, s.suspendWeight, s.cutWeight, s.partitionWeight, s.duplicateWeight, s.diskFaultWeight];
   }
+
+  /** The lock the old twin holds in a twin episode. */
+  #twinLock: string | null = null;
 
   /** While an episode plays out, no random fault: each of its steps lands as planned. */
   #episodeUntilMs = 0;
@@ -316,7 +323,7 @@ export class FaultPlan {
    * one lock, bound to its connection, and keeps it through the episode, so that the
    * restarted peer's clients ask for a lock the old twin holds. Later one of the twins dies.
    */
-  #twinMetFirst(twin: number, rng: Prng): void {
+  #twinMetFirst(twin: number, rng: Prng, isolated = false): void {
     const { cluster, schedule, time, scenario: s, transcript } = this.#o;
     if (!this.#active || s.peers < 3 || cluster.processes(twin).length !== 1) return;
     for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
@@ -327,13 +334,14 @@ export class FaultPlan {
     const restartAt = twinAt + rng.int(1, s.connectMaxMs + 5);
     const endAt = restartAt + rng.int(Math.ceil(evictGlobalMs), Math.ceil(2 * evictGlobalMs));
     this.#episodeUntilMs = Math.max(this.#episodeUntilMs, endAt);
-    transcript.add(time.nowMs, twin, `TWIN MET FIRST: p${restarter} crashes, a twin of p${twin} starts at ${twinAt}ms, p${restarter} restarts at ${restartAt}ms, one twin dies at ${endAt}ms`);
+    transcript.add(time.nowMs, twin, `TWIN MET FIRST${isolated ? ' (isolated)' : ''}: p${restarter} crashes, a twin of p${twin} starts at ${twinAt}ms, p${restarter} restarts at ${restartAt}ms, one twin dies at ${endAt}ms`);
     cluster.crash(restarter);
     // Once the crashed peer is evicted and just before the twin starts, so that it is held.
     schedule(twinAt - Math.max(10, 2 * s.heartbeatMs), () => {
       const holder = cluster.processes(twin)[0];
       if (!this.#active || holder === undefined) return;
       const lock = rng.pick(s.locks);
+      this.#twinLock = lock;
       const req = this.#o.clients.acquire(holder, lock, {
         mode: 'exclusive', limit: 1, permits: 1, owner: 'twin-episode', meta: null, timeoutMs: limits.timeoutMsMax, ttlMs: 0, hold: 'connection', expectedMs: null,
       }, false, true);
@@ -346,7 +354,28 @@ export class FaultPlan {
     schedule(twinAt, () => {
       if (!this.#active) return;
       if (cluster.processes(twin).length === 1) cluster.restart(twin, { duplicate: true });
+      const [old, young] = cluster.processes(twin);
+      // The restarted peer asks for the lock the old twin holds, once it has joined.
+      const askAt = restartAt + rng.int(Math.ceil(2 * s.heartbeatMs), Math.ceil(s.leaseMs + 4 * s.heartbeatMs));
+      if (isolated && old !== undefined && young !== undefined) {
+        // The new twin reaches the restarted peer only, the whole episode; the old one reaches
+        // it only a while after it asked. Never two islands that each hold a majority of ids
+        // (the old twin with some peers, the new one with others): no rule of majorities can
+        // tell that split from a healthy cluster (README, "What is not promised").
+        for (let q = 0; q < s.peers; q++) if (q !== twin && q !== restarter) this.#o.net.stallProcess(young.proc, q, endAt);
+        this.#o.net.stallProcess(old.proc, restarter, Math.min(endAt, askAt + Math.ceil(s.leaseMs)));
+      }
       schedule(restartAt, () => cluster.restart(restarter));
+      if (isolated) {
+        schedule(askAt, () => {
+          const asker = cluster.processes(restarter)[0];
+          if (!this.#active || asker === undefined || this.#twinLock === null) return;
+          const req = this.#o.clients.acquire(asker, this.#twinLock, {
+            mode: 'exclusive', limit: 1, permits: 1, owner: 'twin-episode', meta: null, timeoutMs: Math.max(1, endAt - time.nowMs), ttlMs: s.ttlMs, hold: 'ttl', expectedMs: null,
+          }, true);
+          transcript.add(time.nowMs, restarter, `TWIN MET FIRST: ref ${req.ref} asks p${restarter} for ${this.#twinLock}`);
+        });
+      }
       schedule(endAt, () => {
         if (cluster.processes(twin).length > 1) cluster.crash(twin, rng.chance(0.5) ? 'oldest' : 'newest');
       });

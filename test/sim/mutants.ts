@@ -41,6 +41,7 @@ const mutants = {
   'ack-without-quorum': { machine: { ackWithoutQuorum: true } },
   'forget-promises-on-rejoin': { membership: { forgetPromisesOnRejoin: true } },
   'zombie-echoes': { runtime: { zombieEchoes: true } },
+  'no-dial-now': { mesh: { noDialNow: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

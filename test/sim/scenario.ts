@@ -64,6 +64,13 @@ export interface Scenario {
    */
   readonly twinEpisode: boolean;
   /**
+   * The same, with the routes of the two processes kept apart: the new twin reaches only the
+   * restarted peer, the old twin every peer but it, so the restarted peer meets one twin and
+   * the others the other, and the restarted peer asks for the lock the old twin holds.
+   * Drawn after everything else (its seeds alone change).
+   */
+  readonly isolatedTwinEpisode: boolean;
+  /**
    * Each link's resend buffer bound in bytes, or null for the production bound (64 MiB, never
    * reached in a run): small in some seeds, so that a cut or a stall fills it, sends wait
    * for acks (backpressure) and a session whose buffer overflows rejoins. Drawn last.
@@ -117,13 +124,14 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const lateConfirmEpisode = rng.chance(0.25);
   const twinEpisode = rng.chance(0.25);
   const linkBufferBytes = rng.chance(0.25) ? rng.pick([8192, 16384, 32768]) : null;
+  const isolatedTwinEpisode = drawn.peers >= 3 && rng.chance(0.2);
   const evictGlobalMs = drawn.evictMs / Math.min(...drawn.clockRates);
-  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode;
+  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode;
   const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, linkBufferBytes };
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'linkBufferBytes'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

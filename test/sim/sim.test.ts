@@ -72,6 +72,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'ack-without-quorum': 101577,
   'forget-promises-on-rejoin': 162227,
   'zombie-echoes': 109815,
+  // Found by the isolated twin episode (a restarted peer found a live peer silent: that peer's
+  // redial to it waited out its backoff).
+  'no-dial-now': 258,
 };
 
 /**

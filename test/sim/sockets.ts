@@ -101,6 +101,9 @@ interface SimConn {
   readonly net: SimNetworks;
   readonly dialerPeer: number;
   readonly listenerPeer: number;
+  readonly dialerProc: SimProcess;
+  /** The process that accepted it (null until then). */
+  listenerProc: SimProcess | null;
   broken: boolean;
 }
 
@@ -203,19 +206,39 @@ export class SimNetworks {
     this.#stalledUntil.set(key, Math.max(this.#stalledUntil.get(key) ?? 0, untilMs));
   }
 
+  /**
+   * Stalls, until `untilMs`, every connection between process `proc` and peer `peer`'s
+   * processes, both ways, new dials too, while the other processes of `proc`'s peer id talk
+   * to `peer` as before: the per-process routes of two processes with one id on two hosts
+   * (a VM its supervisor replaced elsewhere), which a cut of the peer id cannot tell apart.
+   */
+  stallProcess(proc: SimProcess, peer: number, untilMs: number): void {
+    const key = `${proc.id}~${peer}`;
+    this.#procStalledUntil.set(key, Math.max(this.#procStalledUntil.get(key) ?? 0, untilMs));
+  }
+
+  /** Process-level stalls, `procId~peer` -> until when (virtual ms). */
+  readonly #procStalledUntil = new Map<string, number>();
+
   /** Ends every stall now (the liveness phase). */
   healStalls(): void {
     this.#stalledUntil.clear();
+    this.#procStalledUntil.clear();
   }
 
   /** When something sent now on `conn` from `fromPeer` arrives: the wire's time, held by a stall. */
   #arrival(conn: SimConn, fromPeer: number, toPeer: number): number {
     const at = this.#wire.arrivalMs(fromPeer, toPeer, this.#time.nowMs);
-    return Math.max(at, this.#stalledUntil.get(`${conn.dialerPeer}>${conn.listenerPeer}`) ?? 0);
+    const listenerProc = conn.listenerProc ?? this.#listening(conn.listenerPeer)?.proc;
+    const procStall = Math.max(
+      this.#procStalledUntil.get(`${conn.dialerProc.id}~${conn.listenerPeer}`) ?? 0,
+      listenerProc === undefined ? 0 : this.#procStalledUntil.get(`${listenerProc.id}~${conn.dialerPeer}`) ?? 0,
+    );
+    return Math.max(at, procStall, this.#stalledUntil.get(`${conn.dialerPeer}>${conn.listenerPeer}`) ?? 0);
   }
 
   #dial(proc: SimProcess, to: number): RawSocket {
-    const conn: SimConn = { net: this, dialerPeer: proc.peer, listenerPeer: to, broken: false };
+    const conn: SimConn = { net: this, dialerPeer: proc.peer, listenerPeer: to, dialerProc: proc, listenerProc: null, broken: false };
     const dialer = new SimSocket(proc, conn, false);
     this.#track(dialer);
     const synAt = this.#arrival(conn, proc.peer, to);
@@ -236,6 +259,7 @@ export class SimNetworks {
   /** The SYN reached the listening process: it accepts, and the dialer hears the answer. */
   #accept(dialer: SimSocket, target: Listening): void | false {
     this.#pending(target.proc).delete(dialer);
+    dialer.conn.listenerProc = target.proc;
     const back = this.#arrival(dialer.conn, dialer.conn.listenerPeer, dialer.conn.dialerPeer);
     if (dialer.closed || target.accept === null || this.#listening(dialer.conn.listenerPeer) !== target) {
       dialer.proc.at(back, () => dialer.ended(true));
