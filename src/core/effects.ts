@@ -13,7 +13,8 @@ export type MachineEvent =
   | { readonly type: 'release'; readonly ref: number }
   | { readonly type: 'packet'; readonly from: number; readonly inc: Incarnation; readonly packet: Packet }
   | { readonly type: 'joined'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
-  | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation }
+  /** `last`: no newer incarnation of the peer is known to the evictors (Membership `last`). */
+  | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean }
   /** A newer incarnation of `peer` waits for this one's eviction: its old acks no longer sync us. */
   | { readonly type: 'superseded'; readonly peer: number }
   | { readonly type: 'lease'; readonly valid: boolean };

@@ -112,7 +112,7 @@ export class Machine {
         this.#onJoined(event.peer, event.inc, event.clock);
         break;
       case 'evicted':
-        this.#onEvicted(event.peer, event.inc);
+        this.#onEvicted(event.peer, event.inc, event.last === true);
         break;
       case 'lease':
         this.#onLease(event.valid);
@@ -221,9 +221,10 @@ export class Machine {
     for (const own of pending) this.#issue(own);
   }
 
-  #onEvicted(peer: number, inc: Incarnation): void {
+  #onEvicted(peer: number, inc: Incarnation, last: boolean): void {
     if (peer === this.self) return; // The runtime handles its own eviction by restarting.
     const wasSynced = this.synced;
+    if (last) this.#peers.gone(peer, inc);
     // An eviction of an incarnation we never met (a notice passed on at our join) refuses that
     // incarnation, but must not take the peer out of our view: a newer incarnation we have
     // not met yet may be alive, with requests older than ours (simulator seed 150336). We

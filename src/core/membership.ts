@@ -21,20 +21,24 @@ export type MembershipMessage =
   /** `at`: the suspecter's clock when it sent this suspicion; the confirmation echoes it. */
   | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
   | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
-  | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation };
+  /**
+   * `last`: the sender knows no incarnation of that peer newer than `inc` (none waits as its
+   * successor): a receiver that never met it may count that peer as gone (PeerView.joinedByQuorum).
+   */
+  | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean };
 
 /** What the runtime must do. */
 export type MembershipEffect =
   | { readonly type: 'send'; readonly to: number; readonly msg: MembershipMessage }
-  | { readonly type: 'evict'; readonly peer: number; readonly inc: Incarnation };
+  | { readonly type: 'evict'; readonly peer: number; readonly inc: Incarnation; readonly last: boolean };
 
 
 /** Shape guard for a membership message decoded from the network. */
 export function isMembershipMessage(v: unknown): v is MembershipMessage {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const { t, peer, inc, at } = v as Record<string, unknown>;
+  const { t, peer, inc, at, last } = v as Record<string, unknown>;
   if (!Number.isSafeInteger(peer) || (peer as number) < 0 || !isIncarnation(inc)) return false;
-  if (t === 'evict') return true;
+  if (t === 'evict') return last === undefined || typeof last === 'boolean';
   return (t === 'suspect' || t === 'confirm') && typeof at === 'number' && Number.isFinite(at);
 }
 
@@ -221,6 +225,13 @@ export class Membership {
     t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
   }
 
+  /** True when an incarnation of `peer` newer than `inc` was heard here (tracked, or waiting as a successor). */
+  knowsNewer(peer: number, inc: Incarnation): boolean {
+    const t = this.#track(peer);
+    if (t === undefined) return false;
+    return compareIncarnation(t.inc, inc) > 0 || (t.successor !== null && compareIncarnation(t.successor, inc) > 0);
+  }
+
   /** True when `inc` of `peer` (or a newer one) was evicted. */
   isEvicted(peer: number, inc: Incarnation): boolean {
     const up = this.#track(peer)?.evictedUpTo ?? null;
@@ -270,14 +281,15 @@ export class Membership {
     }
     if (t.confirmations.size < needed) return [];
     const inc = t.inc; // #apply moves on to a successor, if any
-    const out: MembershipEffect[] = this.#apply(peer, inc, nowMs);
+    const last = t.successor === null;
+    const out: MembershipEffect[] = this.#apply(peer, inc, nowMs, last);
     for (let q = 0; q < this.#peerCount; q++) {
-      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc } });
+      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
     }
     return out;
   }
 
-  #apply(peer: number, inc: Incarnation, nowMs: number): MembershipEffect[] {
+  #apply(peer: number, inc: Incarnation, nowMs: number, last: boolean): MembershipEffect[] {
     const t = this.#track(peer);
     if (t === undefined || this.isEvicted(peer, inc)) return [];
     t.evictedUpTo = inc;
@@ -288,7 +300,7 @@ export class Membership {
       t.successor = null;
       t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
     }
-    return [{ type: 'evict', peer, inc }];
+    return [{ type: 'evict', peer, inc, last }];
   }
 
   /** A membership message from `from`. */
@@ -327,7 +339,7 @@ export class Membership {
         return this.#maybeEvict(msg.peer, t, nowMs);
       }
       case 'evict':
-        return this.#apply(msg.peer, msg.inc, nowMs);
+        return this.#apply(msg.peer, msg.inc, nowMs, msg.last === true && !this.knowsNewer(msg.peer, msg.inc));
     }
   }
 
@@ -352,7 +364,9 @@ export class Membership {
   evictions(to: number): MembershipEffect[] {
     const out: MembershipEffect[] = [];
     this.#peers.forEach((t, peer) => {
-      if (t.evictedUpTo !== null && peer !== to) out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: t.evictedUpTo } });
+      if (t.evictedUpTo === null || peer === to) return;
+      const last = !this.knowsNewer(peer, t.evictedUpTo);
+      out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: t.evictedUpTo, last } });
     });
     return out;
   }

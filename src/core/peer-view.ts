@@ -60,8 +60,10 @@ export class PeerView {
 
   /**
    * True when at least `peerCount - majority + 1` of the other configured peers let this
-   * incarnation join (sent us a packet) or were evicted (an incarnation of theirs, if we never
-   * met one: a peer down for good must not keep us from acking). A predecessor of ours that still
+   * incarnation join (sent us a packet) or were evicted: the one we met, or, if we met none,
+   * the newest the evictors knew (`gone`; a peer down for good must not keep us from acking,
+   * simulator seed 348). Not the eviction of an older one alone: a newer one may live and
+   * echo our predecessor (simulator seed 199 --net link). A predecessor of ours that still
    * holds a lease was echoed within lease_ms by `majority - 1` others; any such set meets
    * this one, and a peer in both tracked the predecessor, so it let us in only once the
    * majority evicted it. Peers we met are not enough: a restarted peer that never knew the
@@ -73,7 +75,7 @@ export class PeerView {
     for (let p = 0; p < n; p++) {
       if (p === this.#self) continue;
       const met = this.#inc.has(p);
-      if (met ? (this.#lastTs[p] ?? 0) > 0 : !this.#view.has(p) || this.#evictedInc.has(p)) admitted++;
+      if (met ? (this.#lastTs[p] ?? 0) > 0 : !this.#view.has(p) || this.#gone.has(p)) admitted++;
     }
     return admitted >= Math.min(n - 1, n - (Math.floor(n / 2) + 1) + 1);
   }
@@ -134,8 +136,18 @@ export class PeerView {
     this.#lastTs[peer] = 0;
   }
 
+  /** Peers never met whose newest incarnation the evictors knew was evicted. */
+  readonly #gone = new Set<number>();
+
+  /** The evictors of `inc` of `peer` knew no newer incarnation of it. */
+  gone(peer: number, inc: Incarnation): void {
+    const current = this.#inc.get(peer);
+    if (current === undefined || compareIncarnation(current, inc) <= 0) this.#gone.add(peer);
+  }
+
   /** `inc` of `peer` joined: it is in the view, and its packets count. */
   admit(peer: number, inc: Incarnation): void {
+    this.#gone.delete(peer);
     this.#superseded.delete(peer);
     this.#inc.set(peer, inc);
     this.#view.add(peer);

@@ -326,14 +326,14 @@ export class Session {
         // the view, and a request issued then would be granted with no ack from it, below
         // grants the peer's previous incarnations made (simulator seed 501435 --net link).
         this.#pending.delete(e.peer);
-        if (this.#faults.runtime?.evictBeforeSuccessorJoins === true) this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
+        if (this.#faults.runtime?.evictBeforeSuccessorJoins === true) this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
         this.#join(e.peer, pending.inc, pending.clock, false);
-        this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
+        this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
         for (const packet of pending.packets) this.#onPayload(e.peer, pending.inc, packet);
         continue;
       }
       this.#lease.forget(e.peer);
-      this.step({ type: 'evicted', peer: e.peer, inc: e.inc });
+      this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
       this.#hooks.onChanged();
     }
   }

@@ -215,6 +215,26 @@ describe('Membership', () => {
     expect(evictions(m.tick(evictMs))).toEqual([1, 2]);
   });
 
+  it('marks an eviction `last` only when it knows no newer incarnation of that peer (seed 199 --net link)', () => {
+    const [m0, m1] = three();
+    m0?.heard(2, X, 0);
+    m1?.heard(2, X, 0);
+    m0?.tick(evictMs);
+    const confirm = m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs) ?? [];
+    expect(sends(confirm)).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+    const evicted = m0?.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs + 1) ?? [];
+    expect(evicted.filter((e) => e.type === 'send').map((e) => (e.type === 'send' ? e.msg : null))).toEqual([{ t: 'evict', peer: 2, inc: X, last: true }]);
+    expect(evicted.find((e) => e.type === 'evict')).toEqual({ type: 'evict', peer: 2, inc: X, last: true });
+    // Once a newer incarnation is heard, the notice passed on at a join is not `last`.
+    m0?.heard(2, Y, evictMs + 2);
+    expect(m0?.evictions(1).map((e) => (e.type === 'send' ? e.msg : null))).toEqual([{ t: 'evict', peer: 2, inc: X, last: false }]);
+    // A receiver that knows a newer one applies even a `last` notice as not last.
+    const m2 = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
+    m2.heard(2, X, 0);
+    m2.heard(2, Y, 1);
+    expect(m2.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true }, 2)).toEqual([{ type: 'evict', peer: 2, inc: X, last: false }]);
+  });
+
   it('passes its evictions to a peer that joins, except the peer itself', () => {
     const [m0, m1] = three();
     m0?.heard(2, X, 0);

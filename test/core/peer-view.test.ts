@@ -20,7 +20,7 @@ describe('PeerView.joinedByQuorum: an incarnation acks once any lease majority o
     expect(v.joinedByQuorum).toBe(true);
   });
 
-  it('counts a peer evicted here, met or not: a peer down for good must not keep us from acking', () => {
+  it('counts a peer evicted here, or never met whose newest incarnation the evictors knew was evicted (seed 348)', () => {
     const met = new PeerView(0, 3);
     met.admit(1, A);
     met.heard(1, 10);
@@ -30,8 +30,23 @@ describe('PeerView.joinedByQuorum: an incarnation acks once any lease majority o
     const unmet = new PeerView(0, 3);
     unmet.admit(1, A);
     unmet.heard(1, 10);
+    unmet.gone(2, B);
     expect(unmet.evict(2, B)).toBe(false); // a notice of an incarnation never met: 2 stays in the view
     expect(unmet.joinedByQuorum).toBe(true);
+  });
+
+  it('does not count a peer never met whose evicted incarnation is an old one: a newer one may echo our predecessor (seed 199 --net link)', () => {
+    const v = new PeerView(0, 3);
+    v.admit(1, A);
+    v.heard(1, 10);
+    expect(v.evict(2, B)).toBe(false);
+    expect(v.joinedByQuorum).toBe(false);
+    // Met later, that newer one counts once it lets us in, not before.
+    v.gone(2, B);
+    v.admit(2, { startMs: 2000, nonce: 1 });
+    expect(v.joinedByQuorum).toBe(false);
+    v.heard(2, 11);
+    expect(v.joinedByQuorum).toBe(true);
   });
 
   it('in five peers needs three of the four others (5 - 3 + 1)', () => {
