@@ -84,6 +84,12 @@ export class Wire {
     this.#cutUntilMs[pair] = Math.max(this.#cutUntilMs[pair] ?? 0, untilMs);
   }
 
+  /** True while any direction is cut. */
+  anyCut(nowMs: number): boolean {
+    for (const until of this.#cutUntilMs) if (nowMs < until) return true;
+    return false;
+  }
+
   /** True while the direction `from` -> `to` is cut. */
   isCut(from: number, to: number, nowMs: number): boolean {
     return nowMs < (this.#cutUntilMs[this.#pair(from, to)] ?? 0);

@@ -217,6 +217,13 @@ export class SimNetworks {
     this.#procStalledUntil.set(key, Math.max(this.#procStalledUntil.get(key) ?? 0, untilMs));
   }
 
+  /** True while any route or process stall lasts. */
+  anyStall(nowMs: number): boolean {
+    for (const until of this.#stalledUntil.values()) if (nowMs < until) return true;
+    for (const until of this.#procStalledUntil.values()) if (nowMs < until) return true;
+    return false;
+  }
+
   /** Process-level stalls, `procId~peer` -> until when (virtual ms). */
   readonly #procStalledUntil = new Map<string, number>();
 
