@@ -145,8 +145,9 @@ export class Session {
   #everSynced = false;
   /**
    * A peer refused this incarnation as older than one of our id it knows, after it had
-   * synced: a newer process with our id runs, or ran. This one is a zombie from then on: it
-   * holds no lease (its holds end, it grants nothing) and decides no eviction, since the
+   * synced: a newer process with our id runs, or ran. This one is a zombie from then on: its
+   * lease is not renewed (it lapses within lease_ms, and its holds end then), it echoes
+   * nothing and decides no eviction, since the
    * leases it would judge were lent by that newer process's echoes, not its own (simulator
    * seed 152084: a superseded twin evicted, alone in a two-peer cluster, a peer whose lease
    * the newer twin had renewed).
@@ -273,7 +274,12 @@ export class Session {
   }
 
   #onEcho(peer: number, sentAtMs: number, rttMs: number): void {
-    this.#lease.onEcho(peer, this.#faults.runtime?.leaseFromArrival === true ? this.#now() : sentAtMs);
+    // A zombie's lease is not renewed: it lapses on its own, and its holds end with it. Not
+    // earlier: a lease this peer reported (GET /v1/cluster) must hold as long as it said,
+    // or the others could grant a lock its holder was told is safe for that long (the fault
+    // run, seed 9104: a twin started, the old process ended its holds at once and the others
+    // granted while its last lease sample still held).
+    if (this.#actsOnMembership()) this.#lease.onEcho(peer, this.#faults.runtime?.leaseFromArrival === true ? this.#now() : sentAtMs);
     this.#hooks.onRtt(this.peerId(peer), rttMs);
     this.#refreshLease();
   }
@@ -346,7 +352,7 @@ export class Session {
   /** Tells the core when the lease changed. */
   #refreshLease(): void {
     if (this.#closed) return;
-    const valid = this.#lease.valid(this.#now()) && this.#actsOnMembership();
+    const valid = this.#lease.valid(this.#now());
     if (valid === this.#machine.leaseValid) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
