@@ -53,7 +53,7 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'semaphore-overcount': 2,
   'no-self-fence': 1,
   'accept-evicted': 5,
-  'synced-on-handshake': { seed: 372, net: 'link' },
+  'synced-on-handshake': { seed: 65, net: 'link' },
   'issue-without-lease': 16,
   'keep-waiters-on-lease-loss': 16,
   'evict-unmet-incarnation': 11,
@@ -66,17 +66,13 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'no-lease-check-before-event': 14,
   'lease-from-arrival': 85,
   'no-suspend-detect': 5,
-  'evict-before-successor-joins': { seed: 1399, net: 'link' },
-  'ack-without-quorum': 35,
+  'ack-without-quorum': 89,
   // Caught only by the long runs (seeds above 100,000; none of the first 2000 catches them,
   // so the mutation table shows them NOT CAUGHT): a superseded twin that acts (6 seeds in
   // 20,000 of the fourth session's run), a twin met first by a restarted peer whose old
   // process keeps echoing.
   'act-while-superseded': 102649,
   'zombie-echoes': 109815,
-  // Found by the isolated twin episode (a restarted peer found a live peer silent: that peer's
-  // redial to it waited out its backoff).
-  'no-dial-now': 258,
 };
 
 /**
@@ -88,8 +84,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
  * `forget-promises-on-rejoin` needs a confirmer evicted and rejoined within evict_ms of its
  * confirmation while the suspect stays reachable to it alone (seed 162227 found it before the
  * mesh's dial-now changed that run); test/core/membership.test.ts shows the rule.
+ * `evict-before-successor-joins` (seed 501435 --net link, later 1399 --net link) and
+ * `no-dial-now` (seed 258) were caught until the zombie's lease came to lapse on its own and
+ * the isolated twin episode stopped making islands (the fifth session's last changes).
+ * `no-dial-now` may now show only as a slower join, which no invariant flags.
  */
-const notYetCaught: readonly MutantName[] = ['join-on-older-eviction', 'forget-promises-on-rejoin'];
+const notYetCaught: readonly MutantName[] = ['join-on-older-eviction', 'forget-promises-on-rejoin', 'evict-before-successor-joins', 'no-dial-now'];
 
 describe('deterministic simulator on the production runtime', () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
