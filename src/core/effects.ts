@@ -17,6 +17,11 @@ export type MachineEvent =
   | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean }
   /** A newer incarnation of `peer` waits for this one's eviction: its old acks no longer sync us. */
   | { readonly type: 'superseded'; readonly peer: number }
+  /**
+   * This incarnation is a zombie (a newer one of our id runs): it issues and grants nothing
+   * from now on, and its waiting requests end; its holds last until its lease lapses.
+   */
+  | { readonly type: 'fence' }
   | { readonly type: 'lease'; readonly valid: boolean };
 
 /** What the runtime must do after a step, in order. */

@@ -120,6 +120,9 @@ export class Machine {
       case 'superseded':
         this.#peers.supersede(event.peer);
         break;
+      case 'fence':
+        this.#onFence();
+        break;
       default:
         assertNever(event, 'machine event');
     }
@@ -139,6 +142,11 @@ export class Machine {
     // A request leaves only while we are synced AND hold a lease: a request issued without
     // a lease could outlive an eviction we were never told of and be granted, on acks heard
     // before it, below grants the majority made meanwhile (simulator seed 276422).
+    if (this.#fenced) {
+      this.#out.push({ type: 'ended', ref, lock, reason: 'lease_lost' });
+      this.#locks.dropOwn(own);
+      return;
+    }
     if (this.synced && (this.#leaseValid || this.#faults.issueWithoutLease)) this.#issue(own);
   }
 
@@ -216,7 +224,7 @@ export class Machine {
   }
 
   #issuePending(): void {
-    if (!this.#leaseValid && !this.#faults.issueWithoutLease) return;
+    if ((!this.#leaseValid && !this.#faults.issueWithoutLease) || this.#fenced) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -241,6 +249,18 @@ export class Machine {
   }
 
   /** Lease lapse: end every hold of our own clients and grant nothing until it is back. */
+  /** A zombie issues and grants nothing more; what it waits for ends now, its holds with its lease. */
+  #fenced = false;
+
+  #onFence(): void {
+    this.#fenced = true;
+    for (const own of this.#locks.ownRequests()) {
+      if (own.state === 'granted') continue;
+      this.#out.push({ type: 'ended', ref: own.ref, lock: own.lock, reason: 'lease_lost' });
+      this.#dropOwn(own);
+    }
+  }
+
   #onLease(valid: boolean): void {
     this.#leaseValid = valid;
     if (valid) {
@@ -262,7 +282,7 @@ export class Machine {
 
   /** Rule 3 for every waiting request of ours on one lock. */
   #recheck(lock: string): void {
-    if (!this.#locks.isWaiting(lock) || !this.#leaseValid) return;
+    if (!this.#locks.isWaiting(lock) || !this.#leaseValid || this.#fenced) return;
     const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs(), this.#faults);
     for (const { own, grant } of decided) this.#decide(own, grant);
     // A refused no-wait request left the queue, which may admit a later one of ours.
