@@ -367,13 +367,12 @@ export class FaultPlan {
       // peers in the end, as README's promise assumes; two processes with one id each cut off
       // with a different part of the cluster make two islands of a majority of ids each,
       // which no rule of majorities tells from a healthy cluster). The restarted peer asks
-      // for the lock the old twin holds within that while; the old twin reaches it only a
-      // lease later.
+      // for the lock the old twin holds within that while; the old twin, refused by it as
+      // older than the new one, fences itself, but its holds last as long as its lease.
       const youngUntil = twinAt + Math.floor(0.6 * s.evictMs / Math.max(...s.clockRates));
       const askAt = restartAt + rng.int(Math.ceil(2 * s.heartbeatMs), Math.max(Math.ceil(2 * s.heartbeatMs) + 1, youngUntil - restartAt - Math.ceil(s.heartbeatMs)));
       if (isolated && old !== undefined && young !== undefined) {
         for (let q = 0; q < s.peers; q++) if (q !== twin && q !== restarter) this.#o.net.stallProcess(young.proc, q, Math.min(endAt, youngUntil));
-        this.#o.net.stallProcess(old.proc, restarter, Math.min(endAt, askAt + Math.ceil(s.leaseMs)));
       }
       schedule(restartAt, () => cluster.restart(restarter));
       if (isolated) {
