@@ -302,8 +302,8 @@ export class Session {
       this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
         'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
       // Its waiters end and it grants nothing more: an old request of it granted now would
-      // sort below grants the others made meanwhile (the 100,000-seed run once its lease
-      // lapsed on its own). Its holds end when the lease does.
+      // sort below grants the others made meanwhile (the seed runs, once its lease came to
+      // lapse on its own). Its holds end when the lease does.
       if (this.#actsOnMembership()) this.step({ type: 'fence' });
       this.#refreshLease();
     } else if (reason === 'predecessor_live') {
