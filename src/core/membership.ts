@@ -281,7 +281,7 @@ export class Membership {
     }
     if (t.confirmations.size < needed) return [];
     const inc = t.inc; // #apply moves on to a successor, if any
-    const last = t.successor === null;
+    const last = !this.knowsNewer(peer, inc);
     const out: MembershipEffect[] = this.#apply(peer, inc, nowMs, last);
     for (let q = 0; q < this.#peerCount; q++) {
       if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
