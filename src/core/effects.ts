@@ -75,10 +75,10 @@ export class EffectBuffer {
     this.#outbox.delete(to);
   }
 
-  /** One packet per peer per step, stamped with the clock after the step. */
-  flush(clock: number): readonly Effect[] {
+  /** One packet per peer per step, stamped with the clock after the step (and `u` while `unready`). */
+  flush(clock: number, unready: boolean): readonly Effect[] {
     const effects = this.#effects;
-    for (const [to, m] of this.#outbox) effects.push({ type: 'send', to, packet: { c: clock, m } });
+    for (const [to, m] of this.#outbox) effects.push({ type: 'send', to, packet: unready ? { c: clock, m, u: true } : { c: clock, m } });
     this.#outbox.clear();
     this.#effects = [];
     return effects;

@@ -38,6 +38,8 @@ export interface MachineFaults {
   readonly ackWhileUnsynced: boolean;
   /** Acks once every peer met let us join, without the quorum of others (seed 101577's bug). */
   readonly ackWithoutQuorum: boolean;
+  /** A packet sent before its sender may ack (`u`) syncs and acks like any other (seed 202828's bug). */
+  readonly syncOnUnready: boolean;
 }
 
 /** No planted bug: what production runs. */
@@ -55,4 +57,5 @@ export const noFaults: MachineFaults = {
   evictUnmetIncarnation: false,
   ackWhileUnsynced: false,
   ackWithoutQuorum: false,
+  syncOnUnready: false,
 };

@@ -98,6 +98,7 @@ export class Machine {
 
   /** The only way state changes: apply one event, return the effects to execute in order. */
   step(event: MachineEvent): readonly Effect[] {
+    const wasReady = this.ackReady;
     switch (event.type) {
       case 'acquire':
         this.#onAcquire(event.ref, event.lock, event.spec, event.noWait);
@@ -126,7 +127,11 @@ export class Machine {
       default:
         assertNever(event, 'machine event');
     }
-    return this.#out.flush(this.#clock);
+    const ready = this.ackReady;
+    // Our packets so far were marked unready: their clock acked and synced nothing. Now it
+    // may: every peer we met gets a packet, so none waits a heartbeat for our clock.
+    if (ready && !wasReady) for (const p of this.#peers.met()) this.#out.ack(p);
+    return this.#out.flush(this.#clock, !ready);
   }
 
   #onAcquire(ref: number, lock: string, spec: RequestSpec, noWait: boolean): void {
@@ -180,7 +185,9 @@ export class Machine {
     this.#clock = Math.max(this.#clock, packet.c) + 1;
     const minBefore = this.#peers.minLastTs();
     const wasSynced = this.synced;
-    this.#peers.heard(from, packet.c);
+    // A packet marked unready lets us in, no more: its sender's clock may be below grants a
+    // predecessor of its made, which we never saw (docs/design.md section 5, "Successors").
+    this.#peers.heard(from, packet.c, packet.u !== true || this.#faults.syncOnUnready);
     if (!wasSynced && this.synced) this.#issuePending();
     const touched = new Set<string>();
     for (const msg of packet.m) {
@@ -333,5 +340,10 @@ export class Machine {
   /** The highest timestamp heard from each peer (for the cluster view and tests). */
   lastTs(peer: number): number {
     return this.#peers.lastTs(peer);
+  }
+
+  /** The incarnation of `peer` whose requests count here (none while it is out of the view or not met). */
+  incarnation(peer: number): Incarnation | undefined {
+    return this.#peers.incarnation(peer);
   }
 }

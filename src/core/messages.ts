@@ -36,6 +36,13 @@ export type PeerMessage = RequestMessage | ReleaseMessage;
 export interface Packet {
   readonly c: number;
   readonly m: readonly PeerMessage[];
+  /**
+   * Sent while the sender acks nothing yet (`Machine.ackReady` false: a new incarnation
+   * whose predecessor may still hold a lease). Such a packet tells the receiver it was let
+   * in, but its clock neither acks nor syncs: it says nothing of grants the predecessor made
+   * (docs/design.md section 5, "Successors"; simulator seed 202828).
+   */
+  readonly u?: true;
 }
 
 /** The REQUEST message that announces a queued request of ours. */
@@ -88,5 +95,6 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
 /** Shape guard for a packet decoded from the network (docs/style.md convention 8). */
 export function isPacket(v: unknown): v is Packet {
   if (!isRecord(v) || !isTs(v['c']) || !Array.isArray(v['m'])) return false;
+  if (v['u'] !== undefined && v['u'] !== true) return false;
   return v['m'].every(isPeerMessage);
 }

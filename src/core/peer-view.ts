@@ -54,7 +54,7 @@ export class PeerView {
    * from answering the others.
    */
   get joinedByMet(): boolean {
-    for (const p of this.#view) if (this.#inc.has(p) && (this.#lastTs[p] ?? 0) === 0) return false;
+    for (const p of this.#view) if (this.#inc.has(p) && !this.#letUsIn.has(p)) return false;
     return true;
   }
 
@@ -75,7 +75,7 @@ export class PeerView {
     for (let p = 0; p < n; p++) {
       if (p === this.#self) continue;
       const met = this.#inc.has(p);
-      if (met ? (this.#lastTs[p] ?? 0) > 0 : !this.#view.has(p) || this.#gone.has(p)) admitted++;
+      if (met ? this.#letUsIn.has(p) : !this.#view.has(p) || this.#gone.has(p)) admitted++;
     }
     return admitted >= Math.min(n - 1, n - (Math.floor(n / 2) + 1) + 1);
   }
@@ -126,14 +126,22 @@ export class PeerView {
     return min;
   }
 
-  /** A packet stamped `clock` came from `peer`: it acks every timestamp below. */
-  heard(peer: number, clock: number): void {
-    if (clock > (this.#lastTs[peer] ?? 0)) this.#lastTs[peer] = clock;
+  /** Peers met whose incarnation sent us a packet since: they let this incarnation join. */
+  readonly #letUsIn = new Set<number>();
+
+  /**
+   * A packet stamped `clock` came from `peer`: it let us in, and, unless its sender could not
+   * ack yet (`acks` false, a packet marked unready), it acks every timestamp below.
+   */
+  heard(peer: number, clock: number, acks = true): void {
+    this.#letUsIn.add(peer);
+    if (acks && clock > (this.#lastTs[peer] ?? 0)) this.#lastTs[peer] = clock;
   }
 
   /** Forgets every ack of `peer` (it is joining as a new incarnation). */
   resetLastTs(peer: number): void {
     this.#lastTs[peer] = 0;
+    this.#letUsIn.delete(peer);
   }
 
   /** Peers never met whose newest incarnation the evictors knew was evicted. */
@@ -167,6 +175,7 @@ export class PeerView {
     this.#superseded.delete(peer);
     this.#view.delete(peer);
     this.#inc.delete(peer);
+    this.#letUsIn.delete(peer);
     return true;
   }
 }

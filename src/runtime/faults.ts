@@ -24,6 +24,10 @@ export interface RuntimeFaults {
   readonly actWhileSuperseded: boolean;
   /** A superseded incarnation still echoes heartbeats (seed 109815's bug). */
   readonly zombieEchoes: boolean;
+  /** A superseded incarnation still confirms suspicions (seed 300379's bug). */
+  readonly zombieConfirms: boolean;
+  /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
+  readonly zombieRejoins: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

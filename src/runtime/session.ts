@@ -153,6 +153,8 @@ export class Session {
    * the newer twin had renewed).
    */
   #superseded = false;
+  /** A zombie that was evicted: it does not rejoin (`#onRefused`). */
+  #stayingOut = false;
   #closed = false;
 
   constructor(opts: SessionOptions, hooks: SessionHooks) {
@@ -214,7 +216,7 @@ export class Session {
         },
         onEcho: (peer, sentAtMs, rttMs) => this.#onEcho(peer, sentAtMs, rttMs),
         onConnection: (peer, connected) => this.#log.info({ remote: this.peerId(peer), connected }, connected ? 'link up' : 'link down'),
-        onRefused: (peer, reason, known) => this.#onRefused(peer, reason, known),
+        onRefused: (peer, reason, known, knownEvicted) => this.#onRefused(peer, reason, known, knownEvicted),
       },
     );
   }
@@ -261,6 +263,9 @@ export class Session {
     if ('t' in payload) {
       // A zombie counts no confirmation (it decides no eviction); notices it still applies.
       if (payload.t === 'confirm' && !this.#actsOnMembership()) return;
+      // Nor does it confirm a suspicion: the newer process of our id may have echoed the
+      // suspect, and one id would vote on both sides of its eviction (simulator seed 300379).
+      if (payload.t === 'suspect' && !this.#actsOnMembership() && this.#faults.runtime?.zombieConfirms !== true) return;
       this.#applyMembership(this.#membership.onMessage(from, payload, this.#now()));
       return;
     }
@@ -284,9 +289,16 @@ export class Session {
     this.#refreshLease();
   }
 
-  #onRefused(peer: number, reason: string, known: Incarnation | undefined): void {
+  #onRefused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean): void {
     if (this.#closed) return;
-    if (reason === 'evicted') {
+    if (reason === 'evicted' && this.#superseded && !knownEvicted && this.#faults.runtime?.zombieRejoins !== true) {
+      // A zombie stays out while the newer process of our id lives: rejoining above it would
+      // make that one the zombie, and while it did not know yet, our confirmations and its
+      // echoes voted for one id on both sides of an eviction (simulator seed 107362). Once a
+      // refuser has evicted that one too (it died, or was stopped), we rejoin.
+      if (!this.#stayingOut) this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
+      this.#stayingOut = true;
+    } else if (reason === 'evicted') {
       this.#log.warn({ remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
       // The new incarnation starts above the newest one of our id the refuser knows: one
       // that starts below an evicted one is refused again.
@@ -421,7 +433,7 @@ export class Session {
   }
 
   /** The protocol core, for read-only queries (views, explanations). */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'queue' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 
@@ -435,12 +447,12 @@ export class Session {
     return this.#now();
   }
 
-  /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
   /** The confirmation promises that still bind this incarnation, for the next one (Membership.promises). */
   promises(): EchoPromise[] {
     return this.#membership.promises(this.#now());
   }
 
+  /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
   isEvicted(peer: number, inc: Incarnation): boolean {
     return this.#membership.isEvicted(peer, inc);
   }

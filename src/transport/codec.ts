@@ -23,8 +23,11 @@ export type { DataFrame } from './link.js';
  * 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
  * incarnation names the one it is older than (a restart after the wall clock stepped back
  * starts again above it). 4: a REQUEST carries `at`, its requester's wall-clock time.
+ * 5: a packet sent before its sender may ack is marked `u` (a peer of version 4 would take
+ * its clock as an ack and a sync); a refusal of an evicted incarnation says whether the
+ * newest one it names is evicted too (`knownEvicted`).
  */
-export const protocolVersion = 4;
+export const protocolVersion = 5;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;
@@ -70,8 +73,10 @@ export interface RefuseFrame {
   readonly t: 'refuse';
   readonly reason: string;
   readonly message: string;
-  /** With `stale_incarnation`: the incarnation of that peer id the refuser knows. */
+  /** With `stale_incarnation` or `evicted`: the newest incarnation of that peer id the refuser knows. */
   readonly known?: Incarnation;
+  /** That newest incarnation is evicted too: no process of that id is live at the refuser. */
+  readonly knownEvicted?: true;
 }
 
 /** Listener -> dialer: cumulative ack of the stream carried by this socket. */
@@ -166,7 +171,7 @@ const handshakeChecks: Record<string, (f: Rec) => boolean> = {
   refuse: (f) =>
     typeof f['reason'] === 'string' && f['reason'].length <= limits.refuseReasonCharsMax &&
     typeof f['message'] === 'string' && f['message'].length <= limits.refuseMessageCharsMax &&
-    (f['known'] === undefined || isIncarnation(f['known'])),
+    (f['known'] === undefined || isIncarnation(f['known'])) && (f['knownEvicted'] === undefined || f['knownEvicted'] === true),
   ack: (f) => isCount(f['ack']),
   hb: (f) => isMs(f['sentAtMs']) && (f['clock'] === undefined || isCount(f['clock'])),
   hbEcho: (f) => isMs(f['sentAtMs']),

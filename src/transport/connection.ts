@@ -15,7 +15,7 @@ import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import type { Frame, PayloadGuard } from './codec.js';
 import { decodeFrame, encodeFrame } from './codec.js';
-import { knownOf, refuseReasonOf } from './handshake.js';
+import { knownEvictedOf, knownOf, refuseReasonOf } from './handshake.js';
 import { limits } from '../limits.js';
 import type { RawSocket } from './network.js';
 
@@ -118,7 +118,8 @@ export class FrameSocket<P> {
     const reason = refuseReasonOf(err) ?? err.code;
     this.#log.warn({ code: err.code, reason, details: err.details }, `closing connection: ${err.message}`);
     const known = knownOf(err);
-    this.send({ t: 'refuse', reason, message: err.message.slice(0, limits.refuseMessageCharsMax), ...(known === undefined ? {} : { known }) });
+    const about = known === undefined ? {} : knownEvictedOf(err) ? { known, knownEvicted: true as const } : { known };
+    this.send({ t: 'refuse', reason, message: err.message.slice(0, limits.refuseMessageCharsMax), ...about });
     this.close(closeCodeOf(err), reason);
   }
 

@@ -34,15 +34,24 @@ export type RefuseReason =
   | 'protocol'
   | 'busy';
 
-/** Throws the coded refusal of a handshake; `known`, the newest incarnation of the refused peer's id seen here, rides along with a stale or evicted one. */
-export function refuse(reason: RefuseReason, message: string, known?: Incarnation): never {
-  throw new LockError(ErrorCode.HandshakeRefused, message, known === undefined ? { reason } : { reason, known });
+/**
+ * Throws the coded refusal of a handshake; `known`, the newest incarnation of the refused
+ * peer's id seen here, rides along with a stale or evicted one, and `knownEvicted` when that
+ * one is evicted too (no process of that id is live here).
+ */
+export function refuse(reason: RefuseReason, message: string, known?: Incarnation, knownEvicted = false): never {
+  throw new LockError(ErrorCode.HandshakeRefused, message, known === undefined ? { reason } : { reason, known, ...(knownEvicted ? { knownEvicted } : {}) });
 }
 
 /** The incarnation a stale refusal names, if the LockError carries one. */
 export function knownOf(err: LockError): Incarnation | undefined {
   const known = err.details['known'];
   return typeof known === 'object' && known !== null ? (known as Incarnation) : undefined;
+}
+
+/** Whether the incarnation a refusal names is evicted too. */
+export function knownEvictedOf(err: LockError): boolean {
+  return err.details['knownEvicted'] === true;
 }
 
 /** The refusal reason carried by a LockError, if it is one. */
@@ -114,6 +123,8 @@ export interface ListenerGate {
   check(peer: number, inc: Incarnation): IncarnationRefusal | null;
   /** The newest incarnation of `peer` admitted or refused, named in a refusal. */
   newest(peer: number): Incarnation | null;
+  /** Whether `inc` of `peer` is evicted here. */
+  isRefused(peer: number, inc: Incarnation): boolean;
   readonly nonces: NonceBook;
   readonly handshakeMsMax: number;
 }
@@ -186,7 +197,7 @@ export class ListenerHandshake {
   #checkIncarnation(peer: number, inc: Incarnation): void {
     const verdict = this.#gate.check(peer, inc);
     const newest = this.#gate.newest(peer) ?? undefined;
-    if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`, newest);
+    if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`, newest, newest !== undefined && this.#gate.isRefused(peer, newest));
     if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is older than one already seen`, newest);
   }
 }

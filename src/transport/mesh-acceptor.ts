@@ -33,6 +33,7 @@ export class MeshAcceptor<P> {
       peerIndex: (id) => mesh.peerIndex(id),
       check: (peer, inc) => mesh.book.check(peer, inc),
       newest: (peer) => mesh.book.newest(peer),
+      isRefused: (peer, inc) => mesh.book.isRefused(peer, inc),
       nonces: new NonceBook(limits.replayNoncesMax),
       handshakeMsMax: limits.handshakeMsMax,
     };

@@ -84,7 +84,7 @@ export interface MeshEvents<P> {
    * `peer` refused us with a reason; 'evicted' means our incarnation must rejoin;
    * 'stale_incarnation' comes with the newer incarnation of our id that `peer` knows.
    */
-  onRefused?(peer: number, reason: string, known: Incarnation | undefined): void;
+  onRefused?(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean): void;
 
 }
 

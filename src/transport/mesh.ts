@@ -259,7 +259,7 @@ export class Mesh<P> {
   #refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
     this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: slot.peer.id }, `refused by peer: ${frame.message}`);
     sock.close(1000, 'refused');
-    this.#events.onRefused?.(slot.peer.index, frame.reason, frame.known);
+    this.#events.onRefused?.(slot.peer.index, frame.reason, frame.known, frame.knownEvicted === true);
   }
 
   #updateConnected(slot: PeerSlot<P>): void {

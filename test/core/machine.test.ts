@@ -117,9 +117,49 @@ describe('Machine: membership', () => {
     // Joined, but no packet from 1 or 2 yet: their first packet, sent from inside their join,
     // bounds what they granted while we were out of their view.
     expect(net.machine(0).synced).toBe(false);
+    // Their first packets let us in, but they were sent before 1 and 2 could ack (each waits
+    // for the others to let it in): marked unready, they sync nothing.
+    expect(net.pending(1, 0).map((p) => p.u)).toEqual([true]);
     net.deliver(1, 0);
-    const sends = net.deliver(2, 0).filter((f) => f.type === 'send' && f.packet.m.some((m) => m.t === 'req'));
-    expect(sends.map((f) => (f.type === 'send' ? f.to : -1)).sort()).toEqual([1, 2]);
+    net.deliver(2, 0);
+    expect(net.machine(0).synced).toBe(false);
+    net.join(1, 2);
+    const requests: number[] = [];
+    for (;;) {
+      const key = [[1, 0], [2, 0], [0, 1], [0, 2], [1, 2], [2, 1]].find(([f, t]) => net.pending(f ?? 0, t ?? 0).length > 0);
+      if (key === undefined) break;
+      const [from = 0, to = 0] = key;
+      for (const f of net.deliver(from, to)) if (f.type === 'send' && f.packet.m.some((m) => m.t === 'req')) requests.push(f.to);
+    }
+    expect(requests.sort()).toEqual([1, 2]);
+  });
+
+  it('marks its packets unready until the peers let it in, and sends every peer its clock the moment they have', () => {
+    const net = new Net(2);
+    net.join(0, 1);
+    expect(net.machine(0).ackReady).toBe(false);
+    expect(net.pending(0, 1)).toEqual([{ c: net.machine(0).clock, m: [], u: true }]);
+    // 0 lets 1 in: 1 can ack now, and tells 0 at once with a packet that syncs it.
+    const ready = net.deliver(0, 1).filter((f) => f.type === 'send');
+    expect(ready).toEqual([{ type: 'send', to: 0, packet: { c: net.machine(1).clock, m: [] } }]);
+    expect(net.machine(1).synced).toBe(false); // 0's packet was unready
+    net.deliver(1, 0); // 1's state transfer, unready: it lets 0 in
+    expect(net.machine(0).synced).toBe(false);
+    net.deliver(1, 0);
+    expect(net.machine(0).synced).toBe(true);
+    net.settle();
+    expect(net.machine(1).synced).toBe(true);
+  });
+
+  it('takes no ack and no sync from an unready packet, but lets its sender in (sync-on-unready plants the bug)', () => {
+    for (const syncOnUnready of [false, true]) {
+      const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0, faults: { syncOnUnready } });
+      m.step({ type: 'joined', peer: 1, inc: { startMs: 1, nonce: 0 }, clock: 10 });
+      m.step({ type: 'packet', from: 1, inc: { startMs: 1, nonce: 0 }, packet: { c: 20, m: [], u: true } });
+      expect(m.ackReady).toBe(true);
+      expect(m.synced).toBe(syncOnUnready);
+      expect(m.lastTs(1)).toBe(syncOnUnready ? 20 : 0);
+    }
   });
 
   it('takes the handshake clock as a floor: requests after a join sort after it', () => {

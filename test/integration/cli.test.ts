@@ -3,7 +3,7 @@
  * and output, and `lamport-peer` refusing bad configs with every problem listed.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -237,11 +237,15 @@ describe('lamport-peer exit codes', () => {
 
 describe('lamport-lock run when the hold is lost', () => {
   it('stops the command and exits 76 when its peer shuts down', async () => {
-    const run = runBin(lockBin, ['--peer', a, 'run', 'long', '--grace', '2s', '--', 'sleep', '30']);
-    await waitFor('run holds the lock', async () => (await holders(cluster.url('b'), 'long')).length === 1);
+    // The command starts only once the lock is granted: its marker file says so. Another
+    // peer's holder list is not enough, since it shows the head of its queue, which may not
+    // be granted yet where it was asked; stopping the peer then fails the acquire instead.
+    const marker = join(mkdtempSync(join(tmpdir(), 'lamport-run-')), 'running');
+    const run = runBin(lockBin, ['--peer', a, 'run', 'long', '--grace', '2s', '--', 'sh', '-c', `touch ${marker}; exec sleep 30`]);
+    await waitFor('run holds the lock and runs its command', () => existsSync(marker));
     await cluster.stopPeer('a', 'SIGTERM');
     const r = await run.done;
-    expect(r.code).toBe(exitCodes.lockLost);
+    expect(r.code, r.stderr).toBe(exitCodes.lockLost);
     expect(r.stderr).toContain('lost the lock "long" (shutdown)');
   });
 });

@@ -12,6 +12,8 @@ import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { PlantedFaults } from '../../src/runtime/faults.js';
 import type { ClockStore } from '../../src/runtime/clock-store.js';
 import type { Session } from '../../src/runtime/session.js';
+import type { Incarnation } from '../../src/core/types.js';
+import { compareIncarnation } from '../../src/core/types.js';
 import type { Checker, Hold } from './checker.js';
 import { HostClock, SimProcess } from './host.js';
 import type { ScheduleTask, SimTime } from './host.js';
@@ -146,14 +148,15 @@ export class Cluster {
   }
 
   /**
-   * True when some other running peer has met the current incarnation of `peer`: only then
-   * can it be evicted if it dies now (nobody suspects an incarnation nobody has heard).
+   * True when some other running peer (one that `by` accepts) has met the current incarnation
+   * of `peer`: only then can it be evicted if it dies now (nobody suspects an incarnation
+   * nobody has heard).
    */
-  isKnown(peer: number): boolean {
+  isKnown(peer: number, by: (knower: number) => boolean = () => true): boolean {
     const p = this.current(peer);
     if (p === undefined) return false;
     const inc = p.runtime.incarnation;
-    return this.#hosts.some((h) => h.peer !== peer && h.procs.some((q) => q.runtime.started && q.runtime.meshStatus().some((l) => l.peer === peer && l.incarnation?.startMs === inc.startMs && l.incarnation.nonce === inc.nonce)));
+    return this.#hosts.some((h) => h.peer !== peer && by(h.peer) && h.procs.some((q) => q.runtime.started && q.runtime.meshStatus().some((l) => l.peer === peer && l.incarnation?.startMs === inc.startMs && l.incarnation.nonce === inc.nonce)));
   }
 
   /**
@@ -285,6 +288,7 @@ export class Cluster {
       track.sinceMs = Number.POSITIVE_INFINITY;
     }
     this.#checkEvictions(p);
+    this.#checkSuccessors(p, session);
     const valid = session.leaseValidUntilMs() > trueNow();
     if (!valid) track.sinceMs = Number.POSITIVE_INFINITY;
     else if (!Number.isFinite(track.sinceMs)) track.sinceMs = now;
@@ -324,6 +328,42 @@ export class Cluster {
         // Within limits.suspendDetectMs, as for self-fencing: a suspend is counted that late.
         if (until > trueNow + limits.suspendDetectMs + 1) {
           this.#o.checker.evictedWithLease(this.#o.time.nowMs, `p${p.proc.peer} (process ${p.proc.id}) evicted p${host.peer} (process ${q.proc.id}) while its lease held for ${(until - trueNow).toFixed(1)} ms more`);
+        }
+      }
+    }
+  }
+
+  /** Per session, the incarnation of each peer its core counted at the last check. */
+  readonly #admitted = new WeakMap<object, (Incarnation | undefined)[]>();
+
+  /**
+   * The successor rule (docs/design.md section 5, "Successors"): a core that counted
+   * incarnation X of a peer and now counts a newer one Y dropped X's requests, so X's lease
+   * has lapsed by then if X's process still runs (a twin, a frozen one). Checked on the rule
+   * itself, not only on its outcome: a premature join may free no lock that is held just
+   * then, yet it is the double holder's first half. A core that never counted X (a peer that
+   * restarted meanwhile) drops nothing and is not checked.
+   */
+  #checkSuccessors(p: SimPeerProcess, session: Session): void {
+    const machine = session.machine;
+    let seen = this.#admitted.get(session);
+    if (seen === undefined) this.#admitted.set(session, (seen = []));
+    for (const host of this.#hosts) {
+      if (host.peer === p.proc.peer) continue;
+      const now = machine.incarnation(host.peer);
+      const before = seen[host.peer];
+      seen[host.peer] = now;
+      if (before === undefined || now === undefined || compareIncarnation(now, before) <= 0) continue;
+      // Evicted here: the eviction check judged its first applier (later ones may find it
+      // leased again through peers that had not heard of it, which grants nothing).
+      if (session.isEvicted(host.peer, before)) continue;
+      for (const q of host.procs) {
+        if (!q.proc.alive || q.lease.session === null || q.lease.session !== q.runtime.session()) continue;
+        if (compareIncarnation(q.lease.session.incarnation, before) !== 0) continue;
+        const trueNow = q.proc.host.baseMs(this.#o.time.nowMs) - q.lease.offsetMs;
+        const until = q.lease.session.leaseValidUntilMs();
+        if (until > trueNow + limits.suspendDetectMs + 1) {
+          this.#o.checker.evictedWithLease(this.#o.time.nowMs, `p${p.proc.peer} (process ${p.proc.id}) let a newer incarnation of p${host.peer} replace process ${q.proc.id} while its lease held for ${(until - trueNow).toFixed(1)} ms more`);
         }
       }
     }

@@ -136,7 +136,10 @@ export class FaultPlan {
       // A peer nobody has met cannot be evicted (by design: see Membership.tick), so the dead
       // one is a running peer whose incarnation some other peer knows.
       const candidate = rng.int(0, s.peers - 1);
-      if (cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate)) this.#dead = candidate;
+      // Known by a peer the heal leaves running: one of a duplicated id is restarted below,
+      // and its new incarnation never meets the dead one (seed 301430).
+      const staysUp = (q: number): boolean => cluster.processes(q).length === 1 && !cluster.wasDuplicated(q);
+      if (cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate, staysUp)) this.#dead = candidate;
     }
     for (let peer = 0; peer < cluster.size; peer++) {
       cluster.hostOf(peer).disk.failing = false;
@@ -186,8 +189,11 @@ export class FaultPlan {
     // once starts over from the wall clock (README, "What is not promised").
     // Nor in seeds whose disks fail: a peer whose clock file could not be written restarts
     // below the clock it used, so it cannot carry the clock for a peer that lost its own.
+    // And between incarnations only: the process of that id still running (a duplicate's
+    // twin) would keep its clock, high above the empty disk, only until it crashes too
+    // (seed 268294: both peers of a two-peer cluster restarted from empty disks).
     const disksFail = s.diskFaultWeight > 0 || s.failingDiskChance > 0;
-    if (rng.chance(s.lostDiskChance) && cluster.othersSynced(peer) && !disksFail) {
+    if (rng.chance(s.lostDiskChance) && !cluster.isUp(peer) && cluster.othersSynced(peer) && !disksFail) {
       host.disk.hwm = 0;
       transcript.add(time.nowMs, peer, 'DATA DIR lost');
     }

@@ -42,6 +42,9 @@ const mutants = {
   'forget-promises-on-rejoin': { membership: { forgetPromisesOnRejoin: true } },
   'zombie-echoes': { runtime: { zombieEchoes: true } },
   'no-dial-now': { mesh: { noDialNow: true } },
+  'sync-on-unready': { machine: { syncOnUnready: true } },
+  'zombie-rejoins': { runtime: { zombieRejoins: true } },
+  'zombie-confirms': { runtime: { zombieConfirms: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

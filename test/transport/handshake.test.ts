@@ -29,6 +29,8 @@ interface RawResult {
   readonly outcome: string;
   /** The newest incarnation of our id the listener knows, named in a refusal. */
   readonly known: Incarnation | undefined;
+  /** The refusal says that newest one is evicted too. */
+  readonly knownEvicted: boolean;
   readonly sent: { hello: Buffer; auth: Buffer | null };
 }
 
@@ -48,9 +50,10 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     let outcome = 'closed';
     let known: Incarnation | undefined;
+    let knownEvicted = false;
     ws.on('open', () => ws.send(hello));
     ws.on('error', reject);
-    ws.on('close', () => resolve({ outcome, known, sent }));
+    ws.on('close', () => resolve({ outcome, known, knownEvicted, sent }));
     ws.on('message', (data: Buffer) => {
       const frame: Frame<TestPayload> = decodeFrame(data, isTestPayload);
       if (frame.t === 'challenge') {
@@ -64,6 +67,7 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
       } else if (frame.t === 'refuse') {
         outcome = frame.reason;
         known = frame.known;
+        knownEvicted = frame.knownEvicted === true;
       }
     });
   });
@@ -144,7 +148,15 @@ describe('handshake refusals', () => {
     // The refusal names the evicted floor, so the refused process starts its next incarnation
     // above it at once instead of 1 ms higher each time (simulator seed 504945 --net link).
     expect(older.known).toEqual({ startMs: 7000, nonce: 0 });
+    expect(older.knownEvicted).toBe(true);
     expect((await dialRaw(m0.port(), { inc: { startMs: 7001, nonce: 0 } })).outcome).toBe('welcome');
+    // A newer incarnation lives: the refusal names it, not evicted. A zombie refused so stays
+    // out; once that one is evicted too, the refusal says so and the zombie may rejoin.
+    const beside = await dialRaw(m0.port(), { inc: { startMs: 6998, nonce: 0 } });
+    expect([beside.outcome, beside.known, beside.knownEvicted]).toEqual(['evicted', { startMs: 7001, nonce: 0 }, false]);
+    m0.refuseIncarnation(2, { startMs: 7001, nonce: 0 });
+    const after = await dialRaw(m0.port(), { inc: { startMs: 6998, nonce: 0 } });
+    expect([after.outcome, after.known, after.knownEvicted]).toEqual(['evicted', { startMs: 7001, nonce: 0 }, true]);
   });
 
   it('keeps serving the good peer after all the refusals', async () => {
