@@ -291,13 +291,18 @@ export class Session {
 
   #onRefused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean): void {
     if (this.#closed) return;
-    if (reason === 'evicted' && this.#superseded && !knownEvicted && this.#faults.runtime?.zombieRejoins !== true) {
-      // A zombie stays out while the newer process of our id lives: rejoining above it would
-      // make that one the zombie, and while it did not know yet, our confirmations and its
-      // echoes voted for one id on both sides of an eviction (simulator seed 107362). Once a
-      // refuser has evicted that one too (it died, or was stopped), we rejoin.
-      if (!this.#stayingOut) this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
+    const newerLives = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted;
+    if (reason === 'evicted' && newerLives && this.#everSynced && this.#faults.runtime?.zombieRejoins !== true) {
+      // A newer process of our id lives (a zombie, told so or not before): we stay out while
+      // it does. Rejoining above it would make that one the zombie, and while it did not know
+      // yet, our confirmations and its echoes voted for one id on both sides of an eviction
+      // (simulator seed 107362). Once a refuser has evicted that one too (it died, or was
+      // stopped), the refusal says so and we rejoin. Not an incarnation that never synced: it
+      // started below the others' knowledge (a wall clock stepped back, seed 301430), granted
+      // nothing, and rejoins above it, as for a stale refusal below.
+      if (!this.#stayingOut) this.#log.error({ remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
       this.#stayingOut = true;
+      this.#becomeZombie(peer, known);
     } else if (reason === 'evicted') {
       this.#log.warn({ remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
       // The new incarnation starts above the newest one of our id the refuser knows: one
@@ -309,18 +314,24 @@ export class Session {
       // it; a live one is then superseded and evicted before we are admitted.
       this.#log.warn({ remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation started older than one of our id the others know: starting above it');
       this.#hooks.onRejoin('stale_incarnation', known.startMs + 1);
-    } else if (reason === 'stale_incarnation' && this.#everSynced && !this.#superseded) {
-      this.#superseded = true;
-      this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
-        'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
-      // Its waiters end and it grants nothing more: an old request of it granted now would
-      // sort below grants the others made meanwhile (the seed runs, once its lease came to
-      // lapse on its own). Its holds end when the lease does.
-      if (this.#actsOnMembership()) this.step({ type: 'fence' });
-      this.#refreshLease();
+    } else if (reason === 'stale_incarnation' && this.#everSynced) {
+      this.#becomeZombie(peer, known);
     } else if (reason === 'predecessor_live') {
       this.#log.info({ remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
     }
+  }
+
+  /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#superseded`). */
+  #becomeZombie(peer: number, known: Incarnation | undefined): void {
+    if (this.#superseded) return;
+    this.#superseded = true;
+    this.#log.error({ remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
+      'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
+    // Its waiters end and it grants nothing more: an old request of it granted now would
+    // sort below grants the others made meanwhile (the seed runs, once its lease came to
+    // lapse on its own). Its holds end when the lease does.
+    if (this.#actsOnMembership()) this.step({ type: 'fence' });
+    this.#refreshLease();
   }
 
   #applyMembership(effects: readonly MembershipEffect[]): void {

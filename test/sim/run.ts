@@ -51,7 +51,8 @@ export interface RunResult {
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
 const eventsMax = 3_000_000;
 
-interface Parts {
+/** One simulated world: its event queue, clock, checker, cluster, clients, workload and faults. */
+export interface Parts {
   readonly queue: EventQueue<SimEvent>;
   readonly time: SimTime;
   readonly checker: Checker;
@@ -63,7 +64,8 @@ interface Parts {
   readonly processes: Map<SimProcess, SimPeerProcess>;
 }
 
-function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
+/** Builds a world for `scenario`; nothing runs until its parts are started. */
+export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const queue = new EventQueue<SimEvent>();
   const world = (atMs: number, fn: () => void): void => queue.push(atMs, { k: 'world', fn });
   const time: SimTime = { nowMs: 0 };
@@ -127,6 +129,23 @@ function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; e
     if (checker.violations.length > 0) break;
     if (Number.isFinite(loop.deadlineMs) && clients.unresolved === 0) break;
   }
+}
+
+/**
+ * Runs a scripted world (no liveness phase) until `untilMs` of virtual time, checking the
+ * invariants after every event; stops at the first violation.
+ */
+export function runUntil(parts: Parts, untilMs: number): void {
+  const { queue, time, checker } = parts;
+  for (let events = 0; events < eventsMax; events++) {
+    if (queue.peekMs() > untilMs || checker.violations.length > 0) break;
+    const next = queue.pop();
+    if (next === undefined) break;
+    time.nowMs = next.atMs;
+    dispatch(parts, next.item);
+    checker.afterEvent(time.nowMs);
+  }
+  if (checker.violations.length === 0) time.nowMs = Math.max(time.nowMs, untilMs);
 }
 
 function dispatch(parts: Parts, ev: SimEvent): void {

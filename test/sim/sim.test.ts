@@ -89,7 +89,8 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
  * the isolated twin episode stopped making islands (the fifth session's last changes).
  * `no-dial-now` may now show only as a slower join, which no invariant flags.
  * `zombie-rejoins` was found by seed 107362 of a long run before unready packets stopped
- * syncing (the sixth session), which changed that run.
+ * syncing (the sixth session), which changed that run; test/sim/scenarios.test.ts catches it
+ * with a scripted scenario (a frozen process whose id a newer one took resumes).
  */
 const notYetCaught: readonly MutantName[] = ['forget-promises-on-rejoin', 'evict-before-successor-joins', 'no-dial-now', 'zombie-rejoins'];
 
