@@ -17,17 +17,26 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 
-/** Where the high-water mark lives: a file in production, memory in tests and the simulator. */
+/**
+ * Where the high-water mark lives: a file in production, memory in tests and the simulator.
+ * Beside it, the wall-clock bound of the confirmation promises this peer gave (docs/design.md
+ * section 5, "Eviction"), so that a process restarted after a crash keeps them.
+ */
 export interface ClockStore {
   /** The persisted mark, or 0 when there is none yet. Throws ERR_CONFIG_INVALID when corrupt. */
   load(): number;
   /** Persists `hwm` durably; throws on any failure. */
   write(hwm: number): void;
+  /** Wall-clock ms until which a promise this peer gave may bind it, 0 when none. Throws ERR_CONFIG_INVALID when corrupt. */
+  loadPromise(): number;
+  /** Persists that bound durably; throws on any failure. */
+  writePromise(untilWallMs: number): void;
 }
 
 /** No data dir: nothing survives the process (the wall clock is the only floor). */
 export class MemoryClockStore implements ClockStore {
   #hwm = 0;
+  #promise = 0;
 
   load(): number {
     return this.#hwm;
@@ -36,22 +45,52 @@ export class MemoryClockStore implements ClockStore {
   write(hwm: number): void {
     this.#hwm = hwm;
   }
+
+  loadPromise(): number {
+    return this.#promise;
+  }
+
+  writePromise(untilWallMs: number): void {
+    this.#promise = untilWallMs;
+  }
 }
 
-/** `<dataDir>/clock.json`, replaced atomically: write a temp file, fsync, rename, fsync the dir. */
+/**
+ * `<dataDir>/clock.json` (`{"hwm"}`) and `<dataDir>/promise.json` (`{"until_wall_ms"}`), each
+ * replaced atomically: write a temp file, fsync, rename, fsync the dir.
+ */
 export class FileClockStore implements ClockStore {
   readonly #dir: string;
   readonly #path: string;
+  readonly #promisePath: string;
 
   constructor(dataDir: string) {
     this.#dir = dataDir;
     this.#path = join(dataDir, 'clock.json');
+    this.#promisePath = join(dataDir, 'promise.json');
   }
 
   load(): number {
+    return this.#read(this.#path, 'hwm', 'to start with the wall clock as the floor');
+  }
+
+  write(hwm: number): void {
+    this.#replace(this.#path, { hwm });
+  }
+
+  loadPromise(): number {
+    return this.#read(this.#promisePath, 'until_wall_ms', 'if no process of this peer gave a confirmation within evict_ms');
+  }
+
+  writePromise(untilWallMs: number): void {
+    this.#replace(this.#promisePath, { until_wall_ms: untilWallMs });
+  }
+
+  /** The integer `key` of the JSON object in `path`, 0 when the file is missing. */
+  #read(path: string, key: string, advice: string): number {
     let text: string;
     try {
-      text = readFileSync(this.#path, 'utf8');
+      text = readFileSync(path, 'utf8');
     } catch {
       return 0;
     }
@@ -61,24 +100,24 @@ export class FileClockStore implements ClockStore {
     } catch {
       value = undefined;
     }
-    const hwm = typeof value === 'object' && value !== null ? (value as { hwm?: unknown }).hwm : undefined;
-    if (typeof hwm !== 'number' || !Number.isSafeInteger(hwm) || hwm < 0) {
-      throw new LockError(ErrorCode.ConfigInvalid, `${this.#path} is corrupt: expected {"hwm": <integer>}; move it away to start with the wall clock as the floor`);
+    const n = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+      throw new LockError(ErrorCode.ConfigInvalid, `${path} is corrupt: expected {"${key}": <integer>}; move it away ${advice}`);
     }
-    return hwm;
+    return n;
   }
 
-  write(hwm: number): void {
+  #replace(path: string, value: Record<string, number>): void {
     mkdirSync(this.#dir, { recursive: true });
-    const tmp = `${this.#path}.tmp`;
+    const tmp = `${path}.tmp`;
     const fd = openSync(tmp, 'w');
     try {
-      writeSync(fd, JSON.stringify({ hwm }));
+      writeSync(fd, JSON.stringify(value));
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
-    renameSync(tmp, this.#path);
+    renameSync(tmp, path);
     // The rename is durable only once the directory entry is: fsync the directory too.
     const dirFd = openSync(this.#dir, 'r');
     try {

@@ -26,6 +26,8 @@ export interface RuntimeFaults {
   readonly zombieEchoes: boolean;
   /** A superseded incarnation still confirms suspicions (seed 300379's bug). */
   readonly zombieConfirms: boolean;
+  /** A restarted process ignores the promise bound on disk: it echoes at once (the crash-restart hole). */
+  readonly forgetPromisesOnRestart: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
 }

@@ -145,8 +145,35 @@ export class PeerRuntime {
   start(): void {
     assert(this.#session === null, 'a runtime starts once');
     const floor = this.#reservation.load();
-    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0);
+    // A confirmation the previous process gave binds it for evict_ms: it may have crashed
+    // right after. Its bound is on disk (#persistPromise); we echo nothing until then, at
+    // most 2 * evict_ms (a wall clock stepped back must not silence us for long).
+    const left = this.#world.clockStore.loadPromise() - this.#env.wallMs();
+    const quietForMs = this.#faults?.runtime?.forgetPromisesOnRestart === true ? 0 : Math.min(Math.max(0, left), 2 * this.config.evictMs);
+    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0, undefined, quietForMs);
     this.#session.start();
+  }
+
+  /** The bound on disk of the promises given: written ahead, so once per evict_ms at most. */
+  #promiseStoredUntilMs = 0;
+
+  /**
+   * Before a confirmation leaves: its promise binds for evict_ms from now, so the bound on
+   * disk must reach past that. Written 2 * evict_ms ahead, rewritten when less than evict_ms
+   * is left. A failed write keeps the confirmation back (ERR_STORAGE, logged).
+   */
+  #persistPromise(): boolean {
+    const now = this.#env.wallMs();
+    if (this.#promiseStoredUntilMs >= now + this.config.evictMs) return true;
+    const until = now + 2 * this.config.evictMs;
+    try {
+      this.#world.clockStore.writePromise(until);
+    } catch (err) {
+      this.#log.error({ code: ErrorCode.Storage, cause: err instanceof Error ? err.message : String(err) }, 'cannot persist a confirmation\'s promise: the confirmation is not sent');
+      return false;
+    }
+    this.#promiseStoredUntilMs = until;
+    return true;
   }
 
   /** Whether `start` ran. */
@@ -160,14 +187,15 @@ export class PeerRuntime {
     return this.#session;
   }
 
-  #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[]): Session {
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises }, {
+  #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
       onSent: (n) => this.metrics.messagesSent.inc(n),
       onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
       onClock: (clock) => this.#reservation.reserve(clock),
+      onPromise: () => this.#persistPromise(),
     });
   }
 

@@ -57,6 +57,11 @@ export interface SessionHooks {
   onRtt(peer: string, rttMs: number): void;
   /** The clock moved: persist the high-water mark. */
   onClock(clock: number): void;
+  /**
+   * A confirmation is about to leave: persist the promise it gives, so that a process
+   * restarted after a crash keeps it. False when that failed: the confirmation stays here.
+   */
+  onPromise(): boolean;
 }
 
 /** The world a session runs in: production's or the simulator's. */
@@ -81,6 +86,11 @@ export interface SessionOptions {
   readonly linkUnackedBytesMax?: number | undefined;
   /** The previous incarnation's confirmation promises that still bind (after a rejoin). */
   readonly promises?: readonly EchoPromise[] | undefined;
+  /**
+   * After a restart: echo no heartbeat for this long (ms of this session's clock), since a
+   * promise the previous process gave may still bind (its bound on disk, ClockStore.loadPromise).
+   */
+  readonly quietForMs?: number | undefined;
 }
 
 /** Wraps what runs a function: the guard runs first. */
@@ -170,8 +180,13 @@ export class Session {
     this.#machine = new Machine({ self, peerCount, clockFloor: opts.clockFloor, faults: this.#faults.machine });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
     this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises });
+    this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
+    if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     this.#mesh = this.#createMesh(opts);
   }
+
+  /** Echoes wait until then (a promise of the previous process may bind, SessionOptions.quietForMs). */
+  readonly #quietUntilMs: number;
 
   #now(): number {
     return this.#clock.nowMs();
@@ -204,7 +219,7 @@ export class Session {
         cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
         env, network, listener, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, mayAck: (peer) => !this.#pending.has(peer) && this.#machine.ackReady,
-        mayEcho: (peer, inc) => this.#votes() && this.#membership.mayEcho(peer, inc, this.#now()),
+        mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
       },
       {
@@ -337,6 +352,8 @@ export class Session {
   #applyMembership(effects: readonly MembershipEffect[]): void {
     for (const e of effects) {
       if (e.type === 'send') {
+        // A confirmation is a promise: on disk before it leaves, or it does not leave.
+        if (e.msg.t === 'confirm' && !this.#hooks.onPromise()) continue;
         this.#log.debug({ remote: this.peerId(e.to), t: e.msg.t, about: this.peerId(e.msg.peer), incarnation: formatIncarnation(e.msg.inc) }, 'membership message');
         this.#send(e.to, e.msg);
         continue;

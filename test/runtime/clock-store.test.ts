@@ -3,7 +3,7 @@
  * throws out of a socket handler (a crash loop); it stops new requests with ERR_STORAGE, and
  * they resume once a write succeeds.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -62,5 +62,21 @@ describe('ClockReservation', () => {
     rmSync(join(dir, 'clock.json'));
     mkdirSync(join(dir, 'x'));
     expect(new FileClockStore(join(dir, 'missing')).load()).toBe(0);
+  });
+});
+
+describe('FileClockStore: the bound of the confirmation promises', () => {
+  it('is 0 without a file, survives a new store on the same dir, and refuses a corrupt file with a coded error', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
+    dirs.push(dir);
+    expect(new FileClockStore(dir).loadPromise()).toBe(0);
+    new FileClockStore(dir).writePromise(1_700_000_030_000);
+    expect(new FileClockStore(dir).loadPromise()).toBe(1_700_000_030_000);
+    expect(JSON.parse(readFileSync(join(dir, 'promise.json'), 'utf8'))).toEqual({ until_wall_ms: 1_700_000_030_000 });
+    // The high-water mark lives in its own file: writing one leaves the other.
+    new FileClockStore(dir).write(42);
+    expect(new FileClockStore(dir).loadPromise()).toBe(1_700_000_030_000);
+    writeFileSync(join(dir, 'promise.json'), '{"until_wall_ms": -1}');
+    expect(() => new FileClockStore(dir).loadPromise()).toThrow(/promise\.json is corrupt/);
   });
 });

@@ -26,6 +26,8 @@ import { transcriptLogger } from './transcript.js';
 /** The data dir of a host: the clock high-water mark, which may be lost or fail to write. */
 export class SimDisk implements ClockStore {
   hwm = 0;
+  /** The bound of the confirmation promises given (ClockStore.loadPromise). */
+  promiseUntilWallMs = 0;
   /** While true, every write throws (disk full, read-only file system). */
   failing = false;
 
@@ -36,6 +38,21 @@ export class SimDisk implements ClockStore {
   write(hwm: number): void {
     if (this.failing) throw new Error('EROFS: read-only file system');
     this.hwm = hwm;
+  }
+
+  loadPromise(): number {
+    return this.promiseUntilWallMs;
+  }
+
+  writePromise(untilWallMs: number): void {
+    if (this.failing) throw new Error('EROFS: read-only file system');
+    this.promiseUntilWallMs = untilWallMs;
+  }
+
+  /** The data dir is gone: nothing of it survives. */
+  lose(): void {
+    this.hwm = 0;
+    this.promiseUntilWallMs = 0;
   }
 }
 

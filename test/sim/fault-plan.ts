@@ -194,7 +194,7 @@ export class FaultPlan {
     // (seed 268294: both peers of a two-peer cluster restarted from empty disks).
     const disksFail = s.diskFaultWeight > 0 || s.failingDiskChance > 0;
     if (rng.chance(s.lostDiskChance) && !cluster.isUp(peer) && cluster.othersSynced(peer) && !disksFail) {
-      host.disk.hwm = 0;
+      host.disk.lose();
       transcript.add(time.nowMs, peer, 'DATA DIR lost');
     }
     const failing = rng.chance(s.failingDiskChance);

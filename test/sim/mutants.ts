@@ -45,6 +45,7 @@ const mutants = {
   'sync-on-unready': { machine: { syncOnUnready: true } },
   'zombie-rejoins': { runtime: { zombieRejoins: true } },
   'zombie-confirms': { runtime: { zombieConfirms: true } },
+  'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

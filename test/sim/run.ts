@@ -62,6 +62,9 @@ export interface Parts {
   readonly faults: FaultPlan;
   readonly transcript: Transcript;
   readonly processes: Map<SimProcess, SimPeerProcess>;
+  /** The simulated wire (cuts, delays) and sockets (stalls), for scripted scenarios. */
+  readonly wire: Wire;
+  readonly net: SimNetworks;
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -92,7 +95,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   cluster.onCrashed = (procId) => clients.crashed(procId);
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes };
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */

@@ -75,7 +75,160 @@ function frozenTwinResumes(mutant?: MutantName): { stayedOut: boolean; rejoinedA
   return { stayedOut, rejoinedAfter, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
+/** Cuts both directions between `a` and each of `others` until `untilMs`. */
+function cutBoth(parts: Parts, a: number, others: readonly number[], untilMs: number): void {
+  for (const b of others) {
+    parts.wire.cut(a, b, untilMs);
+    parts.wire.cut(b, a, untilMs);
+  }
+}
+
+/**
+ * Five peers: P (p0) is cut off from i (p1), k (p2) and a (p3), and reaches b (p4) only; k
+ * reaches i only. i suspects P, k confirms at once, a's confirmation is held up on its way
+ * to i. Meanwhile b, a and P evict k; k's process rejoins as a new incarnation, which P can
+ * reach again. If that incarnation forgot the promise k's confirmation gave, it echoes P, and
+ * P (with b) holds a lease again when a's confirmation arrives and i evicts it.
+ */
+function confirmerRejoins(mutant?: MutantName, crashAtMs?: number): { rejoined: boolean; evictedP: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(5, mutant);
+  runUntil(parts, 1000);
+  const k = parts.cluster.processes(2)[0];
+  if (k === undefined) throw new Error('no p2');
+  const kInc = k.runtime.session().incarnation;
+  const pInc = incOf(parts, 0, 'oldest');
+  cutBoth(parts, 0, [1, 3], 20_000);
+  cutBoth(parts, 0, [2], 4150);
+  parts.wire.cut(2, 3, 20_000);
+  parts.wire.cut(2, 4, 20_000);
+  runUntil(parts, 3900);
+  parts.wire.cut(3, 1, 4500);
+  if (crashAtMs !== undefined) {
+    // Instead of rejoining, k's process crashes right after it confirmed, and restarts.
+    runUntil(parts, crashAtMs);
+    parts.cluster.crash(2);
+    parts.cluster.restart(2);
+  }
+  runUntil(parts, 8000);
+  const kNow = incOf(parts, 2, 'newest');
+  const rejoined = compareIncarnation(kNow, kInc) > 0;
+  const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
+  return { rejoined, evictedP, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/**
+ * Three peers: P (p0) can no longer reach i (p2), which then sleeps; meanwhile a second
+ * process Y with p1's id starts, which P meets, so P refuses p1's old process X: X is a
+ * zombie. P is leased through Y's echoes. Y dies just before i wakes; i finds P silent for
+ * longer than evict_ms and asks X, the only p1 it knows, to confirm: a zombie must not, P's
+ * lease from Y's last echoes still holding (seed 300379).
+ */
+function zombieAsked(mutant?: MutantName): { violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster } = parts;
+  runUntil(parts, 1000);
+  parts.wire.cut(0, 2, 20_000);
+  // i sleeps for less than evict_ms, so nobody suspects it; P has been silent to it longer.
+  runUntil(parts, 2100);
+  cluster.suspend(2);
+  runUntil(parts, 2150);
+  cluster.restart(1, { duplicate: true });
+  // Y dies just before i wakes: i never meets it, while P's lease from Y's echoes still holds.
+  runUntil(parts, 4950);
+  cluster.crash(1, 'newest');
+  runUntil(parts, 5000);
+  cluster.wake(2);
+  runUntil(parts, 9000);
+  return { violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+const exclusive = { mode: 'exclusive', limit: 1, permits: 1, owner: 'scenario', meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null } as const;
+
+/**
+ * Three peers. R (p2) crashes and is evicted. A second process Y with p1's id starts, reaching
+ * only R, and R restarts, reaching Y and p0 but not p1's old process X: R meets Y first and
+ * asks for lock L. X, which evicted R's old incarnation and never met the new one, grants L
+ * five times meanwhile, then dies; once p0 evicts it, Y joins everywhere and R's request is
+ * granted. If R synced on Y's packets sent before Y could ack, its request sorts below X's
+ * grants: token order breaks (seed 202828).
+ */
+function twinMetFirstByRestarted(mutant?: MutantName): { violations: readonly string[]; rGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster, clients, net } = parts;
+  runUntil(parts, 1000);
+  cluster.crash(2);
+  runUntil(parts, 4500);
+  const x = cluster.processes(1)[0];
+  if (x === undefined) throw new Error('no p1');
+  cluster.restart(1, { duplicate: true });
+  const y = cluster.processes(1)[1];
+  if (y === undefined) throw new Error('no twin');
+  net.stallProcess(y.proc, 0, 7000);
+  net.stallProcess(x.proc, 2, 30_000);
+  runUntil(parts, 4505);
+  cluster.restart(2);
+  runUntil(parts, 4600);
+  const r = cluster.processes(2)[0];
+  if (r === undefined) throw new Error('no p2');
+  const asked = clients.acquire(r, 'L', exclusive, false, true);
+  for (let i = 0; i < 5; i++) {
+    runUntil(parts, 4700 + 40 * i);
+    clients.acquire(x, 'L', exclusive, true);
+  }
+  runUntil(parts, 5000);
+  cluster.crash(1, 'oldest');
+  runUntil(parts, 12_000);
+  return { violations: parts.checker.violations, rGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+}
+
 describe('scripted scenarios on the production runtime', () => {
+  it('a restarted peer that meets a new twin first syncs on none of its packets before it can ack (seed 202828)', () => {
+    const r = twinMetFirstByRestarted();
+    const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection|stale_incarnation/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.rGranted, tail).toBe(true);
+  });
+
+  it('fails with the sync-on-unready mutant: the restarted peer is granted below the old twin\'s grants', () => {
+    const r = twinMetFirstByRestarted('sync-on-unready');
+    const tail = r.transcript.filter((l) => /GRANT|CRASH|START|evicted by/.test(l)).slice(-40).join('\n');
+    expect(r.violations.join('\n'), tail).toMatch(/not above the previous grant/);
+  });
+
+  it('a zombie confirms no suspicion: the peer its newer twin echoes is not evicted through it (seed 300379)', () => {
+    const r = zombieAsked();
+    const tail = r.transcript.filter((l) => !/stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.transcript.some((l) => / p1 #2 .*a newer incarnation of this peer id is known/.test(l)), tail).toBe(true);
+    expect(r.transcript.some((l) => / p2 #3 .*"t":"suspect","about":"p0"/.test(l)), tail).toBe(true);
+  });
+
+  it('fails with the zombie-confirms mutant: the zombie confirms, and the peer is evicted while its lease holds', () => {
+    expect(zombieAsked('zombie-confirms').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
+  it('a confirmer evicted and rejoined right after confirming keeps its promise: the suspect gets no echo from it (seed 162227)', () => {
+    const r = confirmerRejoins();
+    const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
+  });
+
+  it('fails with the forget-promises-on-rejoin mutant: the suspect is evicted while its lease holds', () => {
+    expect(confirmerRejoins('forget-promises-on-rejoin').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
+  it('a confirmer that crashes right after confirming and restarts keeps its promise from its data dir: it echoes nothing until it lapses', () => {
+    const r = confirmerRejoins(undefined, 4002);
+    const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
+  });
+
+  it('fails with the forget-promises-on-restart mutant: the restarted confirmer echoes the suspect, evicted while its lease holds', () => {
+    expect(confirmerRejoins('forget-promises-on-restart', 4002).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {
     const r = frozenTwinResumes();
     const tail = r.transcript.slice(-30).join('\n');
