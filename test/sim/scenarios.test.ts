@@ -181,7 +181,36 @@ function twinMetFirstByRestarted(mutant?: MutantName): { violations: readonly st
   return { violations: parts.checker.violations, rGranted: asked.state === 'held', transcript: parts.transcript.lines() };
 }
 
+/**
+ * Three peers; p2 is down for 19 s, long enough for the others' redials to it to back off to
+ * limits.backoffMsMax. When it comes back and dials them, they must dial it back at once,
+ * not when their backoff runs out: otherwise nothing of theirs reaches it for seconds, longer
+ * than a tuned evict_ms (seed 258). Returns which of p0 and p1 linked to it within 300 ms.
+ */
+function downLongThenBack(mutant?: MutantName): { linked: boolean[]; violations: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster } = parts;
+  runUntil(parts, 1000);
+  cluster.crash(2);
+  runUntil(parts, 20_000);
+  cluster.restart(2);
+  const back = incOf(parts, 2, 'newest');
+  runUntil(parts, 20_300);
+  const linked = [0, 1].map((q) => cluster.current(q)?.runtime.meshStatus().some((l) => l.peer === 2 && l.connected && l.incarnation !== null && compareIncarnation(l.incarnation, back) === 0) === true);
+  return { linked, violations: parts.checker.violations };
+}
+
 describe('scripted scenarios on the production runtime', () => {
+  it('a peer back after a long outage is dialed back at once by the peers it dials (seed 258)', () => {
+    const r = downLongThenBack();
+    expect(r.violations).toEqual([]);
+    expect(r.linked).toEqual([true, true]);
+  });
+
+  it('fails with the no-dial-now mutant: the others wait out their redial backoff', () => {
+    expect(downLongThenBack('no-dial-now').linked).not.toEqual([true, true]);
+  });
+
   it('a restarted peer that meets a new twin first syncs on none of its packets before it can ack (seed 202828)', () => {
     const r = twinMetFirstByRestarted();
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection|stale_incarnation/.test(l)).slice(-60).join('\n');
