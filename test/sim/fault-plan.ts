@@ -90,8 +90,13 @@ export class FaultPlan {
   /** The lock the old twin holds in a twin episode. */
   #twinLock: string | null = null;
 
-  /** While an isolated twin episode plays out, no other episode starts. */
-  #isolatedUntilMs = 0;
+  /**
+   * While a twin episode plays out (either kind), no other episode starts: another episode's
+   * stall (the late confirmations') would keep the new twin from peers the old one still
+   * reaches over their own connections, two islands of one id, which nothing promises
+   * (seed 507713).
+   */
+  #twinUntilMs = 0;
 
   /** While an episode plays out, no random fault: each of its steps lands as planned. */
   #episodeUntilMs = 0;
@@ -260,7 +265,7 @@ export class FaultPlan {
    */
   #zombie(peer: number, rng: Prng): void {
     const { cluster, wire, schedule, time, scenario: s, transcript } = this.#o;
-    if (!this.#active || s.peers < 3 || !cluster.isUp(peer) || time.nowMs < this.#isolatedUntilMs) return;
+    if (!this.#active || s.peers < 3 || !cluster.isUp(peer) || time.nowMs < this.#twinUntilMs) return;
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
     const crashAt = time.nowMs + Math.ceil(evictGlobalMs * (1.2 + rng.float()) + 4 * s.heartbeatMs);
     const restartAt = crashAt + rng.int(1, s.downMaxMs);
@@ -298,7 +303,9 @@ export class FaultPlan {
   #lateConfirmations(suspect: number, rng: Prng): void {
     const { wire, net, time, scenario: s, transcript } = this.#o;
     const majority = Math.floor(s.peers / 2) + 1;
-    if (!this.#active || s.peers < 3 || time.nowMs < this.#isolatedUntilMs) return;
+    if (!this.#active || s.peers < 3 || time.nowMs < this.#twinUntilMs) return;
+    // Nor beside a random duplicate: its stalls would keep the twins apart as above.
+    for (let q = 0; q < s.peers; q++) if (this.#o.cluster.processes(q).length > 1) return;
     const others = rng.shuffle(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== suspect));
     const [suspecter, ...rest] = others;
     if (suspecter === undefined) return;
@@ -334,10 +341,10 @@ export class FaultPlan {
    */
   #twinMetFirst(twin: number, rng: Prng, isolated = false): void {
     const { cluster, schedule, time, scenario: s, transcript } = this.#o;
-    if (!this.#active || s.peers < 3 || cluster.processes(twin).length !== 1 || time.nowMs < this.#isolatedUntilMs) return;
-    // The isolated one plays alone: another episode's cuts, a cut still healing or a second
-    // twin would make two islands, or two duplicated ids, neither of which is promised.
-    if (isolated && (time.nowMs < this.#episodeUntilMs || this.#o.wire.anyCut(time.nowMs) || this.#o.net.anyStall(time.nowMs))) return;
+    if (!this.#active || s.peers < 3 || cluster.processes(twin).length !== 1 || time.nowMs < this.#twinUntilMs) return;
+    // A twin episode plays alone: another episode's cuts or stalls, a cut still healing or a
+    // second twin would make two islands, or two duplicated ids, neither of which is promised.
+    if (time.nowMs < this.#episodeUntilMs || this.#o.wire.anyCut(time.nowMs) || this.#o.net.anyStall(time.nowMs)) return;
     for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
     const restarter = (twin + rng.int(1, s.peers - 1)) % s.peers;
     if (!cluster.isUp(restarter)) return;
@@ -346,7 +353,7 @@ export class FaultPlan {
     const restartAt = twinAt + rng.int(1, s.connectMaxMs + 5);
     const endAt = restartAt + rng.int(Math.ceil(evictGlobalMs), Math.ceil(2 * evictGlobalMs));
     this.#episodeUntilMs = Math.max(this.#episodeUntilMs, endAt);
-    if (isolated) this.#isolatedUntilMs = endAt;
+    this.#twinUntilMs = endAt;
     transcript.add(time.nowMs, twin, `TWIN MET FIRST${isolated ? ' (isolated)' : ''}: p${restarter} crashes, a twin of p${twin} starts at ${twinAt}ms, p${restarter} restarts at ${restartAt}ms, one twin dies at ${endAt}ms`);
     cluster.crash(restarter);
     // Once the crashed peer is evicted and just before the twin starts, so that it is held.

@@ -200,7 +200,39 @@ function downLongThenBack(mutant?: MutantName): { linked: boolean[]; violations:
   return { linked, violations: parts.checker.violations };
 }
 
+/**
+ * Three peers: P (p0) can no longer reach i (p2); a second process Y with p1's id starts,
+ * which i meets (so i refuses p1's old process X: X is a zombie) and P does not. i finds P
+ * silent for evict_ms and Y, which never heard P, confirms: a zombie's echoes must not keep
+ * P leased meanwhile (seed 109815).
+ */
+function zombieEchoes(mutant?: MutantName): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster } = parts;
+  runUntil(parts, 1000);
+  const pInc = incOf(parts, 0, 'oldest');
+  parts.wire.cut(0, 2, 20_000);
+  cluster.restart(1, { duplicate: true });
+  const y = cluster.processes(1)[1];
+  if (y === undefined) throw new Error('no twin');
+  parts.net.stallProcess(y.proc, 0, 20_000);
+  runUntil(parts, 6000);
+  const evictedP = cluster.current(2)?.runtime.session().isEvicted(0, pInc) === true;
+  return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
+}
+
 describe('scripted scenarios on the production runtime', () => {
+  it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
+    const r = zombieEchoes();
+    const tail = r.transcript.filter((l) => !/stream resumed|link up|link down|connection error|silent too long|cutting connection|stale_incarnation/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.evictedP, tail).toBe(true);
+  });
+
+  it('fails with the zombie-echoes mutant: the peer is evicted while the zombie\'s echoes keep it leased', () => {
+    expect(zombieEchoes('zombie-echoes').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
   it('a peer back after a long outage is dialed back at once by the peers it dials (seed 258)', () => {
     const r = downLongThenBack();
     expect(r.violations).toEqual([]);
