@@ -100,6 +100,22 @@ export class Cluster {
   readonly #hosts: SimHost[];
   #nextProcId = 1;
   readonly #duplicated = new Set<number>();
+  /** When each peer last went from two processes to one. */
+  readonly #duplicateEndedMs = new Map<number, number>();
+
+  /**
+   * True while a peer other than `peer` runs two processes, or ran them within `sinceMs`: a
+   * dead twin's echoes vouch for leases up to lease_ms after it died, so a second duplicated
+   * id right after it makes two duplicated ids at once (seed 701753 --net link), which the
+   * README does not promise.
+   */
+  otherDuplicated(peer: number, sinceMs: number): boolean {
+    for (const h of this.#hosts) {
+      if (h.peer === peer) continue;
+      if (h.procs.length > 1 || (this.#duplicateEndedMs.get(h.peer) ?? Number.NEGATIVE_INFINITY) >= sinceMs) return true;
+    }
+    return false;
+  }
   /** Told after every new process starts (the workload's clients attach to it). */
   onStarted: (p: SimPeerProcess) => void = () => undefined;
   /** Told when a process dies (its clients' connections reset). */
@@ -243,6 +259,7 @@ export class Cluster {
     const h = this.#host(peer);
     const p = which === 'newest' ? h.procs[h.procs.length - 1] : h.procs[0];
     if (p === undefined) return;
+    if (h.procs.length > 1) this.#duplicateEndedMs.set(peer, this.#o.time.nowMs);
     h.procs = h.procs.filter((q) => q !== p);
     p.proc.kill();
     this.#o.net.crashed(p.proc);

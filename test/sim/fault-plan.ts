@@ -234,7 +234,8 @@ export class FaultPlan {
   #duplicate(peer: number): void {
     const { cluster, schedule, time, rng, scenario: s } = this.#o;
     if (cluster.processes(peer).length !== 1) return;
-    for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
+    // One duplicated id at a time, also for the lease_ms a dead twin's echoes still vouch.
+    if (cluster.otherDuplicated(peer, time.nowMs - 2 * s.evictMs / Math.min(...s.clockRates))) return;
     cluster.restart(peer, { duplicate: true });
     schedule(time.nowMs + rng.int(1, 3 * s.evictMs), () => {
       if (cluster.processes(peer).length > 1) cluster.crash(peer, rng.chance(0.5) ? 'oldest' : 'newest');
@@ -345,7 +346,7 @@ export class FaultPlan {
     // A twin episode plays alone: another episode's cuts or stalls, a cut still healing or a
     // second twin would make two islands, or two duplicated ids, neither of which is promised.
     if (time.nowMs < this.#episodeUntilMs || this.#o.wire.anyCut(time.nowMs) || this.#o.net.anyStall(time.nowMs)) return;
-    for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length > 1) return;
+    if (cluster.otherDuplicated(twin, time.nowMs - 2 * s.evictMs / Math.min(...s.clockRates))) return;
     const restarter = (twin + rng.int(1, s.peers - 1)) % s.peers;
     if (!cluster.isUp(restarter)) return;
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
