@@ -13,8 +13,12 @@ export type MachineEvent =
   | { readonly type: 'release'; readonly ref: number }
   | { readonly type: 'packet'; readonly from: number; readonly inc: Incarnation; readonly packet: Packet }
   | { readonly type: 'joined'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
-  /** `last`: no newer incarnation of the peer is known to the evictors (Membership `last`). */
-  | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean }
+  /**
+   * `last`: no newer incarnation of the peer is known to the evictors (Membership `last`).
+   * `metHeld`: the runtime met this incarnation (or an older one) but held it out of the
+   * core (Session `#joinsHeld`): it leaves the view as a met one does.
+   */
+  | { readonly type: 'evicted'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean; readonly metHeld?: boolean }
   /** A newer incarnation of `peer` waits for this one's eviction: its old acks no longer sync us. */
   | { readonly type: 'superseded'; readonly peer: number }
   /**

@@ -113,7 +113,7 @@ export class Machine {
         this.#onJoined(event.peer, event.inc, event.clock);
         break;
       case 'evicted':
-        this.#onEvicted(event.peer, event.inc, event.last === true);
+        this.#onEvicted(event.peer, event.inc, event.last === true, event.metHeld === true);
         break;
       case 'lease':
         this.#onLease(event.valid);
@@ -236,15 +236,17 @@ export class Machine {
     for (const own of pending) this.#issue(own);
   }
 
-  #onEvicted(peer: number, inc: Incarnation, last: boolean): void {
+  #onEvicted(peer: number, inc: Incarnation, last: boolean, metHeld: boolean): void {
     if (peer === this.self) return; // The runtime handles its own eviction by restarting.
     const wasSynced = this.synced;
     if (last) this.#peers.gone(peer, inc);
     // An eviction of an incarnation we never met (a notice passed on at our join) refuses that
     // incarnation, but must not take the peer out of our view: a newer incarnation we have
     // not met yet may be alive, with requests older than ours (simulator seed 150336). We
-    // wait to meet the peer, as for any peer we have not met.
-    if (!this.#peers.evict(peer, inc, this.#faults.evictUnmetIncarnation)) return;
+    // wait to meet the peer, as for any peer we have not met. One the runtime met but held
+    // out of the core (`metHeld`: joins held after a restart) leaves as a met one would: a
+    // peer that died meanwhile must not keep us waiting (simulator seed 2).
+    if (!this.#peers.evict(peer, inc, metHeld || this.#faults.evictUnmetIncarnation)) return;
     this.#out.drop(peer);
     this.#dropPeerRequests(peer);
     if (!wasSynced && this.synced) this.#issuePending();

@@ -18,25 +18,38 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 
 /**
+ * A wall-clock bound a process keeps on disk so that the next process of its peer honours
+ * it after a crash (docs/design.md section 5): `promise`, until which a confirmation this
+ * peer gave may bind it ("Eviction"); `echo`, until which a heartbeat it echoed may still
+ * vouch for another peer's lease ("Successors").
+ */
+export type Bound = 'promise' | 'echo';
+
+/** What to do about a corrupt bound file, for its error message. */
+const boundAdvice: Readonly<Record<Bound, string>> = {
+  promise: 'if no process of this peer gave a confirmation within evict_ms',
+  echo: 'if no process of this peer echoed a heartbeat within 2 * lease_ms',
+};
+
+/**
  * Where the high-water mark lives: a file in production, memory in tests and the simulator.
- * Beside it, the wall-clock bound of the confirmation promises this peer gave (docs/design.md
- * section 5, "Eviction"), so that a process restarted after a crash keeps them.
+ * Beside it, the bounds (`Bound`) the previous process left.
  */
 export interface ClockStore {
   /** The persisted mark, or 0 when there is none yet. Throws ERR_CONFIG_INVALID when corrupt. */
   load(): number;
   /** Persists `hwm` durably; throws on any failure. */
   write(hwm: number): void;
-  /** Wall-clock ms until which a promise this peer gave may bind it, 0 when none. Throws ERR_CONFIG_INVALID when corrupt. */
-  loadPromise(): number;
+  /** Wall-clock ms until which `kind` may bind this peer, 0 when none. Throws ERR_CONFIG_INVALID when corrupt. */
+  loadBound(kind: Bound): number;
   /** Persists that bound durably; throws on any failure. */
-  writePromise(untilWallMs: number): void;
+  writeBound(kind: Bound, untilWallMs: number): void;
 }
 
 /** No data dir: nothing survives the process (the wall clock is the only floor). */
 export class MemoryClockStore implements ClockStore {
   #hwm = 0;
-  #promise = 0;
+  readonly #bounds: Record<Bound, number> = { promise: 0, echo: 0 };
 
   load(): number {
     return this.#hwm;
@@ -46,28 +59,27 @@ export class MemoryClockStore implements ClockStore {
     this.#hwm = hwm;
   }
 
-  loadPromise(): number {
-    return this.#promise;
+  loadBound(kind: Bound): number {
+    return this.#bounds[kind];
   }
 
-  writePromise(untilWallMs: number): void {
-    this.#promise = untilWallMs;
+  writeBound(kind: Bound, untilWallMs: number): void {
+    this.#bounds[kind] = untilWallMs;
   }
 }
 
 /**
- * `<dataDir>/clock.json` (`{"hwm"}`) and `<dataDir>/promise.json` (`{"until_wall_ms"}`), each
- * replaced atomically: write a temp file, fsync, rename, fsync the dir.
+ * `<dataDir>/clock.json` (`{"hwm"}`), `<dataDir>/promise.json` and `<dataDir>/echo.json`
+ * (`{"until_wall_ms"}`), each replaced atomically: write a temp file, fsync, rename, fsync
+ * the dir.
  */
 export class FileClockStore implements ClockStore {
   readonly #dir: string;
   readonly #path: string;
-  readonly #promisePath: string;
 
   constructor(dataDir: string) {
     this.#dir = dataDir;
     this.#path = join(dataDir, 'clock.json');
-    this.#promisePath = join(dataDir, 'promise.json');
   }
 
   load(): number {
@@ -78,12 +90,12 @@ export class FileClockStore implements ClockStore {
     this.#replace(this.#path, { hwm });
   }
 
-  loadPromise(): number {
-    return this.#read(this.#promisePath, 'until_wall_ms', 'if no process of this peer gave a confirmation within evict_ms');
+  loadBound(kind: Bound): number {
+    return this.#read(join(this.#dir, `${kind}.json`), 'until_wall_ms', boundAdvice[kind]);
   }
 
-  writePromise(untilWallMs: number): void {
-    this.#replace(this.#promisePath, { until_wall_ms: untilWallMs });
+  writeBound(kind: Bound, untilWallMs: number): void {
+    this.#replace(join(this.#dir, `${kind}.json`), { until_wall_ms: untilWallMs });
   }
 
   /** The integer `key` of the JSON object in `path`, 0 when the file is missing. */

@@ -28,6 +28,10 @@ export interface RuntimeFaults {
   readonly zombieConfirms: boolean;
   /** A restarted process ignores the promise bound on disk: it echoes at once (the crash-restart hole). */
   readonly forgetPromisesOnRestart: boolean;
+  /** A rejoin ends the quiet a restart began: the new incarnation echoes at once (seed 906566's bug). */
+  readonly forgetQuietOnRejoin: boolean;
+  /** A restart or rejoin lets peers join at once, though an echo of the previous one may still vouch (seed 903454's bug). */
+  readonly forgetEchoBound: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
 }

@@ -11,6 +11,7 @@
 import { EventEmitter } from 'node:events';
 import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
+import { clockRateMargin } from '../config.js';
 import type { MachineEvent } from '../core/machine.js';
 import type { EchoPromise } from '../core/membership.js';
 import type { EndReason, Incarnation } from '../core/types.js';
@@ -20,7 +21,7 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { MeshStats } from '../transport/mesh.js';
-import type { ClockStore } from './clock-store.js';
+import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
@@ -148,32 +149,69 @@ export class PeerRuntime {
     // A confirmation the previous process gave binds it for evict_ms: it may have crashed
     // right after. Its bound is on disk (#persistPromise); we echo nothing until then, at
     // most 2 * evict_ms (a wall clock stepped back must not silence us for long).
-    const left = this.#world.clockStore.loadPromise() - this.#env.wallMs();
-    const quietForMs = this.#faults?.runtime?.forgetPromisesOnRestart === true ? 0 : Math.min(Math.max(0, left), 2 * this.config.evictMs);
+    const store = this.#world.clockStore;
+    const quietForMs = this.#faults?.runtime?.forgetPromisesOnRestart === true ? 0 : this.#boundLeftMs(store.loadBound('promise'), 'promise');
+    // Likewise a heartbeat it echoed may still vouch for a lease of an incarnation this
+    // process never meets: no peer joins before that bound passes (docs/design.md section 5,
+    // "Successors").
+    this.#vouchedUntilMono = this.#env.monoMs() + this.#boundLeftMs(store.loadBound('echo'), 'echo');
     this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0, undefined, quietForMs);
     this.#session.start();
   }
 
-  /** The bound on disk of the promises given: written ahead, so once per evict_ms at most. */
-  #promiseStoredUntilMs = 0;
+  /** How far ahead of the need each bound is written, so that it is rewritten once per half of it. */
+  #boundAheadMs(kind: Bound): number {
+    return 2 * (kind === 'promise' ? this.config.evictMs : clockRateMargin * this.config.leaseMs);
+  }
+
+  /** What is left of a bound on disk, at most how far ahead it is written (a wall clock stepped back must not hold us long). */
+  #boundLeftMs(untilWallMs: number, kind: Bound): number {
+    return Math.min(Math.max(0, untilWallMs - this.#env.wallMs()), this.#boundAheadMs(kind));
+  }
+
+  /** The bounds on disk: written ahead, so once per half of `#boundAheadMs` at most. */
+  readonly #boundStoredUntilMs: Record<Bound, number> = { promise: 0, echo: 0 };
+  /** Kinds whose last write failed: logged once until a write succeeds. */
+  readonly #boundFailing = new Set<Bound>();
 
   /**
-   * Before a confirmation leaves: its promise binds for evict_ms from now, so the bound on
-   * disk must reach past that. Written 2 * evict_ms ahead, rewritten when less than evict_ms
-   * is left. A failed write keeps the confirmation back (ERR_STORAGE, logged).
+   * Before a confirmation or an echo leaves: the promise binds for evict_ms from now, the
+   * echo vouches for up to lease_ms * clockRateMargin, so the bound on disk must reach past
+   * that. Written twice that ahead, rewritten when less than that is left. A failed write
+   * keeps the message back (ERR_STORAGE, logged).
    */
-  #persistPromise(): boolean {
+  #persistBound(kind: Bound): boolean {
     const now = this.#env.wallMs();
-    if (this.#promiseStoredUntilMs >= now + this.config.evictMs) return true;
-    const until = now + 2 * this.config.evictMs;
+    const ahead = this.#boundAheadMs(kind);
+    if (this.#boundStoredUntilMs[kind] >= now + ahead / 2) return true;
+    const until = now + ahead;
     try {
-      this.#world.clockStore.writePromise(until);
+      this.#world.clockStore.writeBound(kind, until);
     } catch (err) {
-      this.#log.error({ code: ErrorCode.Storage, cause: err instanceof Error ? err.message : String(err) }, 'cannot persist a confirmation\'s promise: the confirmation is not sent');
+      if (!this.#boundFailing.has(kind)) {
+        this.#boundFailing.add(kind);
+        this.#log.error({ code: ErrorCode.Storage, cause: err instanceof Error ? err.message : String(err) },
+          kind === 'promise' ? 'cannot persist a confirmation\'s promise: confirmations are not sent' : 'cannot persist how long an echo vouches: heartbeats are not echoed');
+      }
       return false;
     }
-    this.#promiseStoredUntilMs = until;
+    if (this.#boundFailing.delete(kind)) this.#log.info({ kind }, 'the data dir takes writes again');
+    this.#boundStoredUntilMs[kind] = until;
     return true;
+  }
+
+  /** Until when (this process's monotonic ms) a heartbeat it echoed may vouch for a lease. */
+  #vouchedUntilMono = 0;
+
+  #onEchoing(): boolean {
+    if (!this.#persistBound('echo')) return false;
+    this.#vouchedUntilMono = this.#env.monoMs() + clockRateMargin * this.config.leaseMs;
+    return true;
+  }
+
+  /** How long the next incarnation holds joins: until the echoes of this process stop vouching. */
+  #joinsHeldForMs(): number {
+    return this.#faults?.runtime?.forgetEchoBound === true ? 0 : Math.max(0, this.#vouchedUntilMono - this.#env.monoMs());
   }
 
   /** Whether `start` ran. */
@@ -188,14 +226,16 @@ export class PeerRuntime {
   }
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs }, {
+    const joinsHeldForMs = this.#joinsHeldForMs();
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs, joinsHeldForMs }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
       onSent: (n) => this.metrics.messagesSent.inc(n),
       onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
       onClock: (clock) => this.#reservation.reserve(clock),
-      onPromise: () => this.#persistPromise(),
+      onPromise: () => this.#persistBound('promise'),
+      onEchoing: () => this.#onEchoing(),
     });
   }
 
@@ -233,7 +273,10 @@ export class PeerRuntime {
     old.close();
     this.#pastMeshStats = addMeshStats(this.#pastMeshStats, old.meshStats());
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
-    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises());
+    // The quiet a restart began (start) binds the process, not the incarnation: a rejoin
+    // within it would echo a peer the previous process promised to leave silent (seed 906566).
+    const quietForMs = this.#faults?.runtime?.forgetQuietOnRejoin === true ? 0 : old.quietLeftMs();
+    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs);
     this.#session.start();
     this.events.emit('changed');
   }

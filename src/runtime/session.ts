@@ -62,6 +62,12 @@ export interface SessionHooks {
    * restarted after a crash keeps it. False when that failed: the confirmation stays here.
    */
   onPromise(): boolean;
+  /**
+   * A heartbeat echo is about to leave: persist how long it may vouch for the dialer's lease,
+   * so that a process restarted after a crash lets no newcomer in before that. False when
+   * that failed: the echo is not sent.
+   */
+  onEchoing(): boolean;
 }
 
 /** The world a session runs in: production's or the simulator's. */
@@ -91,6 +97,12 @@ export interface SessionOptions {
    * promise the previous process gave may still bind (its bound on disk, ClockStore.loadPromise).
    */
   readonly quietForMs?: number | undefined;
+  /**
+   * After a restart or a rejoin: join no peer into the core for this long (ms of this
+   * session's clock), since a heartbeat the previous process or incarnation echoed may still
+   * vouch for a lease we cannot know of (docs/design.md section 5, "Successors").
+   */
+  readonly joinsHeldForMs?: number | undefined;
 }
 
 /** Wraps what runs a function: the guard runs first. */
@@ -145,7 +157,7 @@ export class Session {
    * core packets wait here (they send none that matter: they cannot sync before every peer
    * let them join), and nothing of ours that could count as an ack goes to them.
    */
-  readonly #pending = new Map<number, { readonly inc: Incarnation; readonly clock: number; readonly packets: Packet[] }>();
+  readonly #pending = new Map<number, { readonly inc: Incarnation; readonly clock: number; readonly restarted: boolean; readonly packets: Packet[] }>();
   readonly #timers: Timer[] = [];
   /**
    * Whether this incarnation ever synced with every peer: one that never did and is refused
@@ -182,11 +194,20 @@ export class Session {
     this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises });
     this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
+    this.#joinsHeldUntilMs = this.#now() + (opts.joinsHeldForMs ?? 0);
+    if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
     this.#mesh = this.#createMesh(opts);
   }
 
   /** Echoes wait until then (a promise of the previous process may bind, SessionOptions.quietForMs). */
   readonly #quietUntilMs: number;
+  /**
+   * No peer joins the core before then (SessionOptions.joinsHeldForMs): a heartbeat our
+   * previous process echoed may still vouch for a lease of an incarnation we never met, and
+   * letting its successor in would count us in the successor's ack quorum (simulator seed
+   * 903454 --net link). Joins wait in `#pending` meanwhile.
+   */
+  readonly #joinsHeldUntilMs: number;
 
   #now(): number {
     return this.#clock.nowMs();
@@ -219,7 +240,7 @@ export class Session {
         cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
         env, network, listener, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, mayAck: (peer) => !this.#pending.has(peer) && this.#machine.ackReady,
-        mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()),
+        mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
       },
       {
@@ -243,6 +264,7 @@ export class Session {
     this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
       if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
       if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(this.#now()));
+      this.#releaseHeldJoins();
     }));
     this.#refreshLease();
     this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#machine.clock }, 'incarnation started');
@@ -259,11 +281,32 @@ export class Session {
     if (predecessor !== null) {
       this.#log.warn({ remote: this.peerId(peer), incarnation: formatIncarnation(inc), predecessor: formatIncarnation(predecessor) },
         'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
-      this.#pending.set(peer, { inc, clock, packets: [] });
+      this.#pending.set(peer, { inc, clock, restarted: false, packets: [] });
       this.step({ type: 'superseded', peer });
       return;
     }
+    if (this.#joinsHeld()) {
+      this.#log.info({ remote: this.peerId(peer), incarnation: formatIncarnation(inc) }, 'peer waits: no peer joins while a heartbeat this peer echoed before may vouch for a lease');
+      this.#pending.set(peer, { inc, clock, restarted, packets: [] });
+      return;
+    }
     this.#join(peer, inc, clock, restarted);
+  }
+
+  /** Whether joins are held still (SessionOptions.joinsHeldForMs). */
+  #joinsHeld(): boolean {
+    return this.#now() < this.#joinsHeldUntilMs;
+  }
+
+  /** Once joins are no longer held: every waiting peer with no live predecessor joins, then its packets. */
+  #releaseHeldJoins(): void {
+    if (this.#pending.size === 0 || this.#joinsHeld()) return;
+    for (const [peer, waiting] of [...this.#pending]) {
+      if (this.#membership.predecessorOf(peer, waiting.inc) !== null || this.#pending.get(peer) !== waiting) continue;
+      this.#pending.delete(peer);
+      this.#join(peer, waiting.inc, waiting.clock, waiting.restarted);
+      for (const packet of waiting.packets) this.#onPayload(peer, waiting.inc, packet);
+    }
   }
 
   #join(peer: number, inc: Incarnation, clock: number, restarted: boolean): void {
@@ -362,12 +405,17 @@ export class Session {
       this.#mesh.refuseIncarnation(e.peer, e.inc);
       const pending = this.#pending.get(e.peer);
       // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.
+      // One that waited only for joins to be held (no predecessor) was met: the core drops it
+      // from its view as it would a met one.
+      const metHeld = pending !== undefined && compareIncarnation(pending.inc, e.inc) <= 0 && this.#membership.predecessorOf(e.peer, pending.inc) === null;
       if (pending !== undefined && compareIncarnation(pending.inc, e.inc) <= 0) this.#pending.delete(e.peer);
       // It joins once the membership tracks no live predecessor of it: the eviction of an
       // incarnation older than that predecessor (a notice passed on) frees nothing (simulator
       // seed 404471 --net link: a notice for p2's first incarnation let its third join while
       // the second, never evicted, was still the one tracked).
-      const freed = pending !== undefined && compareIncarnation(pending.inc, e.inc) > 0 &&
+      // While joins are held, it waits on (#releaseHeldJoins), and the eviction is a step of
+      // its own: no peer has joined the core yet, so no request of ours can go without it.
+      const freed = pending !== undefined && compareIncarnation(pending.inc, e.inc) > 0 && !this.#joinsHeld() &&
         (this.#membership.predecessorOf(e.peer, pending.inc) === null || this.#faults.runtime?.joinOnOlderEviction === true);
       if (pending !== undefined && freed) {
         // Its predecessor's lease has lapsed: the waiting incarnation joins, replacing it in
@@ -383,7 +431,7 @@ export class Session {
         continue;
       }
       this.#lease.forget(e.peer);
-      this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
+      this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last, metHeld });
       this.#hooks.onChanged();
     }
   }
@@ -475,6 +523,16 @@ export class Session {
     return this.#now();
   }
 
+  /** What is left of the quiet the process began with (SessionOptions.quietForMs), for the next incarnation. */
+  quietLeftMs(): number {
+    return Math.max(0, this.#quietUntilMs - this.#now());
+  }
+
+  /** What is left of the hold on joins this incarnation began with (SessionOptions.joinsHeldForMs). */
+  joinsHeldLeftMs(): number {
+    return Math.max(0, this.#joinsHeldUntilMs - this.#now());
+  }
+
   /** The confirmation promises that still bind this incarnation, for the next one (Membership.promises). */
   promises(): EchoPromise[] {
     return this.#membership.promises(this.#now());
@@ -495,7 +553,7 @@ export class Session {
     return this.#lease.silentPeers(this.#now()).map((p) => this.peerId(p));
   }
 
-  /** Peers whose new incarnation waits here for its predecessor's eviction. */
+  /** Peers whose new incarnation waits here for its predecessor's eviction (or while joins are held). */
   waitingForPredecessor(): string[] {
     return [...this.#pending.keys()].map((p) => this.peerId(p));
   }

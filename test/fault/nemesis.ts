@@ -12,7 +12,8 @@
  * - stall: 1-4 random ordered links stalled, both ways or one way only;
  * - one-way: 1-2 peers cannot send (their outgoing links blocked) but still receive;
  * - link-kill: the connections of 1-6 random links cut, some mid-frame (they reconnect);
- * - wipe: kill -9 of one peer, its data dir deleted (a lost disk, a fresh VM), restarted;
+ * - wipe: kill -9 of one peer, its data dir deleted (a lost disk, a fresh VM), restarted
+ *   after 2-3 evict_ms (what the README asks of a lost data dir);
  * - twin: a second process started with a live peer's id (twin-peer.ts) for 1-4 lease_ms,
  *   then killed (issue 12, defect 1: today the others drop the old process's holds when the
  *   twin handshakes, while the old one still holds its lease; the checker flags it).
@@ -130,10 +131,15 @@ export class Nemesis {
     }
   }
 
-  /** kill -9, and with `wipe` the data dir deleted, then a restart after 1 s to 2 evict_ms. */
+  /**
+   * kill -9, then a restart after 1 s to 2 evict_ms; with `wipe` the data dir deleted, and the
+   * restart after 2 to 3 evict_ms (README: a peer that lost its data dir stays down 2 x
+   * evict_ms, until the promises and echoes of its last process can bind no longer).
+   */
   async #kill(wipe = false): Promise<void> {
     const id = this.#rng.pick(this.#ids);
-    const downMs = this.#rng.int(1000, 2 * this.#timings.evictMs);
+    const evictMs = this.#timings.evictMs;
+    const downMs = wipe ? this.#rng.int(2 * evictMs, 3 * evictMs) : this.#rng.int(1000, 2 * evictMs);
     this.#note(`kill -9 ${id}${wipe ? ', data dir deleted,' : ''} for ${downMs} ms`);
     this.#windows.setPeer(id, 'down');
     await this.#cluster.stopPeer(id, 'SIGKILL');

@@ -65,18 +65,24 @@ describe('ClockReservation', () => {
   });
 });
 
-describe('FileClockStore: the bound of the confirmation promises', () => {
+describe('FileClockStore: the bounds of promises and echoes', () => {
   it('is 0 without a file, survives a new store on the same dir, and refuses a corrupt file with a coded error', () => {
     const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
     dirs.push(dir);
-    expect(new FileClockStore(dir).loadPromise()).toBe(0);
-    new FileClockStore(dir).writePromise(1_700_000_030_000);
-    expect(new FileClockStore(dir).loadPromise()).toBe(1_700_000_030_000);
+    expect(new FileClockStore(dir).loadBound('promise')).toBe(0);
+    new FileClockStore(dir).writeBound('promise', 1_700_000_030_000);
+    expect(new FileClockStore(dir).loadBound('promise')).toBe(1_700_000_030_000);
     expect(JSON.parse(readFileSync(join(dir, 'promise.json'), 'utf8'))).toEqual({ until_wall_ms: 1_700_000_030_000 });
     // The high-water mark lives in its own file: writing one leaves the other.
     new FileClockStore(dir).write(42);
-    expect(new FileClockStore(dir).loadPromise()).toBe(1_700_000_030_000);
+    expect(new FileClockStore(dir).loadBound('promise')).toBe(1_700_000_030_000);
     writeFileSync(join(dir, 'promise.json'), '{"until_wall_ms": -1}');
-    expect(() => new FileClockStore(dir).loadPromise()).toThrow(/promise\.json is corrupt/);
+    expect(() => new FileClockStore(dir).loadBound('promise')).toThrow(/promise\.json is corrupt/);
+    // The echo bound has a file of its own: each kind is read and written apart.
+    expect(new FileClockStore(dir).loadBound('echo')).toBe(0);
+    new FileClockStore(dir).writeBound('echo', 1_700_000_040_000);
+    expect(JSON.parse(readFileSync(join(dir, 'echo.json'), 'utf8'))).toEqual({ until_wall_ms: 1_700_000_040_000 });
+    writeFileSync(join(dir, 'echo.json'), 'not json');
+    expect(() => new FileClockStore(dir).loadBound('echo')).toThrow(/echo\.json is corrupt.*echoed a heartbeat/);
   });
 });

@@ -10,7 +10,7 @@ import type { ClusterConfig } from '../../src/config.js';
 import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { PlantedFaults } from '../../src/runtime/faults.js';
-import type { ClockStore } from '../../src/runtime/clock-store.js';
+import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { Session } from '../../src/runtime/session.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { compareIncarnation } from '../../src/core/types.js';
@@ -26,8 +26,8 @@ import { transcriptLogger } from './transcript.js';
 /** The data dir of a host: the clock high-water mark, which may be lost or fail to write. */
 export class SimDisk implements ClockStore {
   hwm = 0;
-  /** The bound of the confirmation promises given (ClockStore.loadPromise). */
-  promiseUntilWallMs = 0;
+  /** The bounds the last process left (ClockStore.loadBound). */
+  readonly bounds: Record<Bound, number> = { promise: 0, echo: 0 };
   /** While true, every write throws (disk full, read-only file system). */
   failing = false;
 
@@ -40,19 +40,25 @@ export class SimDisk implements ClockStore {
     this.hwm = hwm;
   }
 
-  loadPromise(): number {
-    return this.promiseUntilWallMs;
+  loadBound(kind: Bound): number {
+    return this.bounds[kind];
   }
 
-  writePromise(untilWallMs: number): void {
+  writeBound(kind: Bound, untilWallMs: number): void {
     if (this.failing) throw new Error('EROFS: read-only file system');
-    this.promiseUntilWallMs = untilWallMs;
+    this.bounds[kind] = untilWallMs;
+  }
+
+  /** The latest bound the data dir holds (0 when none). */
+  boundsUntilWallMs(): number {
+    return Math.max(this.bounds.promise, this.bounds.echo);
   }
 
   /** The data dir is gone: nothing of it survives. */
   lose(): void {
     this.hwm = 0;
-    this.promiseUntilWallMs = 0;
+    this.bounds.promise = 0;
+    this.bounds.echo = 0;
   }
 }
 

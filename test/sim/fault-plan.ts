@@ -197,14 +197,18 @@ export class FaultPlan {
     // And between incarnations only: the process of that id still running (a duplicate's
     // twin) would keep its clock, high above the empty disk, only until it crashes too
     // (seed 268294: both peers of a two-peer cluster restarted from empty disks).
+    // And the peer stays down until the bounds its data dir held have passed (README: a peer
+    // whose data dir is lost waits 2 x evict_ms before it starts): a promise or an echo of
+    // the crashed process may bind until then, and nothing else remembers it.
     const disksFail = s.diskFaultWeight > 0 || s.failingDiskChance > 0;
+    let downMinMs = 1;
     if (rng.chance(s.lostDiskChance) && !cluster.isUp(peer) && cluster.othersSynced(peer) && !disksFail) {
+      downMinMs = Math.max(1, Math.ceil((host.disk.boundsUntilWallMs() - host.clock.wallMs(time.nowMs)) / host.clock.rate) + 1);
       host.disk.lose();
-      transcript.add(time.nowMs, peer, 'DATA DIR lost');
+      transcript.add(time.nowMs, peer, `DATA DIR lost (down ${downMinMs} ms at least)`);
     }
     const failing = rng.chance(s.failingDiskChance);
-    // At least 1 ms down.
-    schedule(time.nowMs + rng.int(1, s.downMaxMs), () => {
+    schedule(time.nowMs + Math.max(downMinMs, rng.int(1, s.downMaxMs)), () => {
       if (!this.#active && peer === this.#dead) return;
       if (failing && this.#active) this.#diskFault(peer);
       cluster.restart(peer);

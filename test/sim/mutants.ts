@@ -46,6 +46,8 @@ const mutants = {
   'zombie-rejoins': { runtime: { zombieRejoins: true } },
   'zombie-confirms': { runtime: { zombieConfirms: true } },
   'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
+  'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
+  'forget-echo-bound': { runtime: { forgetEchoBound: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

@@ -90,7 +90,7 @@ function cutBoth(parts: Parts, a: number, others: readonly number[], untilMs: nu
  * reach again. If that incarnation forgot the promise k's confirmation gave, it echoes P, and
  * P (with b) holds a lease again when a's confirmation arrives and i evicts it.
  */
-function confirmerRejoins(mutant?: MutantName, crashAtMs?: number): { rejoined: boolean; evictedP: boolean; violations: readonly string[]; transcript: readonly string[] } {
+function confirmerRejoins(mutant?: MutantName, crashAtMs?: number, wallBackMs = 0): { rejoined: boolean; evictedP: boolean; violations: readonly string[]; transcript: readonly string[] } {
   const parts = quietWorld(5, mutant);
   runUntil(parts, 1000);
   const k = parts.cluster.processes(2)[0];
@@ -107,6 +107,9 @@ function confirmerRejoins(mutant?: MutantName, crashAtMs?: number): { rejoined: 
     // Instead of rejoining, k's process crashes right after it confirmed, and restarts.
     runUntil(parts, crashAtMs);
     parts.cluster.crash(2);
+    // Its wall clock stepped back meanwhile: the new incarnation starts older than the one the
+    // others know, is refused as stale and rejoins above it at once, its quiet still due.
+    if (wallBackMs > 0) parts.cluster.hostOf(2).clock.stepWall(-wallBackMs);
     parts.cluster.restart(2);
   }
   runUntil(parts, 8000);
@@ -163,7 +166,7 @@ function twinMetFirstByRestarted(mutant?: MutantName): { violations: readonly st
   cluster.restart(1, { duplicate: true });
   const y = cluster.processes(1)[1];
   if (y === undefined) throw new Error('no twin');
-  net.stallProcess(y.proc, 0, 7000);
+  net.stallProcess(y.proc, 0, 10_000);
   net.stallProcess(x.proc, 2, 30_000);
   runUntil(parts, 4505);
   cluster.restart(2);
@@ -171,14 +174,99 @@ function twinMetFirstByRestarted(mutant?: MutantName): { violations: readonly st
   const r = cluster.processes(2)[0];
   if (r === undefined) throw new Error('no p2');
   const asked = clients.acquire(r, 'L', exclusive, false, true);
+  // Y shares p1's data dir, where X keeps the bound of its echoes: Y lets nobody in before it
+  // passes (at most 3 x lease_ms), and sends R nothing before. X grants after that.
   for (let i = 0; i < 5; i++) {
-    runUntil(parts, 4700 + 40 * i);
+    runUntil(parts, 7600 + 40 * i);
     clients.acquire(x, 'L', exclusive, true);
   }
-  runUntil(parts, 5000);
+  runUntil(parts, 7900);
   cluster.crash(1, 'oldest');
-  runUntil(parts, 12_000);
+  runUntil(parts, 15_000);
   return { violations: parts.checker.violations, rGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+}
+
+/**
+ * Two peers. p1's process X holds lock L, leased through p0's echoes. p0 crashes and restarts
+ * at once, and a second process Y with p1's id starts; X cannot reach p0 any more. The new p0
+ * never knew X and would let Y in at once, Y's ack quorum (p0 alone) would be met, and Y would
+ * be granted L while X's lease from p0's last echo still holds (seed 903454 --net link). The
+ * bound of p0's echoes on disk holds every join until X's lease has lapsed. Returns whether
+ * Y got L in the end.
+ */
+function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2, mutant);
+  const { cluster, clients, net } = parts;
+  runUntil(parts, 1000);
+  const x = cluster.processes(1)[0];
+  if (x === undefined) throw new Error('no p1');
+  const held = clients.acquire(x, 'L', exclusive, false, true);
+  runUntil(parts, 1050);
+  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  cluster.crash(0);
+  cluster.restart(0);
+  cluster.restart(1, { duplicate: true });
+  net.stallProcess(x.proc, 0, 30_000);
+  const y = cluster.processes(1)[1];
+  if (y === undefined) throw new Error('no twin');
+  const asked = clients.acquire(y, 'L', exclusive, false, true);
+  runUntil(parts, 8000);
+  return { violations: parts.checker.violations, yGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+}
+
+/**
+ * Two peers; p0's data dir stops taking writes at 1 s and takes them again at 5 s. Once its
+ * echo bound on disk runs short, p0 echoes nothing (an echo whose bound is not on disk could
+ * outlive a crash), so p1's lease lapses; it comes back with the first write that succeeds.
+ */
+function echoerDiskFails(): { p1LeaseAt: (ms: number) => boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(2);
+  const { cluster } = parts;
+  const leases: Array<{ at: number; valid: boolean }> = [];
+  const sample = (until: number): void => {
+    for (let t = parts.time.nowMs + 50; t <= until; t += 50) {
+      runUntil(parts, t);
+      leases.push({ at: t, valid: cluster.current(1)?.runtime.session().machine.leaseValid === true });
+    }
+  };
+  sample(1000);
+  cluster.hostOf(0).disk.failing = true;
+  sample(5000);
+  cluster.hostOf(0).disk.failing = false;
+  sample(7000);
+  const p1LeaseAt = (ms: number): boolean => leases.find((l) => l.at >= ms)?.valid ?? false;
+  return { p1LeaseAt, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/**
+ * Three peers. p2 is down long enough to be evicted and to hold no echo bound any more; p1's
+ * process X holds lock L meanwhile, leased through p0. A second process Y with p1's id starts,
+ * reaching p2 only, and p2 comes back, reaching p0 and Y but not X: the new p2 never knew X
+ * and lets Y in. Y has met p2 alone; if every peer it met were enough, Y would ack p2's
+ * request for L, and p2 would be granted L while X holds it (seed 101577).
+ */
+function twinMeetsRestartedOnly(mutant?: MutantName): { violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster, clients, net } = parts;
+  runUntil(parts, 1000);
+  cluster.crash(2);
+  const x = cluster.processes(1)[0];
+  if (x === undefined) throw new Error('no p1');
+  const held = clients.acquire(x, 'L', exclusive, false, true);
+  runUntil(parts, 4900);
+  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  cluster.restart(1, { duplicate: true });
+  const y = cluster.processes(1)[1];
+  if (y === undefined) throw new Error('no twin');
+  net.stallProcess(y.proc, 0, 30_000);
+  net.stallProcess(x.proc, 2, 30_000);
+  runUntil(parts, 5000);
+  cluster.restart(2);
+  const r = cluster.processes(2)[0];
+  if (r === undefined) throw new Error('no p2');
+  clients.acquire(r, 'L', exclusive, false, true);
+  runUntil(parts, 10_000);
+  return { violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
 /**
@@ -268,6 +356,36 @@ describe('scripted scenarios on the production runtime', () => {
     expect(zombieAsked('zombie-confirms').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
+  it('a restarted peer lets no newcomer in while a heartbeat its previous process echoed may still vouch for a lease (seed 903454)', () => {
+    const r = restartedEchoerMeetsTwin();
+    const tail = r.transcript.filter((l) => /GRANT|END|CRASH|START|joins|waits|lease/.test(l)).slice(-40).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.yGranted, tail).toBe(true);
+  });
+
+  it('fails with the forget-echo-bound mutant: the twin is granted the lock its predecessor still holds', () => {
+    expect(restartedEchoerMeetsTwin('forget-echo-bound').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  });
+
+  it('a peer whose data dir takes no writes echoes nothing once its echo bound runs short, and echoes again once a write succeeds', () => {
+    const r = echoerDiskFails();
+    const tail = r.transcript.filter((l) => /lease|persist|takes writes/.test(l)).slice(-20).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect([r.p1LeaseAt(900), r.p1LeaseAt(4900), r.p1LeaseAt(6900)], tail).toEqual([true, false, true]);
+    expect(r.transcript.filter((l) => /p0 #\d+ runtime: cannot persist how long an echo vouches/.test(l)), tail).toHaveLength(1);
+    expect(r.transcript.some((l) => /p0 #\d+ runtime: the data dir takes writes again/.test(l)), tail).toBe(true);
+  });
+
+  it('a new process of an id acks nothing while only a restarted peer that never knew its predecessor let it in (seed 101577)', () => {
+    const r = twinMeetsRestartedOnly();
+    const tail = r.transcript.filter((l) => /GRANT|END|CRASH|START|joins|waits|lease/.test(l)).slice(-40).join('\n');
+    expect(r.violations, tail).toEqual([]);
+  });
+
+  it('fails with the ack-without-quorum mutant: the restarted peer is granted the lock the old process holds', () => {
+    expect(twinMeetsRestartedOnly('ack-without-quorum').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  });
+
   it('a confirmer evicted and rejoined right after confirming keeps its promise: the suspect gets no echo from it (seed 162227)', () => {
     const r = confirmerRejoins();
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
@@ -288,6 +406,18 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the forget-promises-on-restart mutant: the restarted confirmer echoes the suspect, evicted while its lease holds', () => {
     expect(confirmerRejoins('forget-promises-on-restart', 4002).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
+  it('a restarted confirmer refused as stale (its wall clock stepped back) rejoins still quiet: the promise binds the process, not the incarnation (seed 906566)', () => {
+    const r = confirmerRejoins(undefined, 4002, 5000);
+    const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.transcript.some((l) => /p2 #\d+ runtime: rejoining as a new incarnation/.test(l)), tail).toBe(true);
+    expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
+  });
+
+  it('fails with the forget-quiet-on-rejoin mutant: the rejoined confirmer echoes the suspect, evicted while its lease holds', () => {
+    expect(confirmerRejoins('forget-quiet-on-rejoin', 4002, 5000).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {
