@@ -321,6 +321,10 @@ describe('scripted scenarios on the production runtime', () => {
     expect(zombieEchoes('zombie-echoes').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
+  it('fails with the act-while-superseded mutant too: a zombie that goes on acting echoes as well', () => {
+    expect(zombieEchoes('act-while-superseded').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
   it('a peer back after a long outage is dialed back at once by the peers it dials (seed 258)', () => {
     const r = downLongThenBack();
     expect(r.violations).toEqual([]);
@@ -354,6 +358,10 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the zombie-confirms mutant: the zombie confirms, and the peer is evicted while its lease holds', () => {
     expect(zombieAsked('zombie-confirms').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
+  it('fails with the act-while-superseded mutant too: a zombie that goes on acting confirms as well', () => {
+    expect(zombieAsked('act-while-superseded').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a restarted peer lets no newcomer in while a heartbeat its previous process echoed may still vouch for a lease (seed 903454)', () => {

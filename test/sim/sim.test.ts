@@ -93,18 +93,22 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
  * `ack-without-quorum` (seed 89 until restarted peers came to hold joins while their echoes
  * may vouch) needs a twin that meets only a peer restarted after its echoes lapsed.
  */
-const caughtByScenario: readonly MutantName[] = ['forget-promises-on-rejoin', 'forget-promises-on-restart', 'zombie-rejoins', 'zombie-confirms', 'zombie-echoes', 'sync-on-unready', 'no-dial-now', 'forget-quiet-on-rejoin', 'ack-without-quorum'];
+const caughtByScenario: readonly MutantName[] = ['forget-promises-on-rejoin', 'forget-promises-on-restart', 'zombie-rejoins', 'zombie-confirms', 'zombie-echoes', 'sync-on-unready', 'no-dial-now', 'forget-quiet-on-rejoin', 'ack-without-quorum', 'act-while-superseded'];
 
 /**
  * Mutants the simulator does not catch yet (issue 12 stays open for them):
  * `evict-before-successor-joins` (seed 501435 --net link, later 1399 --net link) was caught
  * until the zombie's lease came to lapse on its own and the isolated twin episode stopped
- * making islands (the fifth session's last changes). `act-while-superseded` was caught by
- * long-run seeds only (6 in 20,000 of the fourth session's run; 102649 until duplicates of
- * two ids came to stay lease_ms apart in the sixth session, after which 4,000 seeds from
- * 100001 caught it nowhere).
+ * making islands (the fifth session's last changes). It is likely equivalent since unready
+ * packets (sixth session): between the eviction step and the successor's join, a request of
+ * ours can be granted without the successor's ack, but the successor cannot have issued
+ * anything older, since it requests only once synced with every peer, and we send it nothing
+ * while it waits. Not proven, so it stays listed here.
+ * (`act-while-superseded`, caught by long-run seeds only until the sixth session, is caught
+ * by the zombie-echoes and zombie-confirms scenarios: a zombie that goes on acting also
+ * echoes and confirms.)
  */
-const notYetCaught: readonly MutantName[] = ['evict-before-successor-joins', 'act-while-superseded'];
+const notYetCaught: readonly MutantName[] = ['evict-before-successor-joins'];
 
 describe('deterministic simulator on the production runtime', () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
