@@ -326,6 +326,7 @@ export class Cluster {
       track.session = session;
       track.offsetMs = p.proc.host.baseMs(now) - p.proc.host.monoMs(now);
       track.sinceMs = Number.POSITIVE_INFINITY;
+      this.#bornEvicted(p.proc.peer, session.incarnation);
     }
     this.#checkEvictions(p);
     this.#checkSuccessors(p, session);
@@ -344,6 +345,24 @@ export class Cluster {
 
   /** Incarnations whose first eviction anywhere was checked (peer:incarnation). */
   readonly #evictionsSeen = new Set<string>();
+
+  /**
+   * An incarnation that starts below one a running peer has already evicted (its wall clock
+   * stepped back) is evicted there from birth: no eviction of it is ever applied, that peer
+   * never counted its requests and refuses it, and it rejoins above once refused. The
+   * eviction rule does not judge it (simulator seed 1008794: such an incarnation leased
+   * through a peer that restarted fresh while the evictor was suspended).
+   */
+  #bornEvicted(peer: number, inc: Incarnation): void {
+    for (const h of this.#hosts) {
+      if (h.peer === peer) continue;
+      for (const r of h.procs) {
+        if (!r.proc.alive || !r.runtime.started || !r.runtime.session().isEvicted(peer, inc)) continue;
+        this.#evictionsSeen.add(`${peer}:${inc.startMs}.${inc.nonce}`);
+        return;
+      }
+    }
+  }
 
   /**
    * The eviction rule (docs/design.md section 5): when the first peer applies the eviction of
