@@ -16,8 +16,6 @@ export interface RuntimeFaults {
   readonly leaseFromArrival: boolean;
   /** A suspend of the host is not counted: the lease clock is the bare monotonic clock. */
   readonly noSuspendDetect: boolean;
-  /** A successor's join follows its predecessor's eviction as a second step (seed 501435's bug). */
-  readonly evictBeforeSuccessorJoins: boolean;
   /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
   readonly joinOnOlderEviction: boolean;
   /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
@@ -32,6 +30,8 @@ export interface RuntimeFaults {
   readonly forgetQuietOnRejoin: boolean;
   /** A restart or rejoin lets peers join at once, though an echo of the previous one may still vouch (seed 903454's bug). */
   readonly forgetEchoBound: boolean;
+  /** A restart's incarnation starts at its wall clock alone, not above the high-water mark (seed 1043577's bug). */
+  readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
 }

@@ -155,8 +155,26 @@ export class PeerRuntime {
     // process never meets: no peer joins before that bound passes (docs/design.md section 5,
     // "Successors").
     this.#vouchedUntilMono = this.#env.monoMs() + this.#boundLeftMs(store.loadBound('echo'), 'echo');
-    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), 0, undefined, quietForMs);
-    this.#session.start();
+    // The incarnation starts above every one before it on this data dir, whatever the wall
+    // clock did meanwhile: the mark is above every clock a previous process used, and each
+    // clock starts at or above its incarnation (seed 1043577: a wall clock stepped back
+    // across restarts made an incarnation sort below a dead one, whose eviction then
+    // covered it while it held its lease).
+    const startFloorMs = this.#faults?.runtime?.forgetIncarnationFloor === true ? 0 : floor;
+    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), startFloorMs, undefined, quietForMs);
+    this.#startSession();
+  }
+
+  /**
+   * Starts the new session once the mark on disk is above its clock, hence above its
+   * incarnation: the next process starts above it. A failing write does not stop the start
+   * (ERR_STORAGE, logged; the reservation retries): that process then orders its
+   * incarnation by the wall clock alone, and the others refuse one that sorts too low.
+   */
+  #startSession(): void {
+    const session = this.session();
+    this.#reservation.reserve(session.machine.clock);
+    session.start();
   }
 
   /** How far ahead of the need each bound is written, so that it is rewritten once per half of it. */
@@ -277,7 +295,7 @@ export class PeerRuntime {
     // within it would echo a peer the previous process promised to leave silent (seed 906566).
     const quietForMs = this.#faults?.runtime?.forgetQuietOnRejoin === true ? 0 : old.quietLeftMs();
     this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs);
-    this.#session.start();
+    this.#startSession();
     this.events.emit('changed');
   }
 

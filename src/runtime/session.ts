@@ -83,7 +83,12 @@ export interface SessionOptions {
   readonly config: ClusterConfig;
   readonly index: number;
   readonly clockFloor: number;
-  /** The incarnation's start time is above this (wall-clock ms). */
+  /**
+   * The incarnation starts at or above this, or at the wall clock if later. Its clock starts
+   * at or above the incarnation's start, so that the high-water mark on disk, always above
+   * the clock, orders the next process's incarnation after this one (docs/design.md
+   * section 5, "Incarnations").
+   */
   readonly startFloorMs: number;
   readonly logger: Logger;
   readonly world: SessionWorld;
@@ -189,7 +194,7 @@ export class Session {
     this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     const peerCount = opts.config.peers.length;
     const self = opts.index;
-    this.#machine = new Machine({ self, peerCount, clockFloor: opts.clockFloor, faults: this.#faults.machine });
+    this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
     this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises });
     this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
@@ -420,11 +425,13 @@ export class Session {
       if (pending !== undefined && freed) {
         // Its predecessor's lease has lapsed: the waiting incarnation joins, replacing it in
         // one step (the core drops the predecessor's requests as for a restart), then its
-        // packets. Never the eviction first: between the two steps the peer would be out of
-        // the view, and a request issued then would be granted with no ack from it, below
-        // grants the peer's previous incarnations made (simulator seed 501435 --net link).
+        // packets. The eviction first would take the peer out of the view between the two
+        // steps, and a request of ours could be granted then with no ack from it (simulator
+        // seed 501435 --net link, before a waiting successor's packets were kept back). Since
+        // then that grant is harmless: the successor requests nothing until our state transfer
+        // has synced it, so nothing of it sorts before that request. The order stays, as
+        // the plain one; its mutant was retired as equivalent (docs/design.md section 3).
         this.#pending.delete(e.peer);
-        if (this.#faults.runtime?.evictBeforeSuccessorJoins === true) this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
         this.#join(e.peer, pending.inc, pending.clock, false);
         this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last });
         for (const packet of pending.packets) this.#onPayload(e.peer, pending.inc, packet);

@@ -35,7 +35,6 @@ const mutants = {
   'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
   'lease-from-arrival': { runtime: { leaseFromArrival: true } },
   'no-suspend-detect': { runtime: { noSuspendDetect: true } },
-  'evict-before-successor-joins': { runtime: { evictBeforeSuccessorJoins: true } },
   'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
   'act-while-superseded': { runtime: { actWhileSuperseded: true } },
   'ack-without-quorum': { machine: { ackWithoutQuorum: true } },
@@ -48,6 +47,7 @@ const mutants = {
   'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
   'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
+  'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */
