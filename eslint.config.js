@@ -15,6 +15,7 @@ function partBoundary(from, parts, why) {
 }
 const coreBoundary = partBoundary('core', ['runtime', 'transport', 'http', 'client', 'tools'], 'the protocol core depends on no other part');
 const transportBoundary = partBoundary('transport', ['runtime', 'http', 'client', 'tools'], 'the links know payloads only as an opaque type with a guard');
+const runtimeBoundary = partBoundary('runtime', ['http', 'client', 'tools'], 'the HTTP API sits on the runtime, not under it; src/server.ts joins them');
 const clientBoundary = partBoundary('client', ['runtime', 'core', 'transport', 'http', 'tools'], 'the client speaks to its peer over HTTP only');
 const pureGlobals = [
   { name: 'Date', message: 'src/core is pure: time is an argument.' },
@@ -44,6 +45,10 @@ export default tseslint.config(
   {
     files: ['src/transport/**/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [transportBoundary] }] },
+  },
+  {
+    files: ['src/runtime/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [runtimeBoundary] }] },
   },
   {
     files: ['src/client/**/*.ts'],

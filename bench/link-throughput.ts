@@ -14,7 +14,8 @@ import type { Packet } from '../src/core/messages.js';
 import { isPacket } from '../src/core/messages.js';
 import { limits } from '../src/limits.js';
 import type { MeshPeer } from '../src/transport/mesh.js';
-import { Mesh } from '../src/transport/mesh.js';
+import type { Mesh } from '../src/transport/mesh.js';
+import { startStandaloneMesh } from '../src/transport/standalone-mesh.js';
 
 const payload: Packet = { c: 1_735_000_000_123, m: [{ t: 'rel', lock: 'orders/42', ts: 1_735_000_000_120 }] };
 const perTurn = 1000;
@@ -101,7 +102,7 @@ async function meshChannel(): Promise<Channel> {
   for (const index of [1, 0]) {
     let joinedResolve = (): void => undefined;
     joined.push(new Promise<void>((resolve) => (joinedResolve = resolve)));
-    const mesh = await Mesh.standalone<Packet>(
+    const mesh = await startStandaloneMesh<Packet>(
       {
         cluster: 'bench', secret: 'bench', self: peer(index), peers: [peer(1 - index)], listen: { host: '127.0.0.1', port: 0 },
         incarnation: { startMs: Date.now(), nonce: index }, heartbeatMs: 1000, isPayload: isPacket, clock: () => 1, logger,

@@ -11,7 +11,7 @@ import { parseSocketMode } from '../src/http/listen-target.js';
 import { limits } from '../src/limits.js';
 import { createLogger, logLevels } from '../src/log.js';
 import { peerExitCodes, startFailureExitCode } from '../src/peer-exit-codes.js';
-import { startPeerServer } from '../src/runtime/server.js';
+import { startPeerServer } from '../src/server.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('lamport-peer')

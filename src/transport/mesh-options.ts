@@ -30,6 +30,8 @@ export interface MeshOptions<P> {
   readonly network: Network;
   /** The bound listening socket, which outlives meshes: this one takes its connections. */
   readonly listener: Listener;
+  /** This mesh closes the listener when it closes (a mesh run alone, transport/standalone-mesh.ts). */
+  readonly ownsListener?: boolean | undefined;
   readonly incarnation: Incarnation;
   readonly heartbeatMs: number;
   readonly isPayload: (v: unknown) => v is P;

@@ -35,17 +35,9 @@ import type { MeshEvents, MeshOptions } from './mesh-options.js';
 import { validateMeshOptions } from './mesh-options.js';
 import type { PeerSlot } from './peer-slot.js';
 import { newPeerSlot } from './peer-slot.js';
-import { WsNetwork, readTlsMaterial } from './ws-network.js';
-import { nodeEnv } from '../env.js';
 import type { RawSocket } from './network.js';
 
 export type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
-
-/** What `Mesh.standalone` takes: the options less the world, plus where to listen. */
-export type StandaloneMeshOptions<P> = Omit<MeshOptions<P>, 'env' | 'network' | 'listener'> & {
-  readonly listen: { readonly host: string; readonly port: number };
-  readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string } | undefined;
-};
 
 /** One line of `status()`. Times are the mesh's monotonic milliseconds (`env.monoMs`). */
 export interface MeshPeerStatus {
@@ -82,7 +74,6 @@ export class Mesh<P> {
   readonly #acceptor: MeshAcceptor<P>;
   readonly #dialer: MeshDialer<P>;
   #closing = false;
-  #ownsListener = false;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>) {
     validateMeshOptions(opts);
@@ -185,7 +176,7 @@ export class Mesh<P> {
 
   /**
    * Stops dialing and accepting, cuts every socket. The listener stays bound for the next
-   * mesh, unless this mesh owns it (`standalone`), which closes it too.
+   * mesh, unless this mesh owns it (`ownsListener`), which closes it too.
    */
   async close(): Promise<void> {
     if (this.#closing) return;
@@ -194,21 +185,7 @@ export class Mesh<P> {
     for (const slot of this.#slots) if (slot !== undefined) this.#opts.env.clear(slot.redial);
     for (const sock of [...this.#sockets]) sock.terminate('mesh closing');
     this.#acceptor.close();
-    if (this.#ownsListener) await this.#opts.listener.close();
-  }
-
-  /**
-   * A mesh with a listener and a network of its own, on real sockets (`ws`): what tools and
-   * tests that run one mesh alone use. A peer runtime shares its listener across meshes.
-   */
-  static async standalone<P>(opts: StandaloneMeshOptions<P>, events: MeshEvents<P>): Promise<Mesh<P>> {
-    const { listen, tls, ...rest } = opts;
-    const network = new WsNetwork({ tls: tls === undefined ? null : readTlsMaterial(tls), logger: opts.logger });
-    const listener = await network.listen(listen.host, listen.port);
-    const mesh = new Mesh<P>({ ...rest, env: nodeEnv, network, listener }, events);
-    mesh.#ownsListener = true;
-    mesh.start();
-    return mesh;
+    if (this.#opts.ownsListener === true) await this.#opts.listener.close();
   }
 
   /** The bound listening port. */

@@ -12,8 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockError } from '../../src/client/lock-client.js';
 import type { ClusterConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import type { PeerServer } from '../../src/runtime/server.js';
-import { startPeerServer } from '../../src/runtime/server.js';
+import type { PeerServer } from '../../src/server.js';
+import { startPeerServer } from '../../src/server.js';
 import { waitFor } from '../support/wait.js';
 
 const config: ClusterConfig = {

@@ -7,7 +7,7 @@ import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import type { AcquireOptions } from '../../src/runtime/holds.js';
 import type { PeerRuntime } from '../../src/runtime/peer.js';
-import { startRuntime } from '../../src/runtime/server.js';
+import { startRuntime } from '../../src/server.js';
 
 const config: ClusterConfig = {
   cluster: 't', secret: 'test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:0', http: '127.0.0.1:0' }],

@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import type { Incarnation } from '../../src/core/types.js';
 import { LockError } from '../../src/errors.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
-import { Mesh } from '../../src/transport/mesh.js';
+import type { Mesh } from '../../src/transport/mesh.js';
+import { startStandaloneMesh } from '../../src/transport/standalone-mesh.js';
 import { waitFor } from '../support/wait.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -98,7 +99,7 @@ export interface MakeMeshOptions {
 /** A started mesh on 127.0.0.1 with a Recorder. */
 export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPayload>; rec: Recorder }> {
   const rec = new Recorder();
-  const mesh = await Mesh.standalone<TestPayload>(
+  const mesh = await startStandaloneMesh<TestPayload>(
     {
       cluster: o.cluster ?? 'test',
       secret: o.secret ?? 'sesame',

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { Mesh } from '../../src/transport/mesh.js';
+import type { Mesh } from '../../src/transport/mesh.js';
+import { startStandaloneMesh } from '../../src/transport/standalone-mesh.js';
 import { waitFor } from '../support/wait.js';
 import type { TestPayload } from './helpers.js';
 import { Recorder, isTestPayload } from './helpers.js';
@@ -31,7 +32,7 @@ describe.skipIf(pem === null)('mesh over wss', () => {
     const recs = [new Recorder(), new Recorder()];
     const meshes: Mesh<TestPayload>[] = [];
     const make = (i: number): Promise<Mesh<TestPayload>> =>
-        Mesh.standalone<TestPayload>(
+        startStandaloneMesh<TestPayload>(
           {
             cluster: 'test', secret: 'sesame', self: peers[i]!, peers: [peers[1 - i]!], listen: { host: '127.0.0.1', port: 0 },
             incarnation: { startMs: 10 + i, nonce: 1 }, heartbeatMs: 100, isPayload: isTestPayload, clock: () => 1,

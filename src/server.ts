@@ -2,20 +2,20 @@
  * One whole peer process: the runtime, its HTTP API and its routes, started and stopped
  * together. The binary and the integration tests both start peers through this.
  */
-import type { ClusterConfig } from '../config.js';
-import { wsListenAddress } from '../config.js';
-import { nodeEnv } from '../env.js';
-import { ErrorCode, LockError } from '../errors.js';
-import { HttpApi } from '../http/api.js';
-import { registerDashboard } from '../http/dashboard.js';
-import { parseListenTarget } from '../http/listen-target.js';
-import type { HttpAccessOptions } from '../http/listener.js';
-import { listenHttp, prepareHttp } from '../http/listener.js';
-import { metricsRoute } from '../http/metrics.js';
-import type { Logger } from '../log.js';
-import { WsNetwork, readTlsMaterial } from '../transport/ws-network.js';
-import { FileClockStore, MemoryClockStore } from './clock-store.js';
-import { PeerRuntime } from './peer.js';
+import type { ClusterConfig } from './config.js';
+import { wsListenAddress } from './config.js';
+import { nodeEnv } from './env.js';
+import { ErrorCode, LockError } from './errors.js';
+import { HttpApi } from './http/api.js';
+import { registerDashboard } from './http/dashboard.js';
+import { parseListenTarget } from './http/listen-target.js';
+import type { HttpAccessOptions } from './http/listener.js';
+import { listenHttp, prepareHttp } from './http/listener.js';
+import { metricsRoute } from './http/metrics.js';
+import type { Logger } from './log.js';
+import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
+import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
+import { PeerRuntime } from './runtime/peer.js';
 
 /** What a peer server needs. */
 export interface PeerServerOptions {
