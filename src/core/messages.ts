@@ -5,19 +5,14 @@
  * simply a packet with no messages.
  */
 import { limits } from '../limits.js';
-import type { Meta, Mode, QueuedRequest } from './types.js';
+import type { QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
 
-/** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}. */
-export interface RequestMessage {
+/** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}: a `RequestSpec` on the wire. */
+export interface RequestMessage extends Omit<RequestSpec, 'requestedAtMs'> {
   readonly t: 'req';
   readonly lock: string;
   readonly ts: number;
-  readonly mode: Mode;
-  readonly limit: number;
-  readonly permits: number;
-  readonly owner: string;
-  readonly meta: Meta | null;
   /** The requester's wall-clock ms when its client asked (`RequestSpec.requestedAtMs`); shown, never compared. */
   readonly at: number;
 }

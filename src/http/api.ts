@@ -11,7 +11,7 @@ import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { Grant } from '../runtime/holds.js';
-import type { PeerRuntime } from '../runtime/peer.js';
+import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
@@ -79,13 +79,13 @@ export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => void | P
 
 /** The local HTTP endpoint of one peer. */
 export class HttpApi {
-  readonly #peer: PeerRuntime;
+  readonly #peer: LockService;
   readonly #log: Logger;
   readonly #server: Server;
   readonly #extra = new Map<string, ExtraRoute>();
   readonly #access: AccessPolicy;
 
-  constructor(peer: PeerRuntime, logger: Logger, access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null })) {
+  constructor(peer: LockService, logger: Logger, access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null })) {
     this.#peer = peer;
     this.#access = access;
     this.#log = logger.child({ component: 'http' });

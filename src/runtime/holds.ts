@@ -3,20 +3,15 @@
  * TTLs and wait deadlines, and a bounded memory of how recent holds ended, so a release
  * or refresh of a hold that is gone answers 404 with the reason (docs/design.md section 6).
  */
-import type { EndReason, Meta, Mode, RequestSpec } from '../core/types.js';
+import type { EndReason, Mode, RequestSpec } from '../core/types.js';
 import type { Timer } from '../env.js';
 import type { LockError } from '../errors.js';
 
-/** What a client asks for, validated. */
-export interface AcquireOptions {
+/** What a client asks for, validated: the request's fields (`RequestSpec`) and how to hold it. */
+export interface AcquireOptions extends Omit<RequestSpec, 'requestedAtMs'> {
   readonly timeoutMs: number;
   /** 0 = no TTL (only with a connection-bound hold). */
   readonly ttlMs: number;
-  readonly mode: Mode;
-  readonly limit: number;
-  readonly permits: number;
-  readonly owner: string;
-  readonly meta: Meta | null;
   readonly hold: 'ttl' | 'connection';
   /** Optional: a hold kept longer than this is logged and counted (operations). */
   readonly expectedMs: number | null;

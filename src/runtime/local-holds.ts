@@ -15,7 +15,7 @@ import type { Logger } from '../log.js';
 import type { AcquireOptions, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { EndedLog } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
-import type { QueueView } from './peer-views.js';
+import type { QueueView } from './status-views.js';
 
 /** What local holds use of their peer runtime. */
 export interface HoldsHost {

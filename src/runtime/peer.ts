@@ -2,7 +2,7 @@
  * The peer runtime: local holds (TTLs, wait deadlines, connection-bound holds) on top of a
  * Session (core + mesh + lease + eviction for one incarnation). Answers the HTTP API, and
  * rejoins as a new incarnation when the majority evicted it. docs/design.md sections 2, 5 and 6.
- * The holds themselves are in local-holds.ts, the read-only views in peer-views.ts.
+ * The holds themselves are in local-holds.ts, the read-only views in status-views.ts.
  *
  * Everything outside comes in through `PeerWorld` (clocks, timers, randomness, sockets,
  * the clock store): server.ts passes the real ones, the simulator virtual ones, so the
@@ -27,12 +27,39 @@ import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
-import type { DegradedView, QueueView } from './peer-views.js';
-import { PeerViews } from './peer-views.js';
+import type { DegradedView, QueueView } from './status-views.js';
+import { StatusViews } from './status-views.js';
 import { Session } from './session.js';
 import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
 
-export type { DegradedView, QueueView, WaitedPeer } from './peer-views.js';
+export type { DegradedView, QueueView, WaitedPeer } from './status-views.js';
+
+/** One lock, cluster-wide, as this peer knows it. */
+export interface LockView {
+  readonly name: string;
+  readonly holders: QueueView[];
+  readonly waiters: QueueView[];
+}
+
+/**
+ * What the HTTP API asks of a peer (docs/architecture.md section 1): `PeerRuntime` is the one
+ * implementation; the API depends on this, not on the runtime's class.
+ */
+export interface LockService {
+  /** True while this peer holds a lease and is synced with its view: it can grant (readyz). */
+  ready(): boolean;
+  /** Starts a request; `cb` hears its grant or failure, then how the hold ended. */
+  request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
+  /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
+  release(lock: string, id: string): void;
+  /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
+  refresh(lock: string, id: string, ttlMs?: number): number | null;
+  lock(name: string): LockView;
+  /** Every lock with a non-empty queue. */
+  locks(): LockView[];
+  /** This peer and its links, for GET /v1/cluster. */
+  cluster(): Record<string, unknown>;
+}
 
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
 export interface PeerWorld extends SessionWorld {
@@ -76,7 +103,7 @@ export interface PeerEvents {
 }
 
 /** One peer: core + mesh + local holds. */
-export class PeerRuntime {
+export class PeerRuntime implements LockService {
   readonly id: string;
   readonly index: number;
   readonly config: ClusterConfig;
@@ -91,7 +118,7 @@ export class PeerRuntime {
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
   readonly #holds: LocalHolds;
-  readonly #views: PeerViews;
+  readonly #views: StatusViews;
   #session: Session | null = null;
   /** The link counters of every incarnation before the current one, summed. */
   #pastMeshStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
@@ -117,7 +144,7 @@ export class PeerRuntime {
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.metrics = new PeerMetrics(this, opts.processMetrics ?? true);
-    this.#views = new PeerViews(this);
+    this.#views = new StatusViews(this);
     this.#holds = new LocalHolds(this.#holdsHost());
   }
 
@@ -413,12 +440,12 @@ export class PeerRuntime {
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
-  lock(name: string): { name: string; holders: QueueView[]; waiters: QueueView[] } {
+  lock(name: string): LockView {
     return this.#views.lock(name);
   }
 
   /** Every lock with a non-empty queue. */
-  locks(): Array<ReturnType<PeerRuntime['lock']>> {
+  locks(): LockView[] {
     return this.session().machine.lockNames().sort().map((n) => this.lock(n));
   }
 

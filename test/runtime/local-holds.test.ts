@@ -16,7 +16,7 @@ import type { AcquireOptions, Grant, LocalRequest } from '../../src/runtime/hold
 import type { HoldsHost } from '../../src/runtime/local-holds.js';
 import { LocalHolds } from '../../src/runtime/local-holds.js';
 import { PeerMetrics } from '../../src/runtime/peer-metrics.js';
-import type { QueueView } from '../../src/runtime/peer-views.js';
+import type { QueueView } from '../../src/runtime/status-views.js';
 import { ManualEnv } from '../support/manual-env.js';
 
 const opts: AcquireOptions = { timeoutMs: 1000, ttlMs: 5000, mode: 'exclusive', limit: 1, permits: 1, owner: 'o', meta: null, hold: 'ttl', expectedMs: null };

@@ -68,7 +68,7 @@ export interface ViewSource {
 }
 
 /** The views of one peer. */
-export class PeerViews {
+export class StatusViews {
   readonly #src: ViewSource;
 
   constructor(src: ViewSource) {
