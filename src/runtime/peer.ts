@@ -12,7 +12,6 @@ import { EventEmitter } from 'node:events';
 import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
-import type { MachineEvent } from '../core/machine.js';
 import type { EchoPromise } from '../core/membership.js';
 import type { EndReason, Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
@@ -160,7 +159,8 @@ export class PeerRuntime implements LockService {
       env,
       metrics: this.metrics,
       log: this.#log,
-      step: (event) => this.#step(event),
+      // The current session's step: a closed one (a rejoin under way) ignores it.
+      step: (event) => this.session().step(event),
       explain: (ref) => this.session().machine.explain(ref),
       holders: (lock) => this.lock(lock).holders,
       peerId: (index) => this.session().peerId(index),
@@ -324,11 +324,6 @@ export class PeerRuntime implements LockService {
     this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs);
     this.#startSession();
     this.events.emit('changed');
-  }
-
-  /** The local holds' way into the core: the current session's step (a closed session ignores it). */
-  #step(event: MachineEvent): void {
-    this.session().step(event);
   }
 
   /** True while this peer holds a lease AND is synced with its view: it can grant (readyz). */
