@@ -11,6 +11,7 @@ import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { Grant } from '../runtime/holds.js';
+import { clusterJson, lockJson } from './views.js';
 import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
@@ -179,8 +180,8 @@ export class HttpApi {
       const ready = this.#peer.ready();
       return send(res, ready ? 200 : 503, ready ? { ready: true } : { error: ErrorCode.NotReady, message: 'this peer holds no lease or has not synced with every peer yet' });
     }
-    if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, this.#peer.cluster());
-    if (path === '/v1/locks' && req.method === 'GET') return send(res, 200, { locks: this.#peer.locks() });
+    if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, clusterJson(this.#peer.cluster()));
+    if (path === '/v1/locks' && req.method === 'GET') return send(res, 200, { locks: this.#peer.locks().map((l) => lockJson(l)) });
     const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release))?$/.exec(path);
     if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
     let name: string;
@@ -197,7 +198,7 @@ export class HttpApi {
     const { name, action } = route;
     if (action === undefined) {
       if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/locks/{name}`);
-      return send(res, 200, this.#peer.lock(name));
+      return send(res, 200, lockJson(this.#peer.lock(name)));
     }
     if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/locks/{name}/${action}`);
     if (action === 'force-release') requireAdmin(route.access, 'force-release');

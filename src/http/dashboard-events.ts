@@ -20,21 +20,15 @@ import { performance } from 'node:perf_hooks';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode } from '../errors.js';
 import { limits } from '../limits.js';
-import type { HoldEvent, PeerEvents, QueueView } from '../runtime/peer.js';
+import type { ClusterView, HoldEvent, LockView, PeerEvents } from '../runtime/peer.js';
 import type { Activity } from './dashboard-activity.js';
 import { QueueDiff, RateWindow, activityOfHold } from './dashboard-activity.js';
-
-/** One lock as PeerRuntime.locks() reports it. */
-export interface LockView {
-  readonly name: string;
-  readonly holders: readonly QueueView[];
-  readonly waiters: readonly QueueView[];
-}
+import { clusterJson, lockJson } from './views.js';
 
 /** What the feed reads of a peer (PeerRuntime fits). */
 export interface DashboardSource {
   readonly events: EventEmitter<PeerEvents>;
-  cluster(): Record<string, unknown>;
+  cluster(): ClusterView;
   locks(): LockView[];
 }
 
@@ -215,7 +209,7 @@ export class DashboardFeed {
 
   readonly #onLinkTick = (): void => {
     const now = this.#clock.wallMs();
-    this.#broadcast('cluster', { now, cluster: this.#source.cluster(), rates: this.#rates(now) });
+    this.#broadcast('cluster', { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now) });
   };
 
   #rates(now: number): Record<string, number> {
@@ -233,14 +227,9 @@ export class DashboardFeed {
   }
 
   #state(locks: LockView[] = this.#source.locks()): Record<string, unknown> {
-    const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({
-      name: l.name,
-      holders: l.holders,
-      waiters: l.waiters.slice(0, this.#opts.waitersPerLockMax),
-      waiters_total: l.waiters.length,
-    }));
+    const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({ ...lockJson(l, this.#opts.waitersPerLockMax), waiters_total: l.waiters.length }));
     const now = this.#clock.wallMs();
-    return { now, cluster: this.#source.cluster(), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
+    return { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
   }
 
   #broadcast(event: string, data: unknown): void {

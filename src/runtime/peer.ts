@@ -26,19 +26,12 @@ import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
-import type { DegradedView, QueueView } from './status-views.js';
+import type { ClusterView, DegradedView, LockView } from './status-views.js';
 import { StatusViews } from './status-views.js';
 import { Session } from './session.js';
 import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
 
-export type { DegradedView, QueueView, WaitedPeer } from './status-views.js';
-
-/** One lock, cluster-wide, as this peer knows it. */
-export interface LockView {
-  readonly name: string;
-  readonly holders: QueueView[];
-  readonly waiters: QueueView[];
-}
+export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
 
 /**
  * What the HTTP API asks of a peer (docs/architecture.md section 1): `PeerRuntime` is the one
@@ -57,7 +50,7 @@ export interface LockService {
   /** Every lock with a non-empty queue. */
   locks(): LockView[];
   /** This peer and its links, for GET /v1/cluster. */
-  cluster(): Record<string, unknown>;
+  cluster(): ClusterView;
 }
 
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
@@ -445,7 +438,7 @@ export class PeerRuntime implements LockService {
   }
 
   /** This peer and its links, for GET /v1/cluster. */
-  cluster(): Record<string, unknown> {
+  cluster(): ClusterView {
     return this.#views.cluster();
   }
 

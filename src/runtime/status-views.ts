@@ -1,7 +1,8 @@
 /**
  * Read-only views of one peer for the HTTP API and the dashboard (docs/design.md section 6): the
  * holders and waiters of each lock, cluster-wide as this peer knows them, and the state of
- * this peer and its links. Nothing here changes state.
+ * this peer and its links. Nothing here changes state. The JSON the API answers with is
+ * shaped from these by src/http/views.ts.
  */
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
@@ -10,7 +11,7 @@ import { limits } from '../limits.js';
 import type { LocalRequest } from './holds.js';
 import type { Session } from './session.js';
 
-/** A holder or waiter as the HTTP API shows it. */
+/** A holder or waiter, cluster-wide, as this peer knows it. */
 export interface QueueView {
   readonly peer: string;
   readonly owner: string;
@@ -23,14 +24,14 @@ export interface QueueView {
    * When the request was made, in epoch ms on its requester's wall clock: carried by the
    * REQUEST, so every peer shows the same value for one request, a restarted peer too.
    */
-  readonly since: number;
+  readonly requestedAtMs: number;
   /** When a hold of this peer was granted (epoch ms); null for waiters and other peers' holds. */
-  readonly granted_at: number | null;
+  readonly grantedAtMs: number | null;
   /**
    * When a hold of this peer lapses unless refreshed (epoch ms; null without TTL, and for
    * waiters). Other peers' TTLs are kept by their own peers, so theirs is null here.
    */
-  readonly expires_at: number | null;
+  readonly expiresAtMs: number | null;
   readonly local: boolean;
   readonly id?: string;
 }
@@ -41,19 +42,54 @@ export interface WaitedPeer {
   /** Whether both sockets of its link are up (a paused peer's stay up until the watchdog cuts them). */
   readonly connected: boolean;
   /** Ms since this peer last heard the incarnation of it the protocol waits for (or since it started, if never). */
-  readonly silent_ms: number;
+  readonly silentMs: number;
   /**
    * Ms until this peer suspects it (`evict_ms` of silence); the eviction follows once a
    * majority confirms. 0: due, waiting for confirmations. null: this peer will not evict it
    * (a two-peer cluster, or an incarnation it never met): it waits for the peer to return.
    */
-  readonly eviction_due_in_ms: number | null;
+  readonly evictionDueInMs: number | null;
 }
 
 /** GET /v1/cluster `degraded`: the peers every grant waits for, if any (docs/design.md section 6). */
 export interface DegradedView {
   readonly active: boolean;
-  readonly waiting_for: readonly WaitedPeer[];
+  readonly waitingFor: readonly WaitedPeer[];
+}
+
+/** One lock, cluster-wide, as this peer knows it. */
+export interface LockView {
+  readonly name: string;
+  readonly holders: QueueView[];
+  readonly waiters: QueueView[];
+}
+
+/** Another peer and its link, as this peer sees them. */
+export interface PeerLinkView {
+  readonly id: string;
+  readonly connected: boolean;
+  /** Ms since anything was heard on its link (lease clock); null if never. */
+  readonly lastHeardMsAgo: number | null;
+  readonly rttMs: number | null;
+  readonly incarnation: string | null;
+  /** Out of this peer's view (evicted, or not met yet). */
+  readonly evicted: boolean;
+  /** The highest timestamp heard from it. */
+  readonly lastTs: number;
+}
+
+/** This peer, its lease, its core's counts and its links (GET /v1/cluster). */
+export interface ClusterView {
+  readonly id: string;
+  readonly cluster: string;
+  readonly incarnation: string;
+  readonly clock: number;
+  readonly synced: boolean;
+  readonly lease: { readonly valid: boolean; readonly validForMs: number };
+  readonly stats: { readonly locks: number; readonly queued: number; readonly own: number; readonly waiting: number; readonly granted: number };
+  readonly degraded: DegradedView;
+  /** Every configured peer in config order: this one as `{id, self: true}`. */
+  readonly peers: ReadonlyArray<{ readonly id: string; readonly self: true } | PeerLinkView>;
 }
 
 /** What the views read of their peer runtime. */
@@ -83,13 +119,13 @@ export class StatusViews {
     const grant = e.held ? (req?.grant ?? null) : null;
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
-      limit: e.limit, permits: e.permits, since: e.requestedAtMs, granted_at: grant?.grantedAt ?? null, expires_at: grant?.expiresAt ?? null,
+      limit: e.limit, permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: grant?.grantedAt ?? null, expiresAtMs: grant?.expiresAt ?? null,
       local, ...(req === undefined ? {} : { id: req.id }),
     };
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
-  lock(name: string): { name: string; holders: QueueView[]; waiters: QueueView[] } {
+  lock(name: string): LockView {
     const entries = this.#src.session().machine.queue(name);
     return {
       name,
@@ -117,13 +153,13 @@ export class StatusViews {
       const up = connected.get(peer) ?? false;
       if (up && silence.silentMs < silentAfterMs) continue;
       const due = silence.suspectInMs === null ? null : Math.round(silence.suspectInMs);
-      waiting.push({ peer: session.peerId(peer), connected: up, silent_ms: Math.round(silence.silentMs), eviction_due_in_ms: due });
+      waiting.push({ peer: session.peerId(peer), connected: up, silentMs: Math.round(silence.silentMs), evictionDueInMs: due });
     }
-    return { active: waiting.length > 0, waiting_for: waiting };
+    return { active: waiting.length > 0, waitingFor: waiting };
   }
 
   /** This peer and its links, for GET /v1/cluster. */
-  cluster(): Record<string, unknown> {
+  cluster(): ClusterView {
     const { id, index, config } = this.#src;
     const session = this.#src.session();
     const now = session.leaseNowMs();
@@ -133,16 +169,16 @@ export class StatusViews {
     return {
       id, cluster: config.cluster, incarnation: formatIncarnation(session.incarnation), clock: machine.clock,
       synced: machine.synced,
-      lease: { valid: machine.leaseValid, valid_for_ms: machine.leaseValid ? session.leaseValidForMs() : 0 },
+      lease: { valid: machine.leaseValid, validForMs: machine.leaseValid ? session.leaseValidForMs() : 0 },
       stats: machine.stats(),
       degraded: this.degraded(),
       peers: config.peers.map((p, i) => {
         const s = links.get(i);
         return i === index
-          ? { id: p.id, self: true }
-          : { id: p.id, connected: s?.connected ?? false, last_heard_ms_ago: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
-              rtt_ms: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
-              last_ts: machine.lastTs(i) };
+          ? { id: p.id, self: true as const }
+          : { id: p.id, connected: s?.connected ?? false, lastHeardMsAgo: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
+              rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
+              lastTs: machine.lastTs(i) };
       }),
     };
   }

@@ -11,17 +11,19 @@ import { Script } from 'node:vm';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RateWindow } from '../../src/http/dashboard-activity.js';
 import { DashboardFeed } from '../../src/http/dashboard-events.js';
-import type { LockView } from '../../src/http/dashboard-events.js';
 import { dashboardScript } from '../../src/http/dashboard/script.js';
-import type { HoldEvent, PeerEvents, QueueView } from '../../src/runtime/peer.js';
+import type { ClusterView, HoldEvent, LockView, PeerEvents, QueueView } from '../../src/runtime/peer.js';
 import { ManualEnv } from '../support/manual-env.js';
 import { waitFor } from '../support/wait.js';
 
 class FakePeer {
   readonly events = new EventEmitter<PeerEvents>();
   lockList: LockView[] = [];
-  cluster(): Record<string, unknown> {
-    return { id: 'a', cluster: 't', peers: [] };
+  cluster(): ClusterView {
+    return {
+      id: 'a', cluster: 't', incarnation: '1.1', clock: 1, synced: true, lease: { valid: true, validForMs: 1000 },
+      stats: { locks: 0, queued: 0, own: 0, waiting: 0, granted: 0 }, degraded: { active: false, waitingFor: [] }, peers: [],
+    };
   }
   locks(): LockView[] {
     return this.lockList;
@@ -29,7 +31,7 @@ class FakePeer {
 }
 
 function view(peer: string, token: string, local = false): QueueView {
-  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, since: 1, granted_at: null, expires_at: null, local };
+  return { peer, owner: `o-${peer}`, meta: null, token, mode: 'exclusive', limit: 1, permits: 1, requestedAtMs: 1, grantedAtMs: null, expiresAtMs: null, local };
 }
 
 interface SseMessage {

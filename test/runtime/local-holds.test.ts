@@ -46,7 +46,7 @@ class Harness {
       meshStatus: () => [],
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
       ready: () => machine.leaseValid && machine.synced,
-      degraded: () => ({ active: false, waiting_for: [] }),
+      degraded: () => ({ active: false, waitingFor: [] }),
       leaseNowMs: () => this.env.monoMs(),
     }, false);
     const host: HoldsHost = {
@@ -59,7 +59,7 @@ class Harness {
       // The holders a timeout names; the runtime's views add ids, ages and expiries.
       holders: (lock) => machine.queue(lock).filter((e) => e.held).map((e): QueueView => ({
         peer: peerIds[e.peer] ?? '?', owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode, limit: e.limit,
-        permits: e.permits, since: e.requestedAtMs, granted_at: null, expires_at: null, local: e.peer === 0,
+        permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: null, expiresAtMs: null, local: e.peer === 0,
       })),
       peerId: (index) => peerIds[index] ?? '?',
       leaseSilentPeers: () => this.silentPeers,

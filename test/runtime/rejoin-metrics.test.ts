@@ -132,7 +132,7 @@ describe('metrics across a rejoin', () => {
     const first = formatIncarnation(c.incarnation);
 
     cNetwork.cut();
-    const evictedByBoth = (): boolean => [a, b].every((r) => (r.cluster()['peers'] as Array<Record<string, unknown>>).some((p) => p['id'] === 'c' && p['evicted'] === true));
+    const evictedByBoth = (): boolean => [a, b].every((r) => r.cluster().peers.some((p) => p.id === 'c' && 'evicted' in p && p.evicted));
     await waitFor('a and b evicted c', evictedByBoth);
     cNetwork.heal();
     await waitFor('c rejoined as a new incarnation', () => formatIncarnation(c.incarnation) !== first);

@@ -1,0 +1,42 @@
+/**
+ * The JSON shapes of the runtime's read-only views (docs/design.md section 6): what
+ * GET /v1/cluster, GET /v1/locks[/{name}] and the dashboard's feed answer with. The runtime
+ * keeps its own names (`src/runtime/status-views.ts`); the wire names are chosen here alone.
+ */
+import type { ClusterView, DegradedView, LockView, QueueView } from '../runtime/peer.js';
+
+/** A holder or waiter. */
+export function queueJson(v: QueueView): Record<string, unknown> {
+  return {
+    peer: v.peer, owner: v.owner, meta: v.meta, token: v.token, mode: v.mode, limit: v.limit, permits: v.permits,
+    since: v.requestedAtMs, granted_at: v.grantedAtMs, expires_at: v.expiresAtMs, local: v.local,
+    ...(v.id === undefined ? {} : { id: v.id }),
+  };
+}
+
+/** One lock: its holders and waiters (the waiters cut to `waitersMax`, if given). */
+export function lockJson(l: LockView, waitersMax?: number): { name: string; holders: unknown[]; waiters: unknown[] } {
+  const waiters = waitersMax === undefined ? l.waiters : l.waiters.slice(0, waitersMax);
+  return { name: l.name, holders: l.holders.map(queueJson), waiters: waiters.map(queueJson) };
+}
+
+/** The `degraded` member of GET /v1/cluster. */
+export function degradedJson(d: DegradedView): Record<string, unknown> {
+  return {
+    active: d.active,
+    waiting_for: d.waitingFor.map((w) => ({ peer: w.peer, connected: w.connected, silent_ms: w.silentMs, eviction_due_in_ms: w.evictionDueInMs })),
+  };
+}
+
+/** GET /v1/cluster. */
+export function clusterJson(c: ClusterView): Record<string, unknown> {
+  return {
+    id: c.id, cluster: c.cluster, incarnation: c.incarnation, clock: c.clock, synced: c.synced,
+    lease: { valid: c.lease.valid, valid_for_ms: c.lease.validForMs },
+    stats: c.stats,
+    degraded: degradedJson(c.degraded),
+    peers: c.peers.map((p) => ('self' in p
+      ? { id: p.id, self: true }
+      : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs })),
+  };
+}
