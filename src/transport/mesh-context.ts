@@ -8,7 +8,7 @@ import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import type { IncarnationBook } from './incarnations.js';
-import type { MeshStats } from './mesh.js';
+import type { MeshStats } from './mesh-options.js';
 import type { MeshFlusher } from './mesh-flush.js';
 import type { RawSocket } from './network.js';
 import type { PeerSlot } from './peer-slot.js';

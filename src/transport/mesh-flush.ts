@@ -13,7 +13,7 @@ import { limits } from '../limits.js';
 import type { DataFrame } from './codec.js';
 import { encodeFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
-import type { MeshStats } from './mesh.js';
+import type { MeshStats } from './mesh-options.js';
 import type { PeerSlot } from './peer-slot.js';
 
 /** Batches the sends and acks of one turn. */

@@ -31,13 +31,13 @@ import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
 import { MeshDialer } from './mesh-dialer.js';
 import { MeshFlusher } from './mesh-flush.js';
-import type { MeshEvents, MeshOptions } from './mesh-options.js';
+import type { MeshEvents, MeshOptions, MeshStats } from './mesh-options.js';
 import { validateMeshOptions } from './mesh-options.js';
 import type { PeerSlot } from './peer-slot.js';
 import { newPeerSlot } from './peer-slot.js';
 import type { RawSocket } from './network.js';
 
-export type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
+export type { MeshEvents, MeshOptions, MeshPeer, MeshStats } from './mesh-options.js';
 
 /** One line of `status()`. Times are the mesh's monotonic milliseconds (`env.monoMs`). */
 export interface MeshPeerStatus {
@@ -48,16 +48,6 @@ export interface MeshPeerStatus {
   readonly rttMs: number | null;
   readonly incarnation: Incarnation | null;
   readonly unackedBytes: number;
-}
-
-/** Counters of `stats()`. */
-export interface MeshStats {
-  framesSent: number;
-  messagesSent: number;
-  bytesSent: number;
-  framesReceived: number;
-  /** Payloads sent to a peer whose incarnation is unknown or evicted: there is no stream. */
-  messagesDropped: number;
 }
 
 /** The links of one peer to all others. */
