@@ -4,6 +4,8 @@
  * with the tail of its transcript, and ends with exactly `sim: <S> seeds, <G> grants, <V>
  * violations`; the exit code is 0 only when V is 0.
  *
+ * `--jobs J` runs the seeds in J child processes (test/sim/parallel.ts), for long runs.
+ *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
  * prints the table: mutant, first failing seed, seeds run; a mutant that a scripted
@@ -14,6 +16,7 @@ import type { MutantName } from './mutants.js';
 import { isMutantName, mutantNames } from './mutants.js';
 import { scenarioFor } from './scenarios.js';
 import type { RunOptions, RunResult } from './run.js';
+import { runParallel } from './parallel.js';
 import { runSeed } from './run.js';
 
 /** Each planted bug must be caught within this many seeds (issue 12). */
@@ -29,9 +32,11 @@ interface CliOptions {
   readonly mutants: boolean;
   /** Whether --net was given (the mutation table then runs that network only). */
   readonly netGiven: boolean;
+  /** Child processes to run the seeds in (test/sim/parallel.ts); 1 runs them here. */
+  readonly jobs: number;
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -50,6 +55,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let mutants = false;
   let seedsGiven = false;
   let netGiven = false;
+  let jobs = 1;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -62,6 +68,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--seeds') seeds = intArg('seeds', value, 1, 1e9);
     else if (flag === '--seed') seed = intArg('seed', value, 0, 2 ** 52);
     else if (flag === '--peers') peers = intArg('peers', value, 1, 64);
+    else if (flag === '--jobs') jobs = intArg('jobs', value, 1, 256);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
     else if (flag === '--net' && (value === 'fifo' || value === 'link')) {
       net = value;
@@ -71,7 +78,8 @@ function parseArgs(argv: readonly string[]): CliOptions {
     if (flag !== '--verbose') i++;
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
-  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven };
+  if (jobs > 1 && (mutants || verbose)) throw new Error(`--jobs runs plain seed ranges only\n${usage}`);
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
@@ -147,9 +155,19 @@ function mutationTable(cli: CliOptions): number {
   return missed === 0 ? 0 : 1;
 }
 
-function main(): number {
+/** What a child of `--jobs` is given besides its seed range. */
+function passThrough(cli: CliOptions): string[] {
+  return [
+    ...(cli.peers === undefined ? [] : ['--peers', String(cli.peers)]),
+    ...(cli.mutant === undefined ? [] : ['--mutant', cli.mutant]),
+    ...(cli.net === 'fifo' ? [] : ['--net', cli.net]),
+  ];
+}
+
+async function main(): Promise<number> {
   const cli = parseArgs(process.argv.slice(2));
   if (cli.mutants) return mutationTable(cli);
+  if (cli.jobs > 1) return runParallel(cli.seed, cli.seeds, cli.jobs, passThrough(cli));
   const startedMs = performance.now();
   let grants = 0;
   const failed: number[] = [];
@@ -173,7 +191,7 @@ function main(): number {
 }
 
 try {
-  process.exitCode = main();
+  process.exitCode = await main();
 } catch (err) {
   console.error(err instanceof Error ? err.message : String(err));
   process.exitCode = 2;
