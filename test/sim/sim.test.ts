@@ -6,6 +6,8 @@
  * failure reproduces with `npm run sim -- --seed <S> --seeds 1`. The full mutation table
  * (every mutant within 2000 seeds) is `npm run sim -- --mutants`.
  */
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
@@ -130,6 +132,23 @@ describe('deterministic simulator on the production runtime', () => {
     report(batch, 'link');
     expect(batch.failures.map((r) => r.seed)).toEqual([]);
     expect(batch.grants).toBeGreaterThan(count);
+  });
+
+  it('--jobs runs the same seeds in child processes and adds up the same summary, failing seeds included', () => {
+    // The built CLI (npm test builds first), as a long run starts it.
+    const cli = fileURLToPath(new URL('../../dist/test/sim/main.js', import.meta.url));
+    const run = (args: string[]): string => {
+      try {
+        return execFileSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+      } catch (err) {
+        return String((err as { stdout?: unknown }).stdout ?? '');
+      }
+    };
+    const plain = runSeeds(1, 12);
+    expect(run(['--seeds', '12', '--seed', '1', '--jobs', '3'])).toMatch(new RegExp(`^sim: 12 seeds, ${plain.grants} grants, 0 violations$`, 'm'));
+    const planted = run(['--seeds', '3', '--seed', '1043576', '--jobs', '2', '--mutant', 'forget-incarnation-floor']);
+    expect(planted).toMatch(/^failing seeds: 1043577$/m);
+    expect(planted).toMatch(/^sim: 3 seeds, \d+ grants, 1 violations$/m);
   });
 
   it('replays a seed identically: same transcript, same grants', () => {
