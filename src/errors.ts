@@ -27,6 +27,7 @@ export const ErrorCode = {
   OriginRefused: 'ERR_ORIGIN_REFUSED',
   Unauthorized: 'ERR_UNAUTHORIZED',
   AdminRequired: 'ERR_ADMIN_REQUIRED',
+  WatchBehind: 'ERR_WATCH_BEHIND',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -72,6 +73,8 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_ORIGIN_REFUSED: 403,
   ERR_UNAUTHORIZED: 401,
   ERR_ADMIN_REQUIRED: 403,
+  // Sent as the last event of a watch stream, never as a status: the stream had started.
+  ERR_WATCH_BEHIND: 503,
 };
 
 /** True when `value` is a LockError with the given code. */

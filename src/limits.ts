@@ -84,6 +84,10 @@ export const limits = {
   dashboardLocksMax: 500,
   /** Waiters listed per lock in one dashboard snapshot (the rest are counted). */
   dashboardWaitersPerLockMax: 100,
+  /** Watch streams (GET /v1/locks/{name}/watch, /v1/watch) served at once; more are answered 429. */
+  watchStreamsMax: 64,
+  /** Unsent bytes a watch stream may hold before it ends with ERR_WATCH_BEHIND. */
+  watchBufferBytesMax: 1024 * 1024,
   /** How long an inbound stream may wait before it acks what it received (acks are cumulative). */
   linkAckDelayMs: 5,
   /** Reconnect backoff bounds. */

@@ -12,6 +12,7 @@ import { parseListenTarget } from './http/listen-target.js';
 import type { HttpAccessOptions } from './http/listener.js';
 import { listenHttp, prepareHttp } from './http/listener.js';
 import { metricsRoute } from './http/metrics.js';
+import { Watches } from './http/watch.js';
 import type { Logger } from './log.js';
 import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
 import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
@@ -58,6 +59,8 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const api = new HttpApi(runtime, opts.logger, access);
   api.route('/metrics', metricsRoute(runtime.metrics.registry));
   const dashboard = registerDashboard(api, runtime);
+  const watches = new Watches(runtime, opts.logger);
+  api.watchWith((req, res, selector) => watches.open(req, res, selector));
   const httpUrl = await listenHttp(api, target, opts.access ?? {});
   opts.logger.info({ http: httpUrl, ws: self.ws, token: access.tokenRequired }, 'serving');
   let stopping: Promise<void> | null = null;
@@ -70,6 +73,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
         await runtime.stop();
         await listener.close();
         dashboard.close();
+        watches.close();
         api.closeAll();
         await closed;
       })();

@@ -125,6 +125,37 @@ function parseJson(text: string): Record<string, unknown> {
   }
 }
 
+/**
+ * One event of a watch stream (docs/design.md section 6, "Watches"): `state` first (`data.locks`,
+ * the current holders and waiters), then `queued`, `granted`, `released` and `left`, each with
+ * `data.lock`, `data.request` (as GET /v1/locks/{name} shows it), `data.reason` (why this
+ * peer's own hold ended; null otherwise) and `data.at`.
+ */
+export interface WatchEvent {
+  readonly type: 'state' | 'queued' | 'granted' | 'released' | 'left';
+  readonly data: Record<string, unknown>;
+}
+
+/** Splits a server-sent event stream into events; `onEvent` gets each event's name and data. */
+function sseParser(onEvent: (event: string, data: string) => void): (chunk: string) => void {
+  let buffer = '';
+  return (chunk) => {
+    buffer += chunk;
+    let end: number;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data.push(line.slice(6));
+      }
+      if (data.length > 0) onEvent(event, data.join('\n'));
+    }
+  };
+}
+
 /** A client of one local peer. */
 export class LockClient {
   readonly #target: Target;
@@ -265,6 +296,56 @@ export class LockClient {
       done = true;
       clearInterval(timer);
       hold.close();
+    }
+  }
+
+  /**
+   * Follows one lock (`name`) or every lock whose name starts with `prefix`: the current state,
+   * then every change, until `signal` aborts or the loop breaks. Rejects with a LockError when
+   * the peer refuses the stream (ERR_LIMIT_EXCEEDED) or ends it (ERR_WATCH_BEHIND: the loop
+   * was too slow; watch again), and with ERR_UNREACHABLE when the peer goes away.
+   */
+  async *watch(what: string | { readonly prefix: string }, signal?: AbortSignal): AsyncGenerator<WatchEvent, void, undefined> {
+    const path = typeof what === 'string' ? LockClient.#path(what, 'watch') : `/v1/watch?prefix=${encodeURIComponent(what.prefix)}`;
+    const queue: Array<WatchEvent | LockError | null> = [];
+    let wake: (() => void) | null = null;
+    const push = (item: WatchEvent | LockError | null): void => {
+      queue.push(item);
+      wake?.();
+      wake = null;
+    };
+    const cancel = this.#open('GET', path, undefined, (res) => {
+      if (res.statusCode !== 200) {
+        readAll(res).then((t) => push(toError({ status: res.statusCode ?? 0, body: parseJson(t) })), () => push(null));
+        return;
+      }
+      res.setEncoding('utf8');
+      const parse = sseParser((event, data) => {
+        const body = parseJson(data);
+        if (event === 'error') push(toError({ status: 503, body }));
+        else if (event === 'state' || event === 'queued' || event === 'granted' || event === 'released' || event === 'left') push({ type: event, data: body });
+      });
+      res.on('data', parse);
+      res.on('end', () => push(new LockError('ERR_UNREACHABLE', `the peer at ${this.#where} ended the watch stream`)));
+      res.on('error', () => push(new LockError('ERR_UNREACHABLE', `the watch stream from ${this.#where} broke`)));
+    }, (err) => push(err instanceof LockError ? err : new LockError('ERR_UNREACHABLE', err.message)));
+    const onAbort = (): void => push(null);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        if (signal?.aborted === true) return;
+        const item = queue.shift();
+        if (item === undefined) {
+          await new Promise<void>((r) => (wake = r));
+          continue;
+        }
+        if (item === null) return;
+        if (item instanceof LockError) throw item;
+        yield item;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      cancel();
     }
   }
 

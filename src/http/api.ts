@@ -11,13 +11,14 @@ import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { Grant } from '../runtime/holds.js';
+import type { WatchSelector } from './watch.js';
 import { clusterJson, lockJson } from './views.js';
 import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
 import { applySocketAccess } from './listen-target.js';
-import { checkLockName, parseAcquire, parseBody, parseRefresh, parseRelease } from './validate.js';
+import { checkLockName, checkPrefix, parseAcquire, parseBody, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
 export function grantJson(g: Grant): Record<string, unknown> {
@@ -104,6 +105,18 @@ export class HttpApi {
     this.#extra.set(path, handler);
   }
 
+  #watch: ((req: IncomingMessage, res: ServerResponse, selector: WatchSelector) => void) | null = null;
+
+  /** Serves GET /v1/locks/{name}/watch and GET /v1/watch?prefix= with `open` (src/http/watch.ts). */
+  watchWith(open: (req: IncomingMessage, res: ServerResponse, selector: WatchSelector) => void): void {
+    this.#watch = open;
+  }
+
+  #openWatch(req: IncomingMessage, res: ServerResponse, selector: WatchSelector): void {
+    if (this.#watch === null) throw new LockError(ErrorCode.NotFound, 'this peer serves no watches');
+    this.#watch(req, res, selector);
+  }
+
   /** Listens; resolves with the bound address. */
   listen(host: string, port: number): Promise<AddressInfo> {
     return new Promise((resolve, reject) => {
@@ -181,8 +194,12 @@ export class HttpApi {
       return send(res, ready ? 200 : 503, ready ? { ready: true } : { error: ErrorCode.NotReady, message: 'this peer holds no lease or has not synced with every peer yet' });
     }
     if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, clusterJson(this.#peer.cluster()));
-    if (path === '/v1/locks' && req.method === 'GET') return send(res, 200, { locks: this.#peer.locks().map((l) => lockJson(l)) });
-    const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release))?$/.exec(path);
+    if (path === '/v1/locks' && req.method === 'GET') {
+      const prefix = checkPrefix(url.searchParams.get('prefix'));
+      return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
+    }
+    if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(url.searchParams.get('prefix')) });
+    const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release|watch))?$/.exec(path);
     if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
     let name: string;
     try {
@@ -199,6 +216,10 @@ export class HttpApi {
     if (action === undefined) {
       if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/locks/{name}`);
       return send(res, 200, lockJson(this.#peer.lock(name)));
+    }
+    if (action === 'watch') {
+      if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, 'use GET on /v1/locks/{name}/watch');
+      return this.#openWatch(req, res, { lock: name });
     }
     if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/locks/{name}/${action}`);
     if (action === 'force-release') requireAdmin(route.access, 'force-release');

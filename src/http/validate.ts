@@ -22,6 +22,17 @@ export function checkLockName(name: string): string {
   return name;
 }
 
+/**
+ * The `prefix` of GET /v1/locks?prefix= and /v1/watch?prefix=: a start of a lock name, so at
+ * most as long as one (empty: every lock).
+ */
+export function checkPrefix(prefix: string | null): string {
+  if (prefix === null || prefix === '') return '';
+  const problem = lockNameProblem(prefix);
+  if (problem !== null) throw bad(`prefix: ${problem}`);
+  return prefix;
+}
+
 function intField(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;

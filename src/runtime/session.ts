@@ -492,10 +492,17 @@ export class Session {
       this.#send(effect.to, effect.packet);
       this.#hooks.onSent(Math.max(1, effect.packet.m.length));
     }
-    for (const effect of effects) if (effect.type !== 'send') this.#hooks.onEffect(effect);
+    let local = false;
+    for (const effect of effects) {
+      if (effect.type === 'send') continue;
+      local = true;
+      this.#hooks.onEffect(effect);
+    }
     this.#hooks.onClock(this.#machine.clock);
     if (!this.#everSynced && this.#machine.synced) this.#everSynced = true;
-    if (event.type !== 'packet' || event.packet.m.length > 0) this.#hooks.onChanged();
+    // A packet of acks only changes no queue, unless it let a request of ours be granted (the
+    // watches compare the queues at each change: docs/design.md section 6, "Watches").
+    if (event.type !== 'packet' || event.packet.m.length > 0 || local) this.#hooks.onChanged();
   }
 
   /**
