@@ -10,7 +10,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
 import type { AcquireRequest, ConnectionHold } from '../src/client/lock-client.js';
-import { exitCodes, formatDegraded, formatGrant, formatStatus, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
+import { exitCodes, formatDegraded, formatGrant, formatStatus, formatWatchChange, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
 
@@ -139,9 +139,25 @@ await yargs(hideBin(process.argv))
       await client.release(a.name, a.id).catch(fail);
       client.close();
     })
-  .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' }),
+  .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' })
+    .option('watch', { type: 'boolean', describe: 'then print every change until interrupted (of NAME, or of every lock starting with --prefix)' })
+    .option('prefix', { type: 'string', describe: 'with --watch and no NAME: the locks whose name starts with this (default: every lock)' }),
     async (a) => {
       const client = clientOf(a);
+      if (a.watch === true) {
+        if (a.name !== undefined && a.prefix !== undefined) fail(new UsageError('give NAME or --prefix, not both'));
+        process.on('SIGINT', () => process.exit(0));
+        try {
+          for await (const e of client.watch(a.name ?? { prefix: a.prefix ?? '' })) {
+            if (a.json === true) process.stdout.write(`${JSON.stringify({ event: e.type, ...e.data })}\n`);
+            else process.stdout.write(e.type === 'state' ? formatStatus(e.data) : formatWatchChange(e.type, e.data));
+          }
+        } catch (err) {
+          fail(err);
+        }
+        return;
+      }
+      if (a.prefix !== undefined) fail(new UsageError('--prefix goes with --watch'));
       const [body, cluster] = await Promise.all([client.status(a.name), a.json === true ? null : client.cluster()]).catch(fail);
       process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatDegraded(cluster ?? {}) + formatStatus(body));
       client.close();

@@ -1,6 +1,6 @@
 /**
  * Pieces of the lamport-lock CLI that are worth testing on their own: exit codes,
- * duration parsing, the status table and its degraded lines.
+ * duration parsing, the status table, its degraded lines and the watch lines.
  */
 
 /** Exit codes of `lamport-lock` (README "CLI"); CMD's own code passes through. */
@@ -118,4 +118,15 @@ export function formatStatus(body: Record<string, unknown>, now = Date.now()): s
   }
   const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
   return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/**
+ * One line per change of `lamport-lock status --watch`: when (ISO), what, the lock, and the
+ * request (owner, peer, token), with the end reason of this peer's own holds.
+ */
+export function formatWatchChange(type: string, data: Record<string, unknown>): string {
+  const r = typeof data['request'] === 'object' && data['request'] !== null ? (data['request'] as Record<string, unknown>) : {};
+  const at = typeof data['at'] === 'number' ? new Date(data['at']).toISOString() : '-';
+  const reason = typeof data['reason'] === 'string' ? ` reason=${data['reason']}` : '';
+  return `${at} ${type.padEnd(8)} ${String(data['lock'])} owner=${String(r['owner'] ?? '')} peer=${String(r['peer'] ?? '')} token=${String(r['token'] ?? '')}${reason}\n`;
 }

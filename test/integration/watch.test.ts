@@ -4,6 +4,8 @@
  * prefix, through the typed client's `watch`; the listing filters by prefix; bad prefixes and
  * methods get coded errors.
  */
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WatchEvent } from '../../src/client/lock-client.js';
 import { LockClient } from '../../src/client/lock-client.js';
@@ -85,6 +87,23 @@ describe('watches', () => {
     ]);
     ac.abort();
     client.close();
+  });
+
+  it('lamport-lock status --watch prints the state, then a line per change, until interrupted', async () => {
+    const a = cluster.url('a');
+    const child = spawn(process.execPath, [resolve('dist/bin/lamport-lock.js'), '--peer', a, 'status', '--watch', 'w9'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    await waitFor('the state table', () => out.includes('no locks held or waited for'));
+    const got = await acquire(a, 'w9', { owner: 'cli' });
+    expect((await release(a, 'w9', got.body['id'])).status).toBe(200);
+    await waitFor('three change lines', () => out.trim().split('\n').length >= 4);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    const changes = out.trim().split('\n').slice(1).map((l) => l.split(' ').filter((w) => w !== '').slice(1, 4).join(' '));
+    expect(changes).toEqual(['queued w9 owner=cli', 'granted w9 owner=cli', 'released w9 owner=cli']);
+    expect(out).toMatch(/released w9 owner=cli peer=a token=\d+ reason=released/);
   });
 
   it('refuse a bad prefix and a POST with coded errors', async () => {
