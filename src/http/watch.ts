@@ -2,14 +2,14 @@
  * Watches (docs/design.md section 6, "Watches"): `GET /v1/locks/{name}/watch` and
  * `GET /v1/watch?prefix=P` stream, as server-sent events, every change of the queues this
  * peer sees for one lock or for every lock whose name starts with P. The first event is
- * `state`, the current holders and waiters; then one event per change, in the order the core
- * made them: `queued` (a request entered the queue), `granted` (a request holds), `released`
- * (a hold left the queue: `reason` says why for this peer's own holds, null for other
- * peers', which their own peers know) and `left` (a waiter left without a grant).
+ * `state`, the current holders and waiters; then one event per change, step by step:
+ * `released` (a hold left the queue: `reason` says why for this peer's own holds, null for
+ * other peers', which their own peers know), `left` (a waiter left without a grant), then
+ * `queued` (a request entered the queue) and `granted` (a request holds).
  *
- * The queues are compared after every step of the core (the runtime's `changed` event), so
- * no step is missed: a watcher sees every grant and release this peer's core makes or
- * hears of. Bounded: at most `limits.watchStreamsMax` streams per peer (429 ERR_LIMIT_EXCEEDED
+ * The queues are compared after every step of the core that can change them (the runtime's
+ * `changed` event), so no change is missed: a watcher sees every grant and release this
+ * peer's core makes or hears of. Bounded: at most `limits.watchStreamsMax` streams per peer (429 ERR_LIMIT_EXCEEDED
  * beyond), and a watcher whose socket buffer holds more than `limits.watchBufferBytesMax`
  * unsent bytes gets an `error` event (ERR_WATCH_BEHIND) and its stream ends: it reconnects
  * and starts again from a fresh `state`.
