@@ -10,7 +10,7 @@ import type { MeshFaults } from '../transport/mesh-options.js';
 
 /** The runtime's own planted bugs. */
 export interface RuntimeFaults {
-  /** The lease is not re-checked before each event, only on its timer. */
+  /** The lease is not re-checked before each event and client call, only on its timer. */
   readonly noLeaseCheckBeforeEvent: boolean;
   /** An echo extends the lease from its arrival, not from the heartbeat's send time. */
   readonly leaseFromArrival: boolean;

@@ -140,10 +140,19 @@ export class PeerRuntime implements LockService {
     this.#holds = new LocalHolds(this.#holdsHost());
   }
 
+  /**
+   * The lease is re-checked before anything a client or a holds timer does, as the session
+   * does before every event (docs/design.md section 4): a process resumed after a pause must
+   * not release, refresh or count a hold on a lease that lapsed meanwhile. The one place.
+   */
+  #checkLease(): void {
+    if (this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true) this.#session?.checkLease();
+  }
+
   #holdsHost(): ConstructorParameters<typeof LocalHolds>[0] {
     // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
     const checked = (fn: () => void) => (): void => {
-      if (this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true) this.#session?.checkLease();
+      this.#checkLease();
       fn();
     };
     const env: Env = { ...this.#env, after: (ms, fn) => this.#env.after(ms, checked(fn)), every: (ms, fn) => this.#env.every(ms, checked(fn)) };
@@ -368,7 +377,7 @@ export class PeerRuntime implements LockService {
     return {
       id: handle.id,
       clientGone: () => {
-        this.#session?.checkLease();
+        this.#checkLease();
         handle.clientGone();
       },
     };
@@ -376,7 +385,7 @@ export class PeerRuntime implements LockService {
 
   #refusal(): LockError | null {
     if (this.#stopping) return new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down');
-    this.session().checkLease();
+    this.#checkLease();
     if (this.#rejoining) return new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again');
     // A failed high-water-mark write stops new requests; each one retries the write first.
     this.#reservation.reserve(this.session().machine.clock);
@@ -402,13 +411,13 @@ export class PeerRuntime implements LockService {
 
   /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
   release(lock: string, id: string): void {
-    this.session().checkLease();
+    this.#checkLease();
     this.#holds.release(lock, id);
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
   refresh(lock: string, id: string, ttlMs?: number): number | null {
-    this.session().checkLease();
+    this.#checkLease();
     return this.#holds.refresh(lock, id, ttlMs);
   }
 
