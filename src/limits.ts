@@ -84,6 +84,10 @@ export const limits = {
   dashboardLocksMax: 500,
   /** Waiters listed per lock in one dashboard snapshot (the rest are counted). */
   dashboardWaitersPerLockMax: 100,
+  /** How far back the dashboard's timeline reaches. */
+  dashboardTimelineMs: 5 * 60_000,
+  /** Locks the dashboard's timeline draws (those with the latest activity). */
+  dashboardTimelineLocksMax: 30,
   /** Watch streams (GET /v1/locks/{name}/watch, /v1/watch) served at once; more are answered 429. */
   watchStreamsMax: 64,
   /** Unsent bytes a watch stream may hold before it ends with ERR_WATCH_BEHIND. */

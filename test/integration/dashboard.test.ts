@@ -154,6 +154,22 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await page.waitForSelector('article[data-lock="dash-queue"]', { state: 'detached', timeout: 1000 });
   });
 
+  it('draws a timeline per lock: a wait, then the hold, and a hold that expired in red with its reason', async () => {
+    const first = await acquire(cluster.url('a'), 'dash-tl', { owner: 'tl-first', ttl_ms: 30_000 });
+    const second = acquire(cluster.url('a'), 'dash-tl', { owner: 'tl-second', ttl_ms: 300, timeout_ms: 10_000 });
+    const row = 'div.tl-row[data-lock="dash-tl"]';
+    // The page samples the queues at each push: the wait is drawn, still open, before it ends.
+    await page.waitForSelector(`${row} .tl-wait.open[data-owner="tl-second"]`, { timeout: 2000 });
+    expect((await release(cluster.url('a'), 'dash-tl', first.body['id'])).status).toBe(200);
+    expect((await second).status).toBe(200);
+    // tl-second's TTL (300 ms) runs out: its hold ends `expired`, drawn in red.
+    await page.waitForSelector(`${row} .tl-hold.lost[data-owner="tl-second"][data-reason="expired"]`, { timeout: 3000 });
+    expect(await page.locator(`${row} .tl-hold:not(.lost)[data-owner="tl-first"][data-reason="released"]`).count()).toBe(1);
+    expect(await page.locator(`${row} .tl-wait[data-owner="tl-second"]`).count()).toBe(1);
+    expect(await page.getAttribute(`${row} .tl-hold.lost`, 'title')).toMatch(/^held by tl-second on peer a \(token \d+\)\n.*\nended: expired$/);
+    expect(await page.isHidden('#no-timeline')).toBe(true);
+  });
+
   it('shows a stopped peer\'s link as down, and a banner naming it until the majority evicts it', async () => {
     expect(await page.isHidden('#degraded')).toBe(true);
     await cluster.stopPeer('c', 'SIGKILL');

@@ -42,6 +42,11 @@ export const dashboardHtml = `<!doctype html>
     <p id="no-locks" class="dim">No lock is held or requested.</p>
     <div id="locks"></div>
   </section>
+  <section id="timeline-section">
+    <h2>Timeline <span class="dim">(up to the last ${limits.dashboardTimelineMs / 60_000} minutes per lock, newest lock first: holds as bars, waits as thin bars, a hold that ended other than by its release in red; hover for who, when and why)</span></h2>
+    <p id="no-timeline" class="dim">Nothing held or waited for in that time.</p>
+    <div id="timeline"></div>
+  </section>
   <section id="activity-section">
     <h2>Recent grants and ends <span class="dim">(newest first; the last <span id="activity-max">${limits.dashboardActivityMax}</span>, recorded by the peer whether or not this page is open)</span></h2>
     <table id="activity">

@@ -39,5 +39,16 @@ td.token { white-space: nowrap; }
 tr.self td { background: #f3f6fc; }
 tr.local td:first-child { box-shadow: inset 3px 0 0 var(--accent); }
 #activity td.when { white-space: nowrap; color: var(--dim); font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
+#timeline { display: grid; gap: 3px; }
+.tl-row { display: grid; grid-template-columns: minmax(120px, 220px) 1fr; gap: 8px; align-items: center; }
+.tl-name { font-size: 12px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.tl-scale { display: flex; justify-content: space-between; font-size: 11px; }
+.tl-track { position: relative; height: 16px; background: #f0f2f6; border-radius: 3px; }
+.tl-hold, .tl-wait { position: absolute; border-radius: 2px; }
+.tl-hold { top: 2px; height: 12px; background: #7fa7e0; }
+.tl-hold.local { background: var(--accent); }
+.tl-hold.lost { background: var(--bad); }
+.tl-wait { top: 7px; height: 3px; background: #c5a44e; }
+.tl-hold.open, .tl-wait.open { box-shadow: inset -2px 0 0 #1d2330; }
 footer { padding: 0 20px 16px; font-size: 12px; }
 `;
