@@ -10,6 +10,8 @@ import type { MeshFaults } from '../transport/mesh-options.js';
 
 /** The runtime's own planted bugs. */
 export interface RuntimeFaults {
+  /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
+  readonly heartbeatClockWhilePending: boolean;
   /** The lease is not re-checked before each event and client call, only on its timer. */
   readonly noLeaseCheckBeforeEvent: boolean;
   /** An echo extends the lease from its arrival, not from the heartbeat's send time. */

@@ -244,7 +244,7 @@ export class Session {
       {
         cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
         env, network, listener, incarnation: this.incarnation,
-        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, mayAck: (peer) => !this.#pending.has(peer) && this.#machine.ackReady,
+        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, heartbeatClock: (peer, allSent) => this.#heartbeatClock(peer, allSent),
         mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
       },
@@ -441,6 +441,17 @@ export class Session {
       this.step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last, metHeld });
       this.#hooks.onChanged();
     }
+  }
+
+  /**
+   * Rule 3a for heartbeats (docs/design.md section 3): a heartbeat carries our clock, which
+   * the peer takes as an ack, only when every earlier data frame for it is on the socket
+   * ahead of it (by FIFO the peer then has them all), when that peer's incarnation has
+   * joined our core, and when our core may ack at all.
+   */
+  #heartbeatClock(peer: number, allSent: boolean): number | undefined {
+    const ordered = allSent || this.#faults.runtime?.heartbeatClockWhilePending === true;
+    return ordered && !this.#pending.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
   }
 
   /** Re-checks the lease now (the runtime does before each client call). */

@@ -86,14 +86,14 @@ export class MeshDialer<P> {
   }
 
   /**
-   * The clock rides on a heartbeat only when nothing for that peer waits unsent: every
-   * earlier data frame was handed to this socket first, so by FIFO the receiver has them
-   * all when it takes the clock as an ack (docs/design.md section 3, rule 3a).
+   * A heartbeat, with the clock the runtime lets it carry (MeshOptions.heartbeatClock): the
+   * mesh tells it whether every earlier data frame for that peer is on the socket already.
    */
   #heartbeat(slot: PeerSlot<P>): HeartbeatFrame {
     const sentAtMs = this.#opts.env.monoMs();
-    const safe = (slot.pending.length === 0 || this.#opts.faults?.heartbeatClockWhilePending === true) && (this.#opts.mayAck?.(slot.peer.index) ?? true);
-    return safe ? { t: 'hb', sentAtMs, clock: this.#opts.clock() } : { t: 'hb', sentAtMs };
+    const allSent = slot.pending.length === 0;
+    const clock = this.#opts.heartbeatClock === undefined ? (allSent ? this.#opts.clock() : undefined) : this.#opts.heartbeatClock(slot.peer.index, allSent);
+    return clock === undefined ? { t: 'hb', sentAtMs } : { t: 'hb', sentAtMs, clock };
   }
 
   #onOutboundFrame(slot: PeerSlot<P>, sock: FrameSocket<P>, frame: Frame<P>): void {

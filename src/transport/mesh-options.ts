@@ -38,10 +38,12 @@ export interface MeshOptions<P> {
   /** Current Lamport clock, for handshakes and heartbeats. */
   readonly clock: () => number;
   /**
-   * Whether a heartbeat to `peer` may carry the clock, which it takes as an ack. Not while
-   * the runtime has not let that peer's incarnation join the protocol. Default: always.
+   * The Lamport clock a heartbeat to `peer` carries, which the receiver takes as an ack, or
+   * undefined for none: the protocol's rule, the runtime's to apply (Session.#heartbeatClock).
+   * `allSent`: nothing for that peer waits unsent, so every earlier data frame is on the
+   * socket ahead of this heartbeat. Default: the clock when `allSent`.
    */
-  readonly mayAck?: (peer: number) => boolean;
+  readonly heartbeatClock?: (peer: number, allSent: boolean) => number | undefined;
   readonly logger: Logger;
   /**
    * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
@@ -56,8 +58,6 @@ export interface MeshOptions<P> {
 
 /** Planted bugs of the mesh (the simulator's mutants); production sets none. */
 export interface MeshFaults {
-  /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
-  readonly heartbeatClockWhilePending: boolean;
   /** An evicted incarnation is never refused: its streams stay, and it may dial again. */
   readonly acceptEvicted: boolean;
   /** A peer that dials us does not cut our redial's backoff short (seed 258's bug). */

@@ -30,7 +30,7 @@ const mutants = {
   'evict-without-majority': { membership: { evictWithoutMajority: true } },
   'confirm-from-arrival': { membership: { confirmFromArrival: true } },
   'echo-despite-promise': { membership: { echoDespitePromise: true } },
-  'hb-clock-while-pending': { mesh: { heartbeatClockWhilePending: true } },
+  'hb-clock-while-pending': { runtime: { heartbeatClockWhilePending: true } },
   'forget-predecessor': { membership: { forgetPredecessor: true } },
   'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
   'lease-from-arrival': { runtime: { leaseFromArrival: true } },
