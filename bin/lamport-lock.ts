@@ -44,20 +44,20 @@ function fail(err: unknown): never {
  * Runs CMD while holding the lock; stops it if the hold is lost. Once CMD has exited, the
  * hold ending (our own release fires `ended` too) is no longer a loss: CMD's status stands.
  */
-async function run(client: LockClient, name: string, cmd: string[], opts: AcquireRequest, graceMs: number): Promise<number> {
+async function run(client: LockClient, name: string, cmd: string[], opts: AcquireRequest, graceMs: number, election = false): Promise<number> {
   const ttlMs = opts.ttlMs ?? 60_000;
   const hold: ConnectionHold = await client.acquireOnConnection(name, { ...opts, ttlMs });
   const [file, ...args] = cmd;
   const child = spawn(file ?? 'true', args, {
     stdio: 'inherit',
-    env: { ...process.env, LAMPORT_LOCK_NAME: name, LAMPORT_LOCK_TOKEN: hold.token.toString(), LAMPORT_LOCK_ID: hold.id },
+    env: { ...process.env, LAMPORT_LOCK_NAME: name, LAMPORT_LOCK_TOKEN: hold.token.toString(), LAMPORT_LOCK_ID: hold.id, ...(election ? { LAMPORT_TERM: hold.token.toString() } : {}) },
   });
   let exited = false;
   let lost: string | null = null;
   const stopChild = (reason: string): void => {
     if (lost !== null || exited) return;
     lost = reason;
-    process.stderr.write(`lamport-lock: lost the lock ${JSON.stringify(name)} (${reason}); stopping the command\n`);
+    process.stderr.write(`lamport-lock: lost ${election ? 'the leadership of' : 'the lock'} ${JSON.stringify(name)} (${reason}); stopping the command\n`);
     child.kill('SIGTERM');
     setTimeout(() => child.kill('SIGKILL'), graceMs).unref();
   };
@@ -125,6 +125,44 @@ await yargs(hideBin(process.argv))
       const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);
       client.close();
       process.exit(code);
+    })
+  .command('elect <name> [cmd..]', 'campaign in election NAME; run CMD while leading (LAMPORT_TERM: the term, a fencing token)', (y) =>
+    y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
+      .option('value', { type: 'string', demandOption: true, describe: 'what this leader announces (an address, a name): GET /v1/elections/NAME shows it' })
+      .options({ timeout: lockOptions.timeout, ttl: lockOptions.ttl, owner: lockOptions.owner })
+      .option('grace', { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when leadership is lost' }),
+    async (a) => {
+      const rest = (a as { '--'?: unknown[] })['--'] ?? [];
+      const cmd = [...(a.cmd ?? []), ...rest].map(String);
+      if (cmd.length === 0) fail(new UsageError('elect needs a command to run while leading, after --: lamport-lock elect NAME --value V -- CMD [ARGS...]'));
+      const client = clientOf(a);
+      const code = await run(client, a.name, cmd, { ...acquireOpts(a), meta: { value: a.value } }, a.grace ?? 10_000, true).catch(fail);
+      client.close();
+      process.exit(code);
+    })
+  .command('leader <name>', 'who leads election NAME (peer, owner, value, term)', (y) => y.positional('name', { type: 'string', demandOption: true })
+    .option('watch', { type: 'boolean', describe: 'then print every change of leader until interrupted' }).option('json', { type: 'boolean', describe: 'JSON lines' }),
+    async (a) => {
+      const client = clientOf(a);
+      const line = (leader: Record<string, unknown> | null, at?: unknown): string => {
+        if (a.json === true) return `${JSON.stringify({ name: a.name, leader, ...(at === undefined ? {} : { at }) })}\n`;
+        const when = typeof at === 'number' ? `${new Date(at).toISOString()} ` : '';
+        return leader === null ? `${when}no leader\n` : `${when}leader ${String(leader['owner'])} on peer ${String(leader['peer'])}, value ${JSON.stringify(leader['value'])}, term ${String(leader['term'])}\n`;
+      };
+      if (a.watch !== true) {
+        process.stdout.write(line(await client.leader(a.name).catch(fail)));
+        client.close();
+        return;
+      }
+      process.on('SIGINT', () => process.exit(0));
+      try {
+        for await (const e of client.observe(a.name)) {
+          const leader = e.data['leader'];
+          process.stdout.write(line(typeof leader === 'object' && leader !== null ? (leader as Record<string, unknown>) : null, e.data['at']));
+        }
+      } catch (err) {
+        fail(err);
+      }
     })
   .command('acquire <name>', 'acquire NAME; print the grant as JSON', (y) => y.positional('name', { type: 'string', demandOption: true }).options(lockOptions),
     async (a) => {

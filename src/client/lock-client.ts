@@ -305,11 +305,42 @@ export class LockClient {
    * the peer refuses the stream (ERR_LIMIT_EXCEEDED) or ends it (ERR_WATCH_BEHIND: the loop
    * was too slow; watch again), and with ERR_UNREACHABLE when the peer goes away.
    */
-  async *watch(what: string | { readonly prefix: string }, signal?: AbortSignal): AsyncGenerator<WatchEvent, void, undefined> {
+  watch(what: string | { readonly prefix: string }, signal?: AbortSignal): AsyncGenerator<WatchEvent, void, undefined> {
     const path = typeof what === 'string' ? LockClient.#path(what, 'watch') : `/v1/watch?prefix=${encodeURIComponent(what.prefix)}`;
-    const queue: Array<WatchEvent | LockError | null> = [];
+    return this.#events(path, ['state', 'queued', 'granted', 'released', 'left'], signal);
+  }
+
+  /**
+   * Runs `fn` while this process leads election `name`, announcing `value` (docs/design.md
+   * section 6, "Elections"): a campaign waits like an acquire of the lock `name` (exclusive,
+   * bound to this connection, its TTL refreshed), then `fn` gets the term (the grant's
+   * fencing token: pass it to what the leader writes) and a signal that fires the moment
+   * leadership is lost. It resigns when `fn` settles.
+   */
+  campaign<T>(name: string, value: unknown, fn: (term: bigint, signal: AbortSignal) => Promise<T>, opts: Omit<AcquireRequest, 'meta' | 'mode' | 'limit' | 'permits'> = {}): Promise<T> {
+    return this.withLock(name, (hold, signal) => fn(hold.token, signal), { ...opts, meta: { value } });
+  }
+
+  /** Who leads election `name` now: `{peer, owner, value, term, requested_at, granted_at, local}`, or null. */
+  async leader(name: string): Promise<Record<string, unknown> | null> {
+    const a = await this.#call('GET', `/v1/elections/${encodeURIComponent(name)}`);
+    if (a.status !== 200) throw toError(a);
+    const l = a.body['leader'];
+    return typeof l === 'object' && l !== null ? (l as Record<string, unknown>) : null;
+  }
+
+  /**
+   * Every change of leader of election `name`: first who leads now (`leader`, or `vacant`
+   * when nobody does), then each change, until `signal` aborts or the loop breaks.
+   */
+  observe(name: string, signal?: AbortSignal): AsyncGenerator<{ readonly type: 'leader' | 'vacant'; readonly data: Record<string, unknown> }, void, undefined> {
+    return this.#events(`/v1/elections/${encodeURIComponent(name)}/observe`, ['leader', 'vacant'], signal);
+  }
+
+  async *#events<T extends string>(path: string, types: readonly T[], signal?: AbortSignal): AsyncGenerator<{ readonly type: T; readonly data: Record<string, unknown> }, void, undefined> {
+    const queue: Array<{ readonly type: T; readonly data: Record<string, unknown> } | LockError | null> = [];
     let wake: (() => void) | null = null;
-    const push = (item: WatchEvent | LockError | null): void => {
+    const push = (item: { readonly type: T; readonly data: Record<string, unknown> } | LockError | null): void => {
       queue.push(item);
       wake?.();
       wake = null;
@@ -323,7 +354,7 @@ export class LockClient {
       const parse = sseParser((event, data) => {
         const body = parseJson(data);
         if (event === 'error') push(toError({ status: 503, body }));
-        else if (event === 'state' || event === 'queued' || event === 'granted' || event === 'released' || event === 'left') push({ type: event, data: body });
+        else if ((types as readonly string[]).includes(event)) push({ type: event as T, data: body });
       });
       res.on('data', parse);
       res.on('end', () => push(new LockError('ERR_UNREACHABLE', `the peer at ${this.#where} ended the watch stream`)));

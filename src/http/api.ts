@@ -10,15 +10,15 @@ import type { AddressInfo } from 'node:net';
 import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import type { Grant } from '../runtime/holds.js';
+import type { AcquireOptions, Grant } from '../runtime/holds.js';
 import type { WatchSelector } from './watch.js';
-import { clusterJson, lockJson } from './views.js';
+import { clusterJson, leaderJson, lockJson } from './views.js';
 import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
 import { applySocketAccess } from './listen-target.js';
-import { checkLockName, checkPrefix, parseAcquire, parseBody, parseRefresh, parseRelease } from './validate.js';
+import { checkLockName, checkPrefix, parseAcquire, parseBody, parseCampaign, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
 export function grantJson(g: Grant): Record<string, unknown> {
@@ -78,6 +78,16 @@ function readBody(req: IncomingMessage): Promise<string> {
 
 /** Extra routes served beside the API (metrics, dashboard), keyed by exact path. */
 export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+
+/** A lock or election name from its percent-encoded path segment. */
+function pathName(segment: string | undefined): string {
+  try {
+    return checkLockName(decodeURIComponent(segment ?? ''));
+  } catch (err) {
+    if (err instanceof URIError) throw new LockError(ErrorCode.BadRequest, 'lock name is not valid percent-encoded UTF-8');
+    throw err;
+  }
+}
 
 /** The local HTTP endpoint of one peer. */
 export class HttpApi {
@@ -199,16 +209,32 @@ export class HttpApi {
       return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
     }
     if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(url.searchParams.get('prefix')) });
+    const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|observe))?$/.exec(path);
+    if (e !== null) return this.#electionRoute(req, res, pathName(e[1]), e[2]);
     const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release|watch))?$/.exec(path);
     if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
-    let name: string;
-    try {
-      name = checkLockName(decodeURIComponent(m[1] ?? ''));
-    } catch (err) {
-      if (err instanceof URIError) throw new LockError(ErrorCode.BadRequest, 'lock name is not valid percent-encoded UTF-8');
-      throw err;
+    return this.#lockRoute(req, res, { name: pathName(m[1]), action: m[2], access });
+  }
+
+  /**
+   * Elections (docs/design.md section 6): a campaign is an exclusive, connection-bound
+   * acquire of the lock `name` whose meta is `{value}`; the leader is its holder; resign is
+   * a release; observe streams each change of leader.
+   */
+  async #electionRoute(req: IncomingMessage, res: ServerResponse, name: string, action: string | undefined): Promise<void> {
+    if (action === undefined || action === 'observe') {
+      if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/elections/{name}${action === undefined ? '' : '/observe'}`);
+      if (action === 'observe') return this.#openWatch(req, res, { election: name });
+      return send(res, 200, { name, leader: leaderJson(this.#peer.lock(name)) });
     }
-    return this.#lockRoute(req, res, { name, action: m[2], access });
+    if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/elections/{name}/${action}`);
+    const body = parseBody(await readBody(req));
+    if (action === 'resign') {
+      this.#peer.release(name, parseRelease(body).id);
+      return send(res, 200, { resigned: true });
+    }
+    const opts = parseCampaign(body);
+    return this.#acquire(res, name, opts, (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));
   }
 
   async #lockRoute(req: IncomingMessage, res: ServerResponse, route: { name: string; action: string | undefined; access: Access }): Promise<void> {
@@ -225,7 +251,7 @@ export class HttpApi {
     if (action === 'force-release') requireAdmin(route.access, 'force-release');
     const body = parseBody(await readBody(req));
     if (action === 'force-release') return this.#forceRelease(res, name, body);
-    if (action === 'acquire') return this.#acquire(res, name, body);
+    if (action === 'acquire') return this.#acquire(res, name, parseAcquire(body));
     if (action === 'release') {
       this.#peer.release(name, parseRelease(body).id);
       return send(res, 200, { released: true });
@@ -250,8 +276,7 @@ export class HttpApi {
    * Acquire: the answer is written from the request's own callbacks, in the turn they fire,
    * so a hold that ends in the turn of its grant is still told: grant line, then end line.
    */
-  #acquire(res: ServerResponse, name: string, body: Record<string, unknown>): Promise<void> {
-    const opts = parseAcquire(body);
+  #acquire(res: ServerResponse, name: string, opts: AcquireOptions, answer: (g: Grant) => Record<string, unknown> = grantJson): Promise<void> {
     return new Promise<void>((done) => {
       let grant: Grant | null = null;
       let ended = false;
@@ -264,9 +289,9 @@ export class HttpApi {
             this.#peer.release(name, g.id);
             return;
           }
-          if (opts.hold !== 'connection') return send(res, 200, grantJson(g));
+          if (opts.hold !== 'connection') return send(res, 200, answer(g));
           res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
-          res.write(`${JSON.stringify(grantJson(g))}\n`);
+          res.write(`${JSON.stringify(answer(g))}\n`);
         },
         failed: (err) => {
           done();

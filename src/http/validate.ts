@@ -99,6 +99,18 @@ export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
   return { timeoutMs, ttlMs, mode, limit: limit ?? 1, permits, ...checkOwnerMeta(body), hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
 }
 
+/**
+ * Validates a campaign body (docs/design.md section 6, "Elections"): `value` (any JSON, at
+ * most limits.metaBytesMax encoded), `owner`, `ttl_ms`, `timeout_ms`. A campaign is an
+ * exclusive, connection-bound acquire whose meta is `{value}`.
+ */
+export function parseCampaign(body: Record<string, unknown>): AcquireOptions {
+  checkKeys(body, ['value', 'owner', 'ttl_ms', 'timeout_ms']);
+  if (!('value' in body)) throw bad('a campaign needs a value (what the leader announces: an address, a name)');
+  const { value, ...rest } = body;
+  return parseAcquire({ ...rest, meta: { value }, hold: 'connection', ttl_ms: body['ttl_ms'] ?? 0 });
+}
+
 /** Validates a release body. */
 export function parseRelease(body: Record<string, unknown>): { id: string } {
   checkKeys(body, ['id']);

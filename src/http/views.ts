@@ -40,3 +40,15 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
       : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs })),
   };
 }
+
+/**
+ * The leader of election `name` (docs/design.md section 6, "Elections"): the holder of the
+ * exclusive lock `name`, its campaign's value (`meta.value`) and its term (the grant's
+ * token); `granted_at` is known to the leader's own peer only. Null while nobody leads.
+ */
+export function leaderJson(l: LockView): Record<string, unknown> | null {
+  const h = l.holders[0];
+  if (h === undefined) return null;
+  const meta = typeof h.meta === 'object' && h.meta !== null ? (h.meta as Record<string, unknown>) : {};
+  return { peer: h.peer, owner: h.owner, value: meta['value'] ?? null, term: h.token, requested_at: h.requestedAtMs, granted_at: h.grantedAtMs, local: h.local };
+}

@@ -20,7 +20,7 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { HoldEvent, LockView, PeerEvents, QueueView } from '../runtime/peer.js';
-import { lockJson, queueJson } from './views.js';
+import { leaderJson, lockJson, queueJson } from './views.js';
 
 /** What the watches read of a peer (PeerRuntime fits). */
 export interface WatchSource {
@@ -29,8 +29,8 @@ export interface WatchSource {
   locks(): LockView[];
 }
 
-/** Which locks a stream follows. */
-export type WatchSelector = { readonly lock: string } | { readonly prefix: string };
+/** Which locks a stream follows; `election`: the leader of that election only (its lock's holder). */
+export type WatchSelector = { readonly lock: string } | { readonly prefix: string } | { readonly election: string };
 
 /** One change of a queue, as a watcher receives it. */
 export interface WatchChange {
@@ -89,6 +89,8 @@ interface Stream {
   readonly res: ServerResponse;
   readonly selector: WatchSelector;
   queues: Map<string, Entry>;
+  /** For an election: the term (token) of the leader last told, '' for none. */
+  term: string;
 }
 
 /** The watch streams of one peer. */
@@ -125,10 +127,24 @@ export class Watches {
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
     req.socket.setNoDelay(true);
     const locks = this.#select(selector);
-    const stream: Stream = { res, selector, queues: snapshot(locks) };
+    const stream: Stream = { res, selector, queues: snapshot(locks), term: '' };
     this.#streams.add(stream);
     res.on('close', () => this.#remove(stream));
-    this.#send(stream, 'state', { locks: locks.map((l) => lockJson(l)), at: this.#now() });
+    if ('election' in selector) this.#tellLeader(stream, locks[0], true);
+    else this.#send(stream, 'state', { locks: locks.map((l) => lockJson(l)), at: this.#now() });
+  }
+
+  /**
+   * An election's stream: `leader` (`{name, leader, at}`) when the leader changes, `vacant`
+   * when nobody leads any more; the first event says which holds now, whatever it is.
+   */
+  #tellLeader(stream: Stream, lock: LockView | undefined, first: boolean): void {
+    const leader = lock === undefined ? null : leaderJson(lock);
+    const term = leader === null ? '' : String(leader['term']);
+    if (!first && term === stream.term) return;
+    stream.term = term;
+    const name = 'election' in stream.selector ? stream.selector.election : '';
+    this.#send(stream, leader === null ? 'vacant' : 'leader', { name, leader, at: this.#now() });
   }
 
   /** Ends every stream and drops the runtime listeners (peer shutdown). */
@@ -142,6 +158,7 @@ export class Watches {
 
   #select(selector: WatchSelector): LockView[] {
     if ('lock' in selector) return [this.#source.lock(selector.lock)];
+    if ('election' in selector) return [this.#source.lock(selector.election)];
     return this.#source.locks().filter((l) => l.name.startsWith(selector.prefix));
   }
 
@@ -159,6 +176,10 @@ export class Watches {
   readonly #onChanged = (): void => {
     const at = this.#now();
     for (const s of [...this.#streams]) {
+      if ('election' in s.selector) {
+        this.#tellLeader(s, this.#select(s.selector)[0], false);
+        continue;
+      }
       const queues = snapshot(this.#select(s.selector));
       const changes = queueChanges(s.queues, queues, this.#reasons, at);
       s.queues = queues;
