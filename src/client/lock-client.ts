@@ -314,11 +314,15 @@ export class LockClient {
    * Runs `fn` while this process leads election `name`, announcing `value` (docs/design.md
    * section 6, "Elections"): a campaign waits like an acquire of the lock `name` (exclusive,
    * bound to this connection, its TTL refreshed), then `fn` gets the term (the grant's
-   * fencing token: pass it to what the leader writes) and a signal that fires the moment
-   * leadership is lost. It resigns when `fn` settles.
+   * fencing token: pass it to what the leader writes), a signal that fires the moment
+   * leadership is lost, and `proclaim`, which announces a new value while it leads. It
+   * resigns when `fn` settles.
    */
-  campaign<T>(name: string, value: unknown, fn: (term: bigint, signal: AbortSignal) => Promise<T>, opts: Omit<AcquireRequest, 'meta' | 'mode' | 'limit' | 'permits'> = {}): Promise<T> {
-    return this.withLock(name, (hold, signal) => fn(hold.token, signal), { ...opts, meta: { value } });
+  campaign<T>(name: string, value: unknown, fn: (term: bigint, signal: AbortSignal, proclaim: (value: unknown) => Promise<void>) => Promise<T>, opts: Omit<AcquireRequest, 'meta' | 'mode' | 'limit' | 'permits'> = {}): Promise<T> {
+    return this.withLock(name, (hold, signal) => fn(hold.token, signal, async (v) => {
+      const a = await this.#call('POST', `/v1/elections/${encodeURIComponent(name)}/proclaim`, { id: hold.id, value: v });
+      if (a.status !== 200) throw toError(a);
+    }), { ...opts, meta: { value } });
   }
 
   /** Who leads election `name` now: `{peer, owner, value, term, requested_at, granted_at, local}`, or null. */

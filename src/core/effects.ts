@@ -5,12 +5,14 @@
  */
 import type { OwnState } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
-import type { Incarnation, Mode, RequestSpec } from './types.js';
+import type { Incarnation, Meta, Mode, RequestSpec } from './types.js';
 
 /** Everything that can happen to a peer's protocol state. */
 export type MachineEvent =
   | { readonly type: 'acquire'; readonly ref: number; readonly lock: string; readonly spec: RequestSpec; readonly noWait: boolean }
   | { readonly type: 'release'; readonly ref: number }
+  /** Our granted request `ref` announces new meta (a leader's new value): META to every peer. */
+  | { readonly type: 'meta'; readonly ref: number; readonly meta: Meta | null }
   | { readonly type: 'packet'; readonly from: number; readonly inc: Incarnation; readonly packet: Packet }
   | { readonly type: 'joined'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
   /**

@@ -20,7 +20,8 @@ export type OwnState = 'pending' | 'waiting' | 'granted';
 export interface OwnRequest {
   readonly ref: number;
   readonly lock: string;
-  readonly spec: RequestSpec;
+  /** Replaced, never changed in place, when its meta changes (`setMeta`). */
+  spec: RequestSpec;
   readonly noWait: boolean;
   ts: number;
   state: OwnState;
@@ -116,6 +117,23 @@ export class LockTable {
   /** Queues another peer's request (rule 2); a resent duplicate is ignored. */
   insert(request: QueuedRequest): void {
     this.#queueOf(request.lock).insert(request);
+  }
+
+  /**
+   * Changes the meta of the queued request `(ts, peer)` of `lock` (a META message, or a
+   * leader's new value); the protocol never reads meta, so no grant can change. False when
+   * it is not queued (released meanwhile).
+   */
+  setMeta(lock: string, ts: number, peer: number, meta: QueuedRequest['meta']): boolean {
+    const queue = this.#queues.get(lock);
+    const i = queue?.indexOf(ts, peer) ?? -1;
+    const current = i < 0 ? undefined : queue?.items[i];
+    if (queue === undefined || current === undefined) return false;
+    if (peer === this.#self) {
+      const own = this.#ownByTs.get(ts);
+      if (own !== undefined) own.spec = { ...own.spec, meta };
+    }
+    return queue.replace({ ...current, meta });
   }
 
   /** Removes `(ts, peer)` from that lock's queue (rule 4), if it is there. */

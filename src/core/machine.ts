@@ -15,7 +15,7 @@ import { LockTable } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage } from './messages.js';
 import { PeerView } from './peer-view.js';
-import type { Incarnation, RequestSpec } from './types.js';
+import type { Incarnation, Meta, RequestSpec } from './types.js';
 import { tokenOf } from './types.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
@@ -106,6 +106,9 @@ export class Machine {
       case 'release':
         this.#onLocalRelease(event.ref);
         break;
+      case 'meta':
+        this.#onLocalMeta(event.ref, event.meta);
+        break;
       case 'packet':
         this.#onPacket(event.from, event.inc, event.packet);
         break;
@@ -173,6 +176,22 @@ export class Machine {
     this.#recheck(own.lock);
   }
 
+  /**
+   * New meta for a request of ours: every queue that holds it takes it (META); one not
+   * issued yet carries it in its REQUEST. No rule reads meta, so nothing is re-checked.
+   */
+  #onLocalMeta(ref: number, meta: Meta | null): void {
+    const own = this.#locks.own(ref);
+    if (own === undefined) return;
+    if (own.state === 'pending') {
+      own.spec = { ...own.spec, meta };
+      return;
+    }
+    this.#locks.setMeta(own.lock, own.ts, this.self, meta);
+    this.#clock += 1;
+    this.#broadcast({ t: 'meta', lock: own.lock, ts: own.ts, meta });
+  }
+
   #dropOwn(own: OwnRequest): void {
     this.#locks.dropOwn(own);
     if (own.state === 'pending') return;
@@ -197,6 +216,8 @@ export class Machine {
         // Rule 2: j must see a later timestamp from us; an empty packet is such an ack. Not
         // before every peer we met let us join (ackReady): a later heartbeat's clock acks then.
         if (this.ackReady) this.#out.ack(from);
+      } else if (msg.t === 'meta') {
+        this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);
       } else {
         this.#locks.remove(msg.lock, msg.ts, from);
       }

@@ -5,7 +5,7 @@
  * simply a packet with no messages.
  */
 import { limits } from '../limits.js';
-import type { QueuedRequest, RequestSpec } from './types.js';
+import type { Meta, QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
 
 /** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}: a `RequestSpec` on the wire. */
@@ -24,8 +24,19 @@ export interface ReleaseMessage {
   readonly ts: number;
 }
 
+/**
+ * META{lock, ts of the request, meta}: the request's meta is now this, on every peer (a
+ * leader announcing a new value, docs/design.md section 6, "Elections"). No rule reads it.
+ */
+export interface MetaMessage {
+  readonly t: 'meta';
+  readonly lock: string;
+  readonly ts: number;
+  readonly meta: Meta | null;
+}
+
 /** Everything a packet may carry. */
-export type PeerMessage = RequestMessage | ReleaseMessage;
+export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage;
 
 /** One batch from one core to another: the sender's clock and its messages, in order. */
 export interface Packet {
@@ -84,6 +95,7 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   if (!isRecord(v)) return false;
   if (v['t'] === 'req') return isRequestMessage(v);
   if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
+  if (v['t'] === 'meta') return isLockName(v['lock']) && isTs(v['ts']) && (v['meta'] === null || isRecord(v['meta']));
   return false;
 }
 

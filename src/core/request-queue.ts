@@ -67,6 +67,14 @@ export class RequestQueue {
     return true;
   }
 
+  /** Puts `request` in the place of the queued request with its `(ts, peer)`; false when none is. */
+  replace(request: QueuedRequest): boolean {
+    const i = this.indexOf(request.ts, request.peer);
+    if (i < 0) return false;
+    this.#items[i] = request;
+    return true;
+  }
+
   /** Removes `(ts, peer)`; returns it, or undefined when it was not queued. */
   remove(ts: number, peer: number): QueuedRequest | undefined {
     const i = this.indexOf(ts, peer);

@@ -18,7 +18,7 @@ import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
 import { applySocketAccess } from './listen-target.js';
-import { checkLockName, checkPrefix, parseAcquire, parseBody, parseCampaign, parseRefresh, parseRelease } from './validate.js';
+import { checkLockName, checkPrefix, parseAcquire, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
 export function grantJson(g: Grant): Record<string, unknown> {
@@ -209,7 +209,7 @@ export class HttpApi {
       return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
     }
     if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(url.searchParams.get('prefix')) });
-    const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|observe))?$/.exec(path);
+    const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|proclaim|observe))?$/.exec(path);
     if (e !== null) return this.#electionRoute(req, res, pathName(e[1]), e[2]);
     const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release|watch))?$/.exec(path);
     if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
@@ -232,6 +232,11 @@ export class HttpApi {
     if (action === 'resign') {
       this.#peer.release(name, parseRelease(body).id);
       return send(res, 200, { resigned: true });
+    }
+    if (action === 'proclaim') {
+      const { id, value } = parseProclaim(body);
+      this.#peer.setMeta(name, id, { value });
+      return send(res, 200, { proclaimed: true });
     }
     const opts = parseCampaign(body);
     return this.#acquire(res, name, opts, (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));

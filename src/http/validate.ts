@@ -111,6 +111,16 @@ export function parseCampaign(body: Record<string, unknown>): AcquireOptions {
   return parseAcquire({ ...rest, meta: { value }, hold: 'connection', ttl_ms: body['ttl_ms'] ?? 0 });
 }
 
+/** Validates a proclaim body: the hold's `id` and the leader's new `value`. */
+export function parseProclaim(body: Record<string, unknown>): { id: string; value: unknown } {
+  checkKeys(body, ['id', 'value']);
+  if (!('value' in body)) throw bad('proclaim needs the new value');
+  const { id } = parseRelease({ id: body['id'] });
+  const value = body['value'];
+  if (utf8Length(JSON.stringify({ value })) > limits.metaBytesMax) throw bad(`{"value": ...} must encode to at most ${limits.metaBytesMax} bytes of JSON`);
+  return { id, value };
+}
+
 /** Validates a release body. */
 export function parseRelease(body: Record<string, unknown>): { id: string } {
   checkKeys(body, ['id']);

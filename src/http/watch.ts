@@ -89,7 +89,7 @@ interface Stream {
   readonly res: ServerResponse;
   readonly selector: WatchSelector;
   queues: Map<string, Entry>;
-  /** For an election: the term (token) of the leader last told, '' for none. */
+  /** For an election: the term and value of the leader last told, '' for none. */
   term: string;
 }
 
@@ -135,12 +135,12 @@ export class Watches {
   }
 
   /**
-   * An election's stream: `leader` (`{name, leader, at}`) when the leader changes, `vacant`
-   * when nobody leads any more; the first event says which holds now, whatever it is.
+   * An election's stream: `leader` (`{name, leader, at}`) when the leader or its value
+   * changes, `vacant` when nobody leads any more; the first event says which holds now.
    */
   #tellLeader(stream: Stream, lock: LockView | undefined, first: boolean): void {
     const leader = lock === undefined ? null : leaderJson(lock);
-    const term = leader === null ? '' : String(leader['term']);
+    const term = leader === null ? '' : `${String(leader['term'])}\u0000${JSON.stringify(leader['value'])}`;
     if (!first && term === stream.term) return;
     stream.term = term;
     const name = 'election' in stream.selector ? stream.selector.election : '';

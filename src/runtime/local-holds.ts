@@ -7,7 +7,7 @@
 import { assert } from '../assert.js';
 import type { MachineEvent } from '../core/machine.js';
 import type { Explanation } from '../core/effects.js';
-import type { EndReason } from '../core/types.js';
+import type { EndReason, Meta } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -256,6 +256,12 @@ export class LocalHolds {
   /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
   release(lock: string, id: string): void {
     this.#end(this.#liveHold(lock, id), 'released');
+  }
+
+  /** Announces new meta for a live hold, on every peer (a leader's new value). */
+  setMeta(lock: string, id: string, meta: Meta | null): void {
+    const req = this.#liveHold(lock, id);
+    this.#host.step({ type: 'meta', ref: req.ref, meta });
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */

@@ -13,7 +13,7 @@ import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
 import type { EchoPromise } from '../core/membership.js';
-import type { EndReason, Incarnation } from '../core/types.js';
+import type { EndReason, Incarnation, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -46,6 +46,8 @@ export interface LockService {
   release(lock: string, id: string): void;
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
   refresh(lock: string, id: string, ttlMs?: number): number | null;
+  /** Announces new meta for a live hold on every peer (a leader's new value). */
+  setMeta(lock: string, id: string, meta: Meta | null): void;
   lock(name: string): LockView;
   /** Every lock with a non-empty queue. */
   locks(): LockView[];
@@ -413,6 +415,12 @@ export class PeerRuntime implements LockService {
   release(lock: string, id: string): void {
     this.#checkLease();
     this.#holds.release(lock, id);
+  }
+
+  /** Announces new meta for a live hold on every peer (a leader's new value); ERR_NOT_HELD otherwise. */
+  setMeta(lock: string, id: string, meta: Meta | null): void {
+    this.#checkLease();
+    this.#holds.setMeta(lock, id, meta);
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */

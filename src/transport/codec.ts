@@ -25,9 +25,10 @@ export type { DataFrame } from './link.js';
  * starts again above it). 4: a REQUEST carries `at`, its requester's wall-clock time.
  * 5: a packet sent before its sender may ack is marked `u` (a peer of version 4 would take
  * its clock as an ack and a sync); a refusal of an evicted incarnation says whether the
- * newest one it names is evicted too (`knownEvicted`).
+ * newest one it names is evicted too (`knownEvicted`). 6: META changes a queued request's
+ * meta (a leader's new value; a peer of version 5 would refuse the packet).
  */
-export const protocolVersion = 5;
+export const protocolVersion = 6;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;

@@ -256,3 +256,36 @@ describe('Machine: bounded queues', () => {
     expect(m.explain(2)?.state).toBe('waiting');
   });
 });
+
+describe('Machine: meta', () => {
+  it('a holder\'s new meta reaches every queue, after its request, and changes no grant; a peer joining later gets it in the state transfer', () => {
+    const net = new Net(3);
+    net.joinAll();
+    net.acquire(0, 1, 'leader', { ...spec(), meta: { value: 'host-a:1' } });
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    net.acquire(1, 2, 'leader');
+    expect(net.settle()).toEqual([]);
+    const metaOf = (peer: number): unknown => net.machine(peer).queue('leader')[0]?.meta;
+    expect(metaOf(1)).toEqual({ value: 'host-a:1' });
+    const sent = net.step(0, { type: 'meta', ref: 1, meta: { value: 'host-a:2' } });
+    expect(outcomes(sent)).toEqual([]);
+    expect(metaOf(0)).toEqual({ value: 'host-a:2' });
+    expect(net.pending(0, 1).flatMap((p) => p.m)).toEqual([{ t: 'meta', lock: 'leader', ts: net.machine(0).queue('leader')[0]?.ts, meta: { value: 'host-a:2' } }]);
+    expect(net.settle()).toEqual([]);
+    expect(metaOf(1)).toEqual({ value: 'host-a:2' });
+    expect(net.machine(1).queue('leader').map((e) => e.held)).toEqual([true, false]);
+    expect(metaOf(2)).toEqual({ value: 'host-a:2' });
+    // Peer 2 restarts: the state transfer it gets carries the current meta.
+    net.restart(2, 1_800_000_000_000);
+    for (const p of [0, 1]) {
+      net.join(p, 2);
+      net.join(2, p);
+    }
+    net.settle();
+    expect(net.machine(2).queue('leader').map((e) => e.meta)).toEqual([{ value: 'host-a:2' }, null]);
+    // Released: the next holder's meta is its own.
+    net.release(0, 1);
+    net.settle();
+    expect(net.machine(1).queue('leader').map((e) => e.meta)).toEqual([null]);
+  });
+});

@@ -48,11 +48,17 @@ describe('elections', () => {
     let firstTerm = 0n;
     let secondTerm = 0n;
     let stepDown: () => void = () => undefined;
-    const firstRun = first.campaign('db-primary', 'host-a:5432', async (term) => {
+    let proclaim: (value: unknown) => Promise<void> = async () => undefined;
+    const firstRun = first.campaign('db-primary', 'host-a:5432', async (term, _signal, announce) => {
       firstTerm = term;
+      proclaim = announce;
       await new Promise<void>((r) => (stepDown = r));
     }, { owner: 'first' });
     await waitFor('a leads', async () => (await leaderOn(c, 'db-primary'))?.['value'] === 'host-a:5432');
+    // The leader announces a new value: every peer names it, the term stays.
+    await proclaim('host-a:6543');
+    await waitFor('c names the new value', async () => (await leaderOn(c, 'db-primary'))?.['value'] === 'host-a:6543');
+    expect((await leaderOn(c, 'db-primary'))?.['term']).toBe(firstTerm.toString());
     const secondRun = second.campaign('db-primary', 'host-b:5432', async (term) => {
       secondTerm = term;
       // Only one leader at a time: a's campaign has ended by now.
@@ -60,18 +66,18 @@ describe('elections', () => {
     }, { owner: 'second' });
     await waitFor('b waits behind a', async () => ((await call(a, '/v1/locks/db-primary')).body['waiters'] as unknown[]).length === 1);
     const onA = await leaderOn(a, 'db-primary');
-    expect(onA).toMatchObject({ peer: 'a', owner: 'first', value: 'host-a:5432', term: firstTerm.toString(), local: true });
+    expect(onA).toMatchObject({ peer: 'a', owner: 'first', value: 'host-a:6543', term: firstTerm.toString(), local: true });
     expect(typeof onA?.['granted_at']).toBe('number');
-    expect(await leaderOn(c, 'db-primary')).toMatchObject({ peer: 'a', value: 'host-a:5432', term: firstTerm.toString(), local: false, granted_at: null });
+    expect(await leaderOn(c, 'db-primary')).toMatchObject({ peer: 'a', value: 'host-a:6543', term: firstTerm.toString(), local: false, granted_at: null });
     stepDown();
     await firstRun;
     await secondRun;
     expect(secondTerm).toBeGreaterThan(firstTerm);
     await waitFor('vacant again', async () => (await leaderOn(c, 'db-primary')) === null);
-    await waitFor('observe saw it all', () => seen.length >= 4);
+    await waitFor('observe saw it all', () => seen.length >= 5);
     ac.abort();
     await observing;
-    expect(seen).toEqual(['vacant', `leader host-a:5432 ${firstTerm}`, `leader host-b:5432 ${secondTerm}`, 'vacant']);
+    expect(seen).toEqual(['vacant', `leader host-a:5432 ${firstTerm}`, `leader host-a:6543 ${firstTerm}`, `leader host-b:5432 ${secondTerm}`, 'vacant']);
     for (const cl of [watcher, first, second]) cl.close();
   });
 
@@ -107,6 +113,10 @@ describe('elections', () => {
     expect(line).toMatchObject({ lock: 'http-election', value: { url: 'http://x' } });
     expect(line['term']).toBe(line['token']);
     expect(await leaderOn(a, 'http-election')).toMatchObject({ value: { url: 'http://x' }, term: line['term'] });
+    expect(await call(a, '/v1/elections/http-election/proclaim', { id: line['id'], value: 'next' })).toEqual({ status: 200, body: { proclaimed: true } });
+    expect(await leaderOn(a, 'http-election')).toMatchObject({ value: 'next', term: line['term'] });
+    const stale = await call(a, '/v1/elections/http-election/proclaim', { id: 'not-a-hold', value: 'x' });
+    expect([stale.status, stale.body['error']]).toEqual([404, 'ERR_NOT_HELD']);
     const resigned = await call(a, '/v1/elections/http-election/resign', { id: line['id'] });
     expect(resigned).toEqual({ status: 200, body: { resigned: true } });
     ctl.abort();
