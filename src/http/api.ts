@@ -12,7 +12,7 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { AcquireOptions, Grant } from '../runtime/holds.js';
 import type { WatchSelector } from './watch.js';
-import { clusterJson, leaderJson, lockJson } from './views.js';
+import { clusterJson, errorDetailsJson, leaderJson, lockJson } from './views.js';
 import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
@@ -37,7 +37,7 @@ const refusals: ReadonlySet<ErrorCode> = new Set([ErrorCode.HostRefused, ErrorCo
 function sendError(res: ServerResponse, err: LockError): void {
   // A browser asked for a token (the dashboard, opened by hand) prompts for it as a password.
   const headers: Record<string, string> = err.code === ErrorCode.Unauthorized ? { 'www-authenticate': 'Basic realm="lamport-lock", charset="UTF-8"' } : {};
-  send(res, httpStatusOf[err.code], { error: err.code, message: err.message, ...err.details }, headers);
+  send(res, httpStatusOf[err.code], { error: err.code, message: err.message, ...errorDetailsJson(err.details) }, headers);
 }
 
 /**

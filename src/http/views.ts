@@ -52,3 +52,20 @@ export function leaderJson(l: LockView): Record<string, unknown> | null {
   const meta = typeof h.meta === 'object' && h.meta !== null ? (h.meta as Record<string, unknown>) : {};
   return { peer: h.peer, owner: h.owner, value: meta['value'] ?? null, term: h.token, requested_at: h.requestedAtMs, granted_at: h.grantedAtMs, local: h.local };
 }
+
+/**
+ * The details of a runtime error as an error body carries them: the runtime's names
+ * (`queuePosition`, `unreachablePeers`, `holders` as views) in the wire's
+ * (`queue_position`, `unreachable_peers`, `holders` as GET /v1/locks shows them); other
+ * details (`reason`) pass as they are.
+ */
+export function errorDetailsJson(details: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(details)) {
+    if (key === 'queuePosition') out['queue_position'] = value;
+    else if (key === 'unreachablePeers') out['unreachable_peers'] = value;
+    else if (key === 'holders' && Array.isArray(value)) out['holders'] = (value as QueueView[]).map(queueJson);
+    else out[key] = value;
+  }
+  return out;
+}

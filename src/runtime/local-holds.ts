@@ -154,14 +154,14 @@ export class LocalHolds {
     const missing = this.#host.explain(req.ref)?.missingPeers ?? [];
     const ids = missing.map((p) => this.#host.peerId(p));
     const err = missing.length > 0
-      ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${ids.join(', ')}`, { unreachable_peers: ids })
+      ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${ids.join(', ')}`, { unreachablePeers: ids })
       : this.#timeoutError(req, `not granted within ${req.opts.timeoutMs} ms: others hold or wait ahead`);
     this.#fail(req, err, 'timeout', true);
   }
 
   /** A 423: `position` defaults to the request's place in the queue now (it is still there). */
   #timeoutError(req: LocalRequest, message: string, position = this.#host.explain(req.ref)?.position ?? 0): LockError {
-    return new LockError(ErrorCode.Timeout, message, { queue_position: position, holders: this.#host.holders(req.lock) });
+    return new LockError(ErrorCode.Timeout, message, { queuePosition: position, holders: this.#host.holders(req.lock) });
   }
 
   #onClientGone(req: LocalRequest): void {
@@ -219,7 +219,7 @@ export class LocalHolds {
     if (req.state === 'waiting') {
       const silent = this.#host.leaseSilentPeers();
       const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
-      this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachable_peers: silent }), reason, false);
+      this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachablePeers: silent }), reason, false);
       return;
     }
     this.#finish(req, reason);

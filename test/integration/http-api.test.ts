@@ -54,7 +54,8 @@ describe('acquire and release', () => {
     const r = await acquire(b, 'busy', { timeout_ms: 300 });
     expect(r.status).toBe(423);
     expect(r.body).toMatchObject({ error: 'ERR_TIMEOUT', queue_position: 1 });
-    expect((r.body['holders'] as unknown[])[0]).toMatchObject({ peer: 'a', token: held.body['token'] });
+    expect((r.body['holders'] as unknown[])[0]).toMatchObject({ peer: 'a', token: held.body['token'], since: expect.any(Number), granted_at: null, local: false });
+    expect(Object.keys((r.body['holders'] as Array<Record<string, unknown>>)[0] ?? {})).not.toContain('requestedAtMs');
     const now = await acquire(c, 'busy', { timeout_ms: 0 });
     expect(now.status).toBe(423);
     expect(now.body['error']).toBe('ERR_TIMEOUT');

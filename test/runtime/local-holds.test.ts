@@ -208,7 +208,7 @@ describe('LocalHolds: waiting', () => {
     h.request('x', { timeoutMs: 1000 });
     const r = h.request('x', { timeoutMs: 0 });
     expect(r.heard.failures).toHaveLength(1);
-    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queue_position: 2 } });
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queuePosition: 2 } });
     expect(h.machine.queue('x')).toHaveLength(2);
   });
 
@@ -219,7 +219,7 @@ describe('LocalHolds: waiting', () => {
     expect(r.heard.failures).toEqual([]);
     h.env.advance(1);
     expect(r.heard.failures).toHaveLength(1);
-    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queue_position: 1, holders: [{ peer: 'a', token: held.heard.grants[0]?.token.toString() }] } });
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_TIMEOUT', details: { queuePosition: 1, holders: [{ peer: 'a', token: held.heard.grants[0]?.token.toString() }] } });
     expect(h.holds.stateOf(r.id)).toBe('timeout');
     expect(h.machine.queue('x')).toHaveLength(1);
   });
@@ -229,7 +229,7 @@ describe('LocalHolds: waiting', () => {
     withPeer(h);
     const r = h.request('x', { timeoutMs: 100 });
     h.env.advance(100);
-    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachable_peers: ['b'] } });
+    expect(r.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachablePeers: ['b'] } });
     expect(h.machine.stats().own).toBe(0);
   });
 
@@ -256,7 +256,7 @@ describe('LocalHolds: waiting', () => {
     h.env.advance(limits.noWaitAckBoundMs - 1);
     expect(noAck.heard.failures).toEqual([]);
     h.env.advance(1);
-    expect(noAck.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachable_peers: ['b'] } });
+    expect(noAck.heard.failures[0]).toMatchObject({ code: 'ERR_UNREACHABLE', details: { unreachablePeers: ['b'] } });
   });
 
   it('withdraws a waiter whose client left, without telling it, and releases a connection-bound hold whose client left', () => {
@@ -286,7 +286,7 @@ describe('LocalHolds: ends it does not choose', () => {
     h.silentPeers = ['b', 'c'];
     h.step({ type: 'lease', valid: false });
     expect(held.heard.ends).toEqual(['lease_lost']);
-    expect(waiter.heard.failures[0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachable_peers: ['b', 'c'] } });
+    expect(waiter.heard.failures[0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachablePeers: ['b', 'c'] } });
     expect(h.emitted).toEqual([`granted ${held.id}`, `ended ${held.id} lease_lost`]);
     expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
   });

@@ -41,7 +41,7 @@ describe('PeerRuntime', () => {
   it('ends a waiter that times out, and forgets it', async () => {
     const runtime = await start();
     const held = await runtime.acquire('x', opts);
-    await expect(runtime.acquire('x', { ...opts, timeoutMs: 20 })).rejects.toMatchObject({ code: 'ERR_TIMEOUT', details: { queue_position: 1 } });
+    await expect(runtime.acquire('x', { ...opts, timeoutMs: 20 })).rejects.toMatchObject({ code: 'ERR_TIMEOUT', details: { queuePosition: 1 } });
     expect(runtime.coreStats()).toMatchObject({ locks: 1, queued: 1, own: 1, waiting: 0 });
     runtime.release('x', held.id);
     expect(runtime.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0 });
