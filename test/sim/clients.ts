@@ -150,6 +150,19 @@ export class Clients {
     });
   }
 
+  /** META announcements made (a holder's new meta). */
+  proclaims = 0;
+
+  /** The holder announces new meta (a leader's new value): META to every peer it met. */
+  proclaim(req: ClientRequest): void {
+    req.proc.proc.at(this.#time.nowMs, () => {
+      if (req.state !== 'held') return false;
+      this.proclaims++;
+      this.#onHolder(req, () => req.proc.runtime.setMeta(req.lock, req.grant?.id ?? '', { value: this.proclaims }), 'proclaim');
+      return true;
+    });
+  }
+
   /** The client goes away: a waiting request is withdrawn, a connection-bound hold released. */
   leave(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {

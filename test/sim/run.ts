@@ -35,6 +35,12 @@ export interface RunOptions {
    * deliver it exactly once, in order.
    */
   readonly net?: 'fifo' | 'link';
+  /**
+   * The chance that a holder announces new meta once while it holds (META, a leader's new
+   * value). Off by default, so that the seed runs and their regression seeds stay as they
+   * are; drawn from a generator of its own.
+   */
+  readonly proclaimChance?: number;
 }
 
 /** What one seed did. */
@@ -46,6 +52,8 @@ export interface RunResult {
   readonly virtualMs: number;
   readonly violations: readonly string[];
   readonly transcript: Transcript;
+  /** META announcements made by holders (proclaimChance). */
+  readonly proclaims: number;
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -93,7 +101,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const processes = new Map<SimProcess, SimPeerProcess>();
   cluster.onStarted = (p) => processes.set(p.proc, p);
   cluster.onCrashed = (procId) => clients.crashed(procId);
-  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time });
+  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time, proclaim: { chance: opts.proclaimChance ?? 0, rng: new Prng(opts.seed + 0x5eed) } });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net };
 }
@@ -117,7 +125,7 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {

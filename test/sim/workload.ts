@@ -25,6 +25,8 @@ export interface WorkloadOptions {
   readonly clients: Clients;
   readonly schedule: ScheduleWorld;
   readonly time: SimTime;
+  /** Holders that announce new meta once while they hold, with their own generator. */
+  readonly proclaim: { readonly chance: number; readonly rng: Prng };
 }
 
 /** Issues requests during the safety phase; holders act for the whole run. */
@@ -127,6 +129,8 @@ export class Workload {
     const holdMs = rng.int(0, scenario.holdMaxMs);
     const refresh = req.opts.hold === 'ttl' && rng.chance(0.2) && holdMs > 1;
     if (refresh) schedule(time.nowMs + rng.int(0, Math.min(holdMs, scenario.ttlMs) - 1), () => clients.refresh(req));
+    const p = this.#o.proclaim;
+    if (p.chance > 0 && p.rng.chance(p.chance)) schedule(time.nowMs + p.rng.int(0, holdMs), () => clients.proclaim(req));
     schedule(time.nowMs + holdMs, () => {
       if (req.state !== 'held') return;
       if (req.opts.hold === 'connection' && rng.chance(0.5)) clients.leave(req);
