@@ -170,6 +170,19 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     expect(await page.isHidden('#no-timeline')).toBe(true);
   });
 
+  it('shows an election\'s leader and term on its lock', async () => {
+    const res = await fetch(`${cluster.url('b')}/v1/elections/dash-election/campaign`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'svc:1', owner: 'primary-b' }) });
+    const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+    const grant = JSON.parse(((await reader?.read())?.value ?? '').split('\n')[0] ?? '{}') as Record<string, unknown>;
+    const badgeSel = 'article[data-lock="dash-election"] [data-role=leader]';
+    await page.waitForSelector(badgeSel, { timeout: 2000 });
+    expect(await page.textContent(badgeSel)).toBe(`leader primary-b, term ${String(grant['term'])}`);
+    expect(await page.getAttribute(badgeSel, 'title')).toBe('election dash-election: value "svc:1", on peer b');
+    expect(await page.locator('article[data-lock="dash-tl"] [data-role=leader], article[data-lock="dash-one"] [data-role=leader]').count()).toBe(0);
+    await reader?.cancel();
+    await page.waitForSelector('article[data-lock="dash-election"]', { state: 'detached', timeout: 2000 });
+  });
+
   it('shows a stopped peer\'s link as down, and a banner naming it until the majority evicts it', async () => {
     expect(await page.isHidden('#degraded')).toBe(true);
     await cluster.stopPeer('c', 'SIGKILL');

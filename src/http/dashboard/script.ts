@@ -234,6 +234,14 @@ export const dashboardScript = String.raw`'use strict';
     card.dataset.lock = l.name;
     var head = card.appendChild(el('div', 'lock-head'));
     head.appendChild(el('h3', null, l.name));
+    // An election is an exclusive lock whose holders campaigned with meta {value}: say who leads.
+    var h0 = l.holders[0];
+    if (h0 && h0.mode === 'exclusive' && h0.meta && typeof h0.meta === 'object' && Object.keys(h0.meta).length === 1 && 'value' in h0.meta) {
+      var lead = badge('leader ' + (h0.owner === '' ? 'on ' + h0.peer : h0.owner) + ', term ' + h0.token, 'ok');
+      lead.dataset.role = 'leader';
+      lead.title = 'election ' + l.name + ': value ' + JSON.stringify(h0.meta.value) + ', on peer ' + h0.peer;
+      head.appendChild(lead);
+    }
     head.appendChild(el('span', 'counts dim', l.holders.length + ' holding, ' + l.waiters_total + ' waiting'));
     card.appendChild(el('h4', null, 'holders'));
     if (l.holders.length === 0) card.appendChild(el('div', 'dim', 'none: the head of the queue waits for acks'));
