@@ -7,7 +7,7 @@
  * the p50 of one connection's acquire+release. Prints the CPU model: figures from one host do
  * not hold on another; the ratios are what to compare.
  *
- * npm run build && node dist/bench/cpu-floor.js [--warmup 10] [--seconds 10] [--rounds 2] [--connections 32]
+ * npm run build && node dist/bench/cpu-floor.js [--warmup 10] [--seconds 10] [--rounds 2] [--connections 32] [--profile DIR]
  */
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -113,7 +113,10 @@ async function main(): Promise<void> {
   const group = new ProcessGroup();
   try {
     const peerBin = resolve(fileURLToPath(new URL('..', import.meta.url)), 'bin/lamport-peer.js');
-    const cluster = await startLamport(group, { peerBin, peerCount: 3 });
+    // --profile DIR: the peers write V8 CPU profiles there when they stop (open them in Chrome's DevTools).
+    const profileAt = process.argv.indexOf('--profile');
+    const profileDir = profileAt < 0 ? undefined : process.argv[profileAt + 1];
+    const cluster = await startLamport(group, { peerBin, peerCount: 3, ...(profileDir === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${resolve(profileDir)}`] }) });
     const lamport: System = { name: 'lamport-lock', sessions: await Promise.all([0, 1, 2].map((w) => cluster.openSession(w))), pids: cluster.peers.map((p) => p.proc.pid) };
     const floor = await startFloor(group);
     console.log(`CPU: ${cpuModel()}; ${connections} connections, warm-up ${warmupS} s, ${seconds} s measured, ${rounds} rounds alternating`);

@@ -37,6 +37,8 @@ export interface LamportCluster extends LockSystem {
 export interface LamportOptions {
   readonly peerBin: string;
   readonly peerCount: number;
+  /** Node flags for the peers (e.g. `--cpu-prof`, for `npm run bench:floor -- --profile DIR`). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** Whether the peer daemon has been built. */
@@ -60,7 +62,7 @@ export async function startLamport(group: ProcessGroup, opts: LamportOptions): P
     proc: group.spawn({
       label: `peer-${opts.peerCount}-${id}`,
       command: process.execPath,
-      args: [opts.peerBin, '--config', configPath, '--id', id, '--log-level', 'warn'],
+      args: [...(opts.nodeArgs ?? []), opts.peerBin, '--config', configPath, '--id', id, '--log-level', 'warn'],
     }),
     ep: endpoint('127.0.0.1', ports[2 * i + 1] ?? 0, socketsPerPeer),
   }));
