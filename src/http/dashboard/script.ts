@@ -66,8 +66,11 @@ export const dashboardScript = String.raw`'use strict';
 
   function incarnationCell(td, inc, now) {
     if (inc === null || inc === undefined) return timeCell(td, null, now);
-    timeCell(td, String(inc).split('.')[0], now);
-    td.textContent = 'started ' + td.textContent;
+    var startMs = Number(String(inc).split('.')[0]);
+    timeCell(td, String(startMs), now);
+    // A restart starts above its data dir's clock high-water mark, which may lie ahead of
+    // the wall clock: then the value orders the process, it is not when it started.
+    td.textContent = (startMs > now ? 'restarted, ordered as ' : 'started ') + td.textContent;
     td.title = 'incarnation ' + inc + ': ' + td.title;
     td.dataset.raw = String(inc);
     return td;
