@@ -34,12 +34,13 @@ describe('elections', () => {
     const watcher = new LockClient({ peer: c });
     const ac = new AbortController();
     const seen: string[] = [];
+    // Caught here, so that a stream broken by a failing test cannot outlive it unhandled.
     const observing = (async () => {
       for await (const e of watcher.observe('db-primary', ac.signal)) {
         const l = e.data['leader'] as Record<string, unknown> | null;
         seen.push(l === null ? e.type : `${e.type} ${String(l['value'])} ${String(l['term'])}`);
       }
-    })();
+    })().then(() => null, (err: unknown) => err);
     await waitFor('observe says vacant first', () => seen.length === 1);
     expect(seen[0]).toBe('vacant');
 
@@ -48,12 +49,17 @@ describe('elections', () => {
     let firstTerm = 0n;
     let secondTerm = 0n;
     let stepDown: () => void = () => undefined;
-    let proclaim: (value: unknown) => Promise<void> = async () => undefined;
+    // The campaign's function runs once the grant reaches the client, which may be after
+    // the peers already name the leader: the test waits for the function itself.
+    let leading: (announce: (value: unknown) => Promise<void>) => void = () => undefined;
+    const started = new Promise<(value: unknown) => Promise<void>>((r) => (leading = r));
     const firstRun = first.campaign('db-primary', 'host-a:5432', async (term, _signal, announce) => {
       firstTerm = term;
-      proclaim = announce;
-      await new Promise<void>((r) => (stepDown = r));
+      const down = new Promise<void>((r) => (stepDown = r));
+      leading(announce);
+      await down;
     }, { owner: 'first' });
+    const proclaim = await started;
     await waitFor('a leads', async () => (await leaderOn(c, 'db-primary'))?.['value'] === 'host-a:5432');
     // The leader announces a new value: every peer names it, the term stays.
     await proclaim('host-a:6543');
@@ -76,7 +82,7 @@ describe('elections', () => {
     await waitFor('vacant again', async () => (await leaderOn(c, 'db-primary')) === null);
     await waitFor('observe saw it all', () => seen.length >= 5);
     ac.abort();
-    await observing;
+    expect(await observing).toBeNull();
     expect(seen).toEqual(['vacant', `leader host-a:5432 ${firstTerm}`, `leader host-a:6543 ${firstTerm}`, `leader host-b:5432 ${secondTerm}`, 'vacant']);
     for (const cl of [watcher, first, second]) cl.close();
   });
