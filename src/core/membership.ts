@@ -67,6 +67,8 @@ export interface MembershipFaults {
   readonly promiseBindsNewer: boolean;
   /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */
   readonly forgetPromisesOnRejoin: boolean;
+  /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
+  readonly forgetSuccessorHeard: boolean;
 }
 
 interface PeerTrack {
@@ -99,6 +101,17 @@ interface PeerTrack {
    * lock `inc`, a frozen process or a second one with the same id, still validly held).
    */
   successor: Incarnation | null;
+  /**
+   * The successor a newer one replaced here, and when it was last heard (local ms). A
+   * successor is linked and echoed while it waits, so it may hold a lease through us; once
+   * a newer one replaces it, it is neither tracked nor waiting, and this is all that says
+   * we lent it a lease lately (the 100,000-seed
+   * run, seeds 2042388 and 2048353: a twin waiting as a successor, replaced by a newer one,
+   * was confirmed silent at once and evicted with its lease held).
+   */
+  formerSuccessor: { readonly inc: Incarnation; readonly atMs: number } | null;
+  /** When `successor` was last heard (local ms). */
+  successorAtMs: number;
 }
 
 function key(inc: Incarnation): string {
@@ -127,13 +140,13 @@ export class Membership {
     this.#self = opts.self;
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null,
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
       });
     }
     if (this.#faults.forgetPromisesOnRejoin) return;
@@ -207,7 +220,11 @@ export class Membership {
     const known = compareIncarnation(t.inc, unknownIncarnation) !== 0;
     if (order > 0 && known && !this.isEvicted(peer, t.inc) && !this.#faults.forgetPredecessor) {
       // A successor while `t.inc` lives: `t.inc` stays tracked, and is silent from now on.
+      if (t.successor !== null && compareIncarnation(inc, t.successor) > 0 && !this.#faults.forgetSuccessorHeard) {
+        t.formerSuccessor = { inc: t.successor, atMs: t.successorAtMs };
+      }
       if (t.successor === null || compareIncarnation(inc, t.successor) > 0) t.successor = inc;
+      t.successorAtMs = nowMs;
       return;
     }
     if (order > 0) {
@@ -319,8 +336,11 @@ export class Membership {
         const order = compareIncarnation(msg.inc, t.inc);
         const never = compareIncarnation(t.inc, unknownIncarnation) === 0 || this.isEvicted(msg.peer, t.inc);
         const placeholder = compareIncarnation(msg.inc, unknownIncarnation) === 0;
+        // One we heard as a successor we may have echoed: silent for evict_ms since, first.
+        const former = t.formerSuccessor;
+        const heardAsSuccessor = former !== null && key(former.inc) === key(msg.inc) && nowMs - former.atMs < this.#evictMs;
         const agree = this.isEvicted(msg.peer, msg.inc) ||
-          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs : (order === 0 || never) && this.#silent(t, nowMs)));
+          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;

@@ -46,6 +46,7 @@ const mutants = {
   'zombie-confirms': { runtime: { zombieConfirms: true } },
   'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
   'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
+  'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
 } as const satisfies Record<string, PlantedFaults>;
