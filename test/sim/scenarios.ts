@@ -371,7 +371,7 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'forget-quiet-on-rejoin': noViolation('confirmerRejoins(crash, twin)', (m) => confirmerRejoins(m, 4002, true)),
   'zombie-rejoins': { name: 'frozenTwinResumes', held: (mutant) => frozenTwinResumes(mutant).stayedOut },
   'forget-incarnation-floor': noViolation('steppedBackBelowEvicted', steppedBackBelowEvicted),
-  // A seed of the eighth session's 100,000-seed run, pinned: a twin that waited as a
+  // A seed of the ninth session's 100,000-seed run, pinned: a twin that waited as a
   // successor at p1, replaced there by a newer one, is confirmed silent by p1 at once.
   'forget-successor-heard': noViolation('seed 2048353', (mutant) => runSeed(mutant === undefined ? { seed: 2048353 } : { seed: 2048353, mutant })),
 };

@@ -76,7 +76,7 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // Found by the seventh session's 100,000-seed run (as was 1143197 --net link); none of the
   // first 2000 seeds on either network catches it, a scripted scenario does too.
   'forget-incarnation-floor': 1043577,
-  // Found by the eighth session's 100,000-seed run (as was 2042388); pinned as a scenario too.
+  // Found by the ninth session's 100,000-seed run (as was 2042388); pinned as a scenario too.
   'forget-successor-heard': 2048353,
 };
 
