@@ -105,9 +105,9 @@ interface PeerTrack {
    * The successor a newer one replaced here, and when it was last heard (local ms). A
    * successor is linked and echoed while it waits, so it may hold a lease through us; once
    * a newer one replaces it, it is neither tracked nor waiting, and this is all that says
-   * we lent it a lease lately (the 100,000-seed
-   * run, seeds 2042388 and 2048353: a twin waiting as a successor, replaced by a newer one,
-   * was confirmed silent at once and evicted with its lease held).
+   * we lent it a lease lately (the 100,000-seed run, seeds 2042388 and 2048353: a twin
+   * waiting as a successor, replaced by a newer one, was confirmed silent at once and
+   * evicted with its lease held).
    */
   formerSuccessor: { readonly inc: Incarnation; readonly atMs: number } | null;
   /** When `successor` was last heard (local ms). */
