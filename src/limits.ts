@@ -34,6 +34,8 @@ export const limits = {
    * queued: refusing one would break the agreement on the order.
    */
   queuedPerLockMax: 100_000,
+  /** Locks one all-or-nothing request may name (POST /v1/acquire `locks`). */
+  multiLocksMax: 16,
   /** Live local requests (waiting or held) on one peer. */
   localRequestsMax: 200_000,
   /** Ended hold ids remembered, so a late release or refresh is answered with its reason. */

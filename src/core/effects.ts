@@ -5,11 +5,12 @@
  */
 import type { OwnState } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
-import type { Incarnation, Meta, Mode, RequestSpec } from './types.js';
+import type { Incarnation, Meta, Mode, RequestPart } from './types.js';
 
 /** Everything that can happen to a peer's protocol state. */
 export type MachineEvent =
-  | { readonly type: 'acquire'; readonly ref: number; readonly lock: string; readonly spec: RequestSpec; readonly noWait: boolean }
+  /** A request of a local client, naming one lock or several (all-or-nothing), each once. */
+  | { readonly type: 'acquire'; readonly ref: number; readonly parts: readonly RequestPart[]; readonly noWait: boolean }
   | { readonly type: 'release'; readonly ref: number }
   /** Our granted request `ref` announces new meta (a leader's new value): META to every peer. */
   | { readonly type: 'meta'; readonly ref: number; readonly meta: Meta | null }
@@ -33,10 +34,11 @@ export type MachineEvent =
 /** What the runtime must do after a step, in order. */
 export type Effect =
   | { readonly type: 'send'; readonly to: number; readonly packet: Packet }
+  /** `lock` and `mode` are the request's first part's; one token for every lock it names. */
   | { readonly type: 'granted'; readonly ref: number; readonly lock: string; readonly ts: number; readonly token: bigint; readonly mode: Mode }
   /** `ahead`: how many requests were ahead of it in the queue when it was refused. */
   | { readonly type: 'refused'; readonly ref: number; readonly lock: string; readonly ahead: number }
-  /** An acquire refused at once: its lock's queue holds limits.queuedPerLockMax requests already. */
+  /** An acquire refused at once: the queue of `lock`, one it names, holds limits.queuedPerLockMax requests already. */
   | { readonly type: 'full'; readonly ref: number; readonly lock: string }
   | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' };
 

@@ -10,18 +10,22 @@ import type { MachineFaults } from './faults.js';
 import { addAhead, admits, blocksAll, emptyAhead } from './modes.js';
 import type { PeerRank } from './request-queue.js';
 import { RequestQueue } from './request-queue.js';
-import type { QueuedRequest, RequestSpec } from './types.js';
+import type { QueuedRequest, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
 
 /** Where a request of ours stands: not issued yet, waiting in the queues, or granted. */
 export type OwnState = 'pending' | 'waiting' | 'granted';
 
-/** A request of this peer's own clients, from acquire until it ends. */
+/**
+ * A request of this peer's own clients, from acquire until it ends. It names one lock or
+ * several (all-or-nothing, docs/design.md section 3, "Multi-lock"): every part enters its
+ * lock's queue at the one `(ts, self)`, and the request is granted when the mode rule
+ * admits it in every one of them at once.
+ */
 export interface OwnRequest {
   readonly ref: number;
-  readonly lock: string;
-  /** Replaced, never changed in place, when its meta changes (`setMeta`). */
-  spec: RequestSpec;
+  /** One per lock name, names distinct; a part is replaced, never changed in place, when its meta changes. */
+  readonly parts: RequestPart[];
   readonly noWait: boolean;
   ts: number;
   state: OwnState;
@@ -68,8 +72,9 @@ export class LockTable {
   addOwn(own: OwnRequest): void {
     assert(!this.#own.has(own.ref), 'acquire refs are unique');
     assert(own.state === 'pending', 'a request of ours starts pending');
+    assert(own.parts.length >= 1 && new Set(own.parts.map((p) => p.lock)).size === own.parts.length, 'a request names distinct locks');
     this.#own.set(own.ref, own);
-    this.#pendingLocks.set(own.lock, (this.#pendingLocks.get(own.lock) ?? 0) + 1);
+    for (const { lock } of own.parts) this.#pendingLocks.set(lock, (this.#pendingLocks.get(lock) ?? 0) + 1);
   }
 
   /** The request of ours with that ref, if it is live. */
@@ -85,33 +90,41 @@ export class LockTable {
   /** Our issued requests (waiting or granted), as every peer queues them, by timestamp. */
   issuedRequests(): QueuedRequest[] {
     const issued = this.ownRequests().filter((own) => own.state !== 'pending');
-    return issued.map((own) => this.#queued(own)).sort((a, b) => a.ts - b.ts);
+    return issued.flatMap((own) => this.#queued(own)).sort((a, b) => a.ts - b.ts);
   }
 
   /** Forgets a request of ours, and takes it out of the queues if it was issued. */
   dropOwn(own: OwnRequest): void {
     this.#own.delete(own.ref);
-    if (own.state === 'pending') return decrement(this.#pendingLocks, own.lock);
+    if (own.state === 'pending') {
+      for (const { lock } of own.parts) decrement(this.#pendingLocks, lock);
+      return;
+    }
     if (own.state === 'waiting') this.stopWaiting(own);
     this.#ownByTs.delete(own.ts);
-    this.remove(own.lock, own.ts, this.#self);
+    for (const { lock } of own.parts) this.remove(lock, own.ts, this.#self);
   }
 
-  /** Queues a request of ours just issued (rule 1) and counts it as waiting; returns it. */
-  enqueueOwn(own: OwnRequest): QueuedRequest {
-    decrement(this.#pendingLocks, own.lock);
+  /** Queues a request of ours just issued (rule 1), in every lock it names, and counts it as waiting; returns its queue entries. */
+  enqueueOwn(own: OwnRequest): QueuedRequest[] {
     this.#ownByTs.set(own.ts, own);
-    this.#waitingLocks.set(own.lock, (this.#waitingLocks.get(own.lock) ?? 0) + 1);
-    if (own.noWait) this.#noWaitLocks.set(own.lock, (this.#noWaitLocks.get(own.lock) ?? 0) + 1);
-    const request = this.#queued(own);
-    this.#queueOf(own.lock).insert(request);
-    return request;
+    const requests = this.#queued(own);
+    for (const request of requests) {
+      const { lock } = request;
+      decrement(this.#pendingLocks, lock);
+      this.#waitingLocks.set(lock, (this.#waitingLocks.get(lock) ?? 0) + 1);
+      if (own.noWait) this.#noWaitLocks.set(lock, (this.#noWaitLocks.get(lock) ?? 0) + 1);
+      this.#queueOf(lock).insert(request);
+    }
+    return requests;
   }
 
   /** A waiting request of ours stops waiting: granted (it stays queued), or dropped. */
   stopWaiting(own: OwnRequest): void {
-    decrement(this.#waitingLocks, own.lock);
-    if (own.noWait) decrement(this.#noWaitLocks, own.lock);
+    for (const { lock } of own.parts) {
+      decrement(this.#waitingLocks, lock);
+      if (own.noWait) decrement(this.#noWaitLocks, lock);
+    }
   }
 
   /** Queues another peer's request (rule 2); a resent duplicate is ignored. */
@@ -131,7 +144,9 @@ export class LockTable {
     if (queue === undefined || current === undefined) return false;
     if (peer === this.#self) {
       const own = this.#ownByTs.get(ts);
-      if (own !== undefined) own.spec = { ...own.spec, meta };
+      const i = own?.parts.findIndex((p) => p.lock === lock) ?? -1;
+      const part = own?.parts[i];
+      if (own !== undefined && part !== undefined) own.parts[i] = { lock, spec: { ...part.spec, meta } };
     }
     return queue.replace({ ...current, meta });
   }
@@ -171,7 +186,8 @@ export class LockTable {
    * Rule 3 on one lock: the waiting requests of ours that can be decided now. (a) holds when
    * `minLastTs`, the smallest timestamp heard from the view, is later than the request's;
    * (b) is the mode rule against every request ahead. A no-wait request is decided as soon
-   * as (a) holds: granted if (b) holds, refused otherwise.
+   * as (a) holds: granted if (b) holds, refused otherwise. A request naming several locks
+   * passes (b) only when the mode rule admits it in every one of its queues now.
    */
   grantCheck(lock: string, minLastTs: number, faults: MachineFaults): GrantDecision[] {
     const queue = this.#queues.get(lock);
@@ -186,7 +202,8 @@ export class LockTable {
         // The planted ack-ge bug is off by one tick: a plain `>=` is an equivalent mutant
         // here, because a peer's clock strictly increases before each request it issues.
         const acksIn = faults.ackGe ? minLastTs >= r.ts - 1 : minLastTs > r.ts;
-        const ok = admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
+        const here = admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
+        const ok = here && (own.parts.length === 1 || (acksIn && this.#admittedElsewhere(own, lock, faults)));
         if (acksIn && (ok || own.noWait)) decided.push({ own, grant: ok });
         if (waitingLeft === 0) break;
       }
@@ -194,6 +211,22 @@ export class LockTable {
       if (blocksAll(ahead) && !this.#noWaitLocks.has(lock)) break;
     }
     return decided;
+  }
+
+  /** Whether the mode rule admits our request `own` in the queues of its locks other than `lock`. */
+  #admittedElsewhere(own: OwnRequest, lock: string, faults: MachineFaults): boolean {
+    return own.parts.every((part) => {
+      if (part.lock === lock) return true;
+      const queue = this.#queues.get(part.lock);
+      assert(queue !== undefined, 'an issued request is in the queue of each of its locks');
+      const ahead = emptyAhead();
+      for (const r of queue.items) {
+        if (r.ts === own.ts && r.peer === this.#self) return admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
+        addAhead(ahead, r);
+        if (blocksAll(ahead)) return false;
+      }
+      assert(false, 'an issued request is in the queue of each of its locks');
+    });
   }
 
   /** Requests of one lock: its queue (every peer's issued ones) and ours not issued yet. */
@@ -235,8 +268,8 @@ export class LockTable {
     return { locks: this.#queues.size, queued, own: this.#own.size, waiting, granted };
   }
 
-  #queued(own: OwnRequest): QueuedRequest {
-    return { lock: own.lock, ts: own.ts, peer: this.#self, ...own.spec };
+  #queued(own: OwnRequest): QueuedRequest[] {
+    return own.parts.map(({ lock, spec }) => ({ lock, ts: own.ts, peer: this.#self, ...spec }));
   }
 
   #queueOf(lock: string): RequestQueue {

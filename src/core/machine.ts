@@ -15,7 +15,7 @@ import { LockTable } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage } from './messages.js';
 import { PeerView } from './peer-view.js';
-import type { Incarnation, Meta, RequestSpec } from './types.js';
+import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
@@ -101,7 +101,7 @@ export class Machine {
     const wasReady = this.ackReady;
     switch (event.type) {
       case 'acquire':
-        this.#onAcquire(event.ref, event.lock, event.spec, event.noWait);
+        this.#onAcquire(event.ref, event.parts, event.noWait);
         break;
       case 'release':
         this.#onLocalRelease(event.ref);
@@ -137,35 +137,38 @@ export class Machine {
     return this.#out.flush(this.#clock, !ready);
   }
 
-  #onAcquire(ref: number, lock: string, spec: RequestSpec, noWait: boolean): void {
+  #onAcquire(ref: number, parts: readonly RequestPart[], noWait: boolean): void {
     // A limit on every queue (docs/style.md convention 9): a new request of ours is refused
-    // when its lock already has this many here. Other peers' requests are always queued:
-    // refusing one would break the agreement on the order.
-    if (this.#locks.queued(lock) >= limits.queuedPerLockMax) {
-      this.#out.push({ type: 'full', ref, lock });
+    // when one of its locks already has this many here. Other peers' requests are always
+    // queued: refusing one would break the agreement on the order.
+    const full = parts.find((p) => this.#locks.queued(p.lock) >= limits.queuedPerLockMax);
+    if (full !== undefined) {
+      this.#out.push({ type: 'full', ref, lock: full.lock });
       return;
     }
-    const own: OwnRequest = { ref, lock, spec, noWait, ts: 0, state: 'pending' };
+    const own: OwnRequest = { ref, parts: [...parts], noWait, ts: 0, state: 'pending' };
     this.#locks.addOwn(own);
     // A request leaves only while we are synced AND hold a lease: a request issued without
     // a lease could outlive an eviction we were never told of and be granted, on acks heard
     // before it, below grants the majority made meanwhile (simulator seed 276422).
     if (this.#fenced) {
-      this.#out.push({ type: 'ended', ref, lock, reason: 'lease_lost' });
+      this.#out.push({ type: 'ended', ref, lock: firstLock(own), reason: 'lease_lost' });
       this.#locks.dropOwn(own);
       return;
     }
     if (this.synced && (this.#leaseValid || this.#faults.issueWithoutLease)) this.#issue(own);
   }
 
-  /** Rule 1: clock++, queue (ts, self), send REQUEST to every peer in the view. */
+  /**
+   * Rule 1: clock++, queue (ts, self), send REQUEST to every peer in the view: one REQUEST
+   * per lock the request names, all at the one timestamp.
+   */
   #issue(own: OwnRequest): void {
     this.#clock += 1;
     own.ts = this.#clock;
     own.state = 'waiting';
-    const request = this.#locks.enqueueOwn(own);
-    this.#broadcast(toRequestMessage(request));
-    this.#recheck(own.lock);
+    for (const request of this.#locks.enqueueOwn(own)) this.#broadcast(toRequestMessage(request));
+    this.#recheckParts(own);
   }
 
   /** Rules 4 and 5: a release, or the cancel of a waiting request, which is the same. */
@@ -173,7 +176,12 @@ export class Machine {
     const own = this.#locks.own(ref);
     if (own === undefined) return; // Already ended by the core (lease lost): nothing to do.
     this.#dropOwn(own);
-    this.#recheck(own.lock);
+    this.#recheckParts(own);
+  }
+
+  /** Rule 3 on every lock `own` names (it was issued, or it left their queues). */
+  #recheckParts(own: OwnRequest): void {
+    for (const { lock } of own.parts) this.#recheck(lock);
   }
 
   /**
@@ -184,19 +192,21 @@ export class Machine {
     const own = this.#locks.own(ref);
     if (own === undefined) return;
     if (own.state === 'pending') {
-      own.spec = { ...own.spec, meta };
+      own.parts.forEach((part, i) => (own.parts[i] = { lock: part.lock, spec: { ...part.spec, meta } }));
       return;
     }
-    this.#locks.setMeta(own.lock, own.ts, this.self, meta);
     this.#clock += 1;
-    this.#broadcast({ t: 'meta', lock: own.lock, ts: own.ts, meta });
+    for (const { lock } of own.parts) {
+      this.#locks.setMeta(lock, own.ts, this.self, meta);
+      this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });
+    }
   }
 
   #dropOwn(own: OwnRequest): void {
     this.#locks.dropOwn(own);
     if (own.state === 'pending') return;
     this.#clock += 1;
-    this.#broadcast({ t: 'rel', lock: own.lock, ts: own.ts });
+    for (const { lock } of own.parts) this.#broadcast({ t: 'rel', lock, ts: own.ts });
   }
 
   #onPacket(from: number, inc: Incarnation, packet: Packet): void {
@@ -286,7 +296,7 @@ export class Machine {
     this.#fenced = true;
     for (const own of this.#locks.ownRequests()) {
       if (own.state === 'granted') continue;
-      this.#out.push({ type: 'ended', ref: own.ref, lock: own.lock, reason: 'lease_lost' });
+      this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
       this.#dropOwn(own);
     }
   }
@@ -305,7 +315,7 @@ export class Machine {
     // peers that restarted after evicting it, and granted a request older than their grants).
     for (const own of this.#locks.ownRequests()) {
       if (own.state === 'pending' || (own.state === 'waiting' && this.#faults.keepWaitersOnLeaseLoss)) continue;
-      this.#out.push({ type: 'ended', ref: own.ref, lock: own.lock, reason: 'lease_lost' });
+      this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
       this.#dropOwn(own);
     }
   }
@@ -315,20 +325,26 @@ export class Machine {
     if (!this.#locks.isWaiting(lock) || !this.#leaseValid || this.#fenced) return;
     const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs(), this.#faults);
     for (const { own, grant } of decided) this.#decide(own, grant);
-    // A refused no-wait request left the queue, which may admit a later one of ours.
-    if (decided.some((d) => !d.grant)) this.#recheck(lock);
+    // A refused no-wait request left its queues, which may admit a later one of ours.
+    const left = new Set(decided.flatMap((d) => (d.grant ? [] : d.own.parts.map((p) => p.lock))));
+    for (const l of left) this.#recheck(l);
   }
 
   #decide(own: OwnRequest, grant: boolean): void {
     if (!grant) {
-      this.#out.push({ type: 'refused', ref: own.ref, lock: own.lock, ahead: Math.max(0, this.#locks.indexOf(own.lock, own.ts, this.self)) });
+      this.#out.push({ type: 'refused', ref: own.ref, lock: firstLock(own), ahead: this.#position(own) });
       this.#dropOwn(own);
       return;
     }
     own.state = 'granted';
     this.#locks.stopWaiting(own);
     const token = tokenOf(own.ts, this.self);
-    this.#out.push({ type: 'granted', ref: own.ref, lock: own.lock, ts: own.ts, token, mode: own.spec.mode });
+    this.#out.push({ type: 'granted', ref: own.ref, lock: firstLock(own), ts: own.ts, token, mode: firstPart(own).spec.mode });
+  }
+
+  /** Requests ahead of an issued request of ours: in the longest queue, for one naming several locks. */
+  #position(own: OwnRequest): number {
+    return Math.max(0, ...own.parts.map((p) => this.#locks.indexOf(p.lock, own.ts, this.self)));
   }
 
   #broadcast(msg: PeerMessage): void {
@@ -341,8 +357,8 @@ export class Machine {
     const own = this.#locks.own(ref);
     if (own === undefined) return undefined;
     const missing = own.state === 'pending' ? this.#peers.members() : this.#peers.missingAcks(own.ts);
-    const position = own.state === 'pending' ? 0 : this.#locks.indexOf(own.lock, own.ts, this.self);
-    return { state: own.state, position: Math.max(0, position), missingPeers: own.state === 'granted' ? [] : missing };
+    const position = own.state === 'pending' ? 0 : this.#position(own);
+    return { state: own.state, position, missingPeers: own.state === 'granted' ? [] : missing };
   }
 
   /** The queue of one lock, in order, with the mode rule applied (for the HTTP API). */
@@ -369,4 +385,15 @@ export class Machine {
   incarnation(peer: number): Incarnation | undefined {
     return this.#peers.incarnation(peer);
   }
+}
+
+/** The first lock a request of ours names: the one its effects and explanations name. */
+function firstPart(own: OwnRequest): RequestPart {
+  const part = own.parts[0];
+  assert(part !== undefined, 'a request names a lock');
+  return part;
+}
+
+function firstLock(own: OwnRequest): string {
+  return firstPart(own).lock;
 }

@@ -31,6 +31,15 @@ export interface RequestSpec {
   readonly requestedAtMs: number;
 }
 
+/**
+ * One lock a request names, and how it asks for it there. A request names one lock or
+ * several (all-or-nothing: docs/design.md section 3, "Multi-lock"), each at most once.
+ */
+export interface RequestPart {
+  readonly lock: string;
+  readonly spec: RequestSpec;
+}
+
 /** A request as every peer queues it: identified by `(ts, peer)`. */
 export interface QueuedRequest extends RequestSpec {
   readonly lock: string;

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import type { AcquireOptions, Grant } from '../runtime/holds.js';
+import type { Grant, HoldOptions, RequestCallbacks, RequestHandle } from '../runtime/holds.js';
 import type { WatchSelector } from './watch.js';
 import { clusterJson, errorDetailsJson, leaderJson, lockJson } from './views.js';
 import type { LockService } from '../runtime/peer.js';
@@ -18,11 +18,17 @@ import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
 import { applySocketAccess } from './listen-target.js';
-import { checkLockName, checkPrefix, parseAcquire, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
+import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
 export function grantJson(g: Grant): Record<string, unknown> {
   return { lock: g.lock, id: g.id, token: g.token.toString(), mode: g.mode, peer: g.peer, granted_at: g.grantedAt, expires_at: g.expiresAt };
+}
+
+/** The JSON an all-or-nothing grant (POST /v1/acquire) is answered with: every lock, with its mode and token. */
+function grantAllJson(g: Grant): Record<string, unknown> {
+  const token = g.token.toString();
+  return { ...grantJson(g), locks: g.locks.map((l) => ({ lock: l.lock, mode: l.mode, token })) };
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -209,6 +215,8 @@ export class HttpApi {
       return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
     }
     if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(url.searchParams.get('prefix')) });
+    const h = /^\/v1\/(acquire|release|refresh)$/.exec(path);
+    if (h !== null) return this.#holdRoute(req, res, h[1] ?? '');
     const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|proclaim|observe))?$/.exec(path);
     if (e !== null) return this.#electionRoute(req, res, pathName(e[1]), e[2]);
     const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release|watch))?$/.exec(path);
@@ -239,7 +247,27 @@ export class HttpApi {
       return send(res, 200, { proclaimed: true });
     }
     const opts = parseCampaign(body);
-    return this.#acquire(res, name, opts, (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));
+    return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb), (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));
+  }
+
+  /**
+   * Routes on holds by id, whatever locks they name (docs/design.md section 6, "Multi-lock"):
+   * POST /v1/acquire takes several locks all-or-nothing; /v1/release and /v1/refresh act on
+   * any hold by its id alone.
+   */
+  async #holdRoute(req: IncomingMessage, res: ServerResponse, action: string): Promise<void> {
+    if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/${action}`);
+    const body = parseBody(await readBody(req));
+    if (action === 'acquire') {
+      const { asks, opts } = parseAcquireAll(body);
+      return this.#acquire(res, opts.hold, (cb) => this.#peer.requestAll(asks, opts, cb), grantAllJson);
+    }
+    if (action === 'release') {
+      this.#peer.release(null, parseRelease(body).id);
+      return send(res, 200, { released: true });
+    }
+    const { id, ttlMs } = parseRefresh(body);
+    return send(res, 200, { expires_at: this.#peer.refresh(null, id, ttlMs) });
   }
 
   async #lockRoute(req: IncomingMessage, res: ServerResponse, route: { name: string; action: string | undefined; access: Access }): Promise<void> {
@@ -256,7 +284,10 @@ export class HttpApi {
     if (action === 'force-release') requireAdmin(route.access, 'force-release');
     const body = parseBody(await readBody(req));
     if (action === 'force-release') return this.#forceRelease(res, name, body);
-    if (action === 'acquire') return this.#acquire(res, name, parseAcquire(body));
+    if (action === 'acquire') {
+      const opts = parseAcquire(body);
+      return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb));
+    }
     if (action === 'release') {
       this.#peer.release(name, parseRelease(body).id);
       return send(res, 200, { released: true });
@@ -281,20 +312,20 @@ export class HttpApi {
    * Acquire: the answer is written from the request's own callbacks, in the turn they fire,
    * so a hold that ends in the turn of its grant is still told: grant line, then end line.
    */
-  #acquire(res: ServerResponse, name: string, opts: AcquireOptions, answer: (g: Grant) => Record<string, unknown> = grantJson): Promise<void> {
+  #acquire(res: ServerResponse, hold: HoldOptions['hold'], start: (cb: RequestCallbacks) => RequestHandle, answer: (g: Grant) => Record<string, unknown> = grantJson): Promise<void> {
     return new Promise<void>((done) => {
       let grant: Grant | null = null;
       let ended = false;
-      const handle = this.#peer.request(name, opts, {
+      const handle = start({
         granted: (g) => {
           grant = g;
           done();
           if (res.destroyed || res.writableEnded) {
             // The client left before the grant: nobody holds it, release.
-            this.#peer.release(name, g.id);
+            this.#peer.release(null, g.id);
             return;
           }
-          if (opts.hold !== 'connection') return send(res, 200, answer(g));
+          if (hold !== 'connection') return send(res, 200, answer(g));
           res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
           res.write(`${JSON.stringify(answer(g))}\n`);
         },
@@ -304,13 +335,13 @@ export class HttpApi {
         },
         ended: (reason) => {
           ended = true;
-          if (opts.hold === 'connection' && grant !== null && !res.writableEnded) res.end(`${JSON.stringify({ ended: reason, id: grant.id })}\n`);
+          if (hold === 'connection' && grant !== null && !res.writableEnded) res.end(`${JSON.stringify({ ended: reason, id: grant.id })}\n`);
         },
       });
       // A waiting request whose client left is withdrawn; a connection-bound hold whose
       // connection closed is released (a TTL hold lives on after its answer).
       res.on('close', () => {
-        if (!ended && (grant === null || opts.hold === 'connection')) handle.clientGone();
+        if (!ended && (grant === null || hold === 'connection')) handle.clientGone();
       });
     });
   }

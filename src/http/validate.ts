@@ -6,7 +6,7 @@ import type { Meta, Mode } from '../core/types.js';
 import { isRecord, lockNameProblem, utf8Length } from '../core/types.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
-import type { AcquireOptions } from '../runtime/holds.js';
+import type { AcquireOptions, HoldOptions, LockAsk } from '../runtime/holds.js';
 
 /** Acquire defaults of docs/design.md section 6. */
 export const acquireDefaults = { timeoutMs: 30_000, ttlMs: 60_000 } as const;
@@ -81,22 +81,60 @@ function checkOwnerMeta(body: Record<string, unknown>): { owner: string; meta: M
   return { owner, meta };
 }
 
-/** Validates an acquire body (docs/design.md section 6). */
-export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
-  checkKeys(body, ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms']);
-  const hold = body['hold'];
-  if (hold !== undefined && hold !== 'connection') throw bad('hold must be "connection" when given');
-  const timeoutMs = intField(body, 'timeout_ms', 0, limits.timeoutMsMax) ?? acquireDefaults.timeoutMs;
-  const ttlMs = intField(body, 'ttl_ms', 0, limits.ttlMsMax) ?? acquireDefaults.ttlMs;
-  if (ttlMs === 0 && hold !== 'connection') throw bad('ttl_ms 0 (no TTL) is only allowed with hold "connection"');
+/** How a request asks for one lock: `mode`, `limit` and `permits` of an acquire body or of one of its `locks`. */
+function parseAsk(body: Record<string, unknown>): { mode: Mode; limit: number; permits: number } {
   const limit = intField(body, 'limit', 1, limits.semaphoreLimitMax);
   const permitsIn = intField(body, 'permits', 1, limits.semaphoreLimitMax);
   if (permitsIn !== undefined && limit === undefined) throw bad('permits goes with limit (a semaphore request)');
   const permits = permitsIn ?? 1;
   if (limit !== undefined && permits > limit) throw bad(`permits (${permits}) must not exceed limit (${limit})`);
-  const mode = checkMode(body, limit);
+  return { mode: checkMode(body, limit), limit: limit ?? 1, permits };
+}
+
+/** How a request holds, whatever it names: timeouts, TTL, hold, owner, meta. */
+function parseHold(body: Record<string, unknown>): HoldOptions {
+  const hold = body['hold'];
+  if (hold !== undefined && hold !== 'connection') throw bad('hold must be "connection" when given');
+  const timeoutMs = intField(body, 'timeout_ms', 0, limits.timeoutMsMax) ?? acquireDefaults.timeoutMs;
+  const ttlMs = intField(body, 'ttl_ms', 0, limits.ttlMsMax) ?? acquireDefaults.ttlMs;
+  if (ttlMs === 0 && hold !== 'connection') throw bad('ttl_ms 0 (no TTL) is only allowed with hold "connection"');
   const expectedMs = intField(body, 'expected_ms', 1, limits.ttlMsMax) ?? null;
-  return { timeoutMs, ttlMs, mode, limit: limit ?? 1, permits, ...checkOwnerMeta(body), hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
+  return { timeoutMs, ttlMs, ...checkOwnerMeta(body), hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
+}
+
+/** Validates an acquire body (docs/design.md section 6). */
+export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
+  checkKeys(body, ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms']);
+  const hold = parseHold(body);
+  return { ...hold, ...parseAsk(body) };
+}
+
+/**
+ * Validates an all-or-nothing acquire body (docs/design.md section 6, "Multi-lock"):
+ * `locks`, 1 to limits.multiLocksMax of `{name, mode?, limit?, permits?}` with distinct
+ * names, and the hold fields of a single acquire.
+ */
+export function parseAcquireAll(body: Record<string, unknown>): { asks: LockAsk[]; opts: HoldOptions } {
+  checkKeys(body, ['locks', 'timeout_ms', 'ttl_ms', 'owner', 'meta', 'hold', 'expected_ms']);
+  const list = body['locks'];
+  if (!Array.isArray(list) || list.length === 0 || list.length > limits.multiLocksMax) {
+    throw bad(`locks must be an array of 1 to ${limits.multiLocksMax} locks, each {"name": ..., "mode"?, "limit"?, "permits"?}`);
+  }
+  const asks = list.map((item: unknown, i): LockAsk => {
+    if (!isRecord(item)) throw bad(`locks[${i}] must be an object {"name": ..., "mode"?, "limit"?, "permits"?}`);
+    checkKeys(item, ['name', 'mode', 'limit', 'permits']);
+    const name = item['name'];
+    if (typeof name !== 'string') throw bad(`locks[${i}].name must be a string`);
+    const problem = lockNameProblem(name);
+    if (problem !== null) throw bad(`locks[${i}].name: ${problem}`);
+    return { lock: name, ...parseAsk(item) };
+  });
+  const names = new Set(asks.map((a) => a.lock));
+  if (names.size < asks.length) {
+    const twice = asks.find((a, i) => asks.findIndex((b) => b.lock === a.lock) !== i);
+    throw bad(`locks names ${JSON.stringify(twice?.lock)} twice; a request names each lock once`);
+  }
+  return { asks, opts: parseHold(body) };
 }
 
 /**

@@ -3,7 +3,7 @@
  * TTLs and wait deadlines, and a bounded memory of how recent holds ended, so a release
  * or refresh of a hold that is gone answers 404 with the reason (docs/design.md section 6).
  */
-import type { EndReason, Mode, RequestSpec } from '../core/types.js';
+import type { EndReason, Mode, RequestPart, RequestSpec } from '../core/types.js';
 import type { Timer } from '../env.js';
 import type { LockError } from '../errors.js';
 
@@ -17,9 +17,23 @@ export interface AcquireOptions extends Omit<RequestSpec, 'requestedAtMs'> {
   readonly expectedMs: number | null;
 }
 
+/** How a request holds, whatever it names: `AcquireOptions` without the per-lock fields. */
+export type HoldOptions = Omit<AcquireOptions, 'mode' | 'limit' | 'permits'>;
+
+/** One lock of an all-or-nothing request, and how it is asked for there. */
+export interface LockAsk {
+  readonly lock: string;
+  readonly mode: Mode;
+  readonly limit: number;
+  readonly permits: number;
+}
+
 /** A granted hold, as the HTTP API returns it. */
 export interface Grant {
+  /** The first lock it names (the only one, but for an all-or-nothing request). */
   readonly lock: string;
+  /** Every lock it names, in the order asked, with its mode; they share the one token. */
+  readonly locks: readonly { readonly lock: string; readonly mode: Mode }[];
   readonly id: string;
   readonly token: bigint;
   readonly mode: Mode;
@@ -57,9 +71,12 @@ export interface RequestHandle {
 export interface LocalRequest {
   readonly ref: number;
   readonly id: string;
+  /** The first lock it names, and how it asks for it (the only one, but for an all-or-nothing request). */
   readonly lock: string;
   readonly spec: RequestSpec;
-  readonly opts: AcquireOptions;
+  /** Every lock it names (all-or-nothing when more than one), the first being `lock`. */
+  readonly parts: readonly RequestPart[];
+  readonly opts: HoldOptions;
   /** Monotonic ms of the acquire (durations); its epoch ms is `spec.requestedAtMs`. */
   readonly requestedAtMonoMs: number;
   state: 'waiting' | 'held' | 'ended';

@@ -12,7 +12,7 @@ import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import type { AcquireOptions, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
+import type { HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { EndedLog } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './status-views.js';
@@ -76,26 +76,30 @@ export class LocalHolds {
 
 
   /**
-   * Starts a request; `cb` hears its outcome and, once held, its end. Refusals that need no
-   * core step (a full table) are told through `cb.failed` at once.
+   * Starts a request for the locks `asks` names (one, or several all-or-nothing, names
+   * distinct); `cb` hears its outcome and, once held, its end. Refusals that need no core
+   * step (a full table) are told through `cb.failed` at once.
    */
-  request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle {
+  request(asks: readonly LockAsk[], opts: HoldOptions, cb: RequestCallbacks): RequestHandle {
     const ref = this.#nextRef++;
     const id = `${this.#idPrefix}${ref.toString(16).padStart(8, '0')}`;
     if (this.#requests.size >= limits.localRequestsMax) {
       cb.failed(new LockError(ErrorCode.LimitExceeded, `this peer already has ${limits.localRequestsMax} live requests`));
       return { id, clientGone: () => undefined };
     }
-    const spec = { mode: opts.mode, limit: opts.limit, permits: opts.permits, owner: opts.owner, meta: opts.meta, requestedAtMs: this.#env.wallMs() };
+    const requestedAtMs = this.#env.wallMs();
+    const parts = asks.map(({ lock, mode, limit, permits }) => ({ lock, spec: { mode, limit, permits, owner: opts.owner, meta: opts.meta, requestedAtMs } }));
+    const first = parts[0];
+    assert(first !== undefined && new Set(asks.map((a) => a.lock)).size === asks.length, 'a request names distinct locks, at least one');
     const req: LocalRequest = {
-      ref, id, lock, spec, opts, requestedAtMonoMs: this.#env.monoMs(),
+      ref, id, lock: first.lock, spec: first.spec, parts, opts, requestedAtMonoMs: this.#env.monoMs(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, callbacks: cb,
     };
     this.#requests.set(req.id, req);
     this.#byRef.set(ref, req);
     const waitMs = opts.timeoutMs === 0 ? limits.noWaitAckBoundMs : opts.timeoutMs;
     req.waitTimer = this.#env.after(waitMs, () => this.#onWaitTimeout(req));
-    this.#host.step({ type: 'acquire', ref, lock, spec, noWait: opts.timeoutMs === 0 });
+    this.#host.step({ type: 'acquire', ref, parts, noWait: opts.timeoutMs === 0 });
     return { id, clientGone: () => this.#onClientGone(req) };
   }
 
@@ -104,14 +108,14 @@ export class LocalHolds {
    * limits.queuedPerLockMax requests. Nothing was queued or sent; like a full table, the
    * refusal leaves no trace (no ended id, no acquire outcome).
    */
-  onQueueFull(ref: number): void {
+  onQueueFull(ref: number, lock: string): void {
     const req = this.#byRef.get(ref);
     assert(req !== undefined && req.state === 'waiting', 'a request refused for a full queue is a local waiter');
     req.state = 'ended';
     this.#clearTimer(req, 'waitTimer');
     this.#requests.delete(req.id);
     this.#byRef.delete(ref);
-    req.callbacks.failed(new LockError(ErrorCode.LimitExceeded, `lock ${JSON.stringify(req.lock)} already has ${limits.queuedPerLockMax} requests queued; try again later`));
+    req.callbacks.failed(new LockError(ErrorCode.LimitExceeded, `lock ${JSON.stringify(lock)} already has ${limits.queuedPerLockMax} requests queued; try again later`));
   }
 
   /** The core granted request `ref`: it becomes a hold, with its TTL. */
@@ -122,7 +126,7 @@ export class LocalHolds {
     const ttlMs = req.opts.ttlMs;
     req.state = 'held';
     req.grant = {
-      lock: req.lock, id: req.id, token, mode: req.spec.mode, peer: this.#host.id,
+      lock: req.lock, locks: req.parts.map((p) => ({ lock: p.lock, mode: p.spec.mode })), id: req.id, token, mode: req.spec.mode, peer: this.#host.id,
       grantedAt: now, expiresAt: ttlMs > 0 ? now + ttlMs : null,
     };
     this.#clearTimer(req, 'waitTimer');
@@ -242,30 +246,35 @@ export class LocalHolds {
     }
   }
 
-  #liveHold(lock: string, id: string): LocalRequest {
+  /** The live hold `id`, which must name `lock` unless that is null (a hold named by its id alone). */
+  #liveHold(lock: string | null, id: string): LocalRequest {
     const req = this.#requests.get(id);
-    if (req === undefined || req.lock !== lock || req.state !== 'held') {
+    if (req === undefined || (lock !== null && !req.parts.some((p) => p.lock === lock)) || req.state !== 'held') {
       const reason = req === undefined ? this.#ended.reasonOf(id) : req.state === 'waiting' ? 'waiting' : undefined;
-      throw new LockError(ErrorCode.NotHeld, reason === undefined ? `no live hold ${id} on lock ${JSON.stringify(lock)}` : `hold ${id} is not live: ${reason}`, {
+      const where = lock === null ? '' : ` on lock ${JSON.stringify(lock)}`;
+      throw new LockError(ErrorCode.NotHeld, reason === undefined ? `no live hold ${id}${where}` : `hold ${id} is not live: ${reason}`, {
         reason: reason ?? 'unknown',
       });
     }
     return req;
   }
 
-  /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
-  release(lock: string, id: string): void {
+  /**
+   * Releases a live hold, every lock it names (`lock`: one of them, or null); throws
+   * ERR_NOT_HELD (404) with the reason otherwise.
+   */
+  release(lock: string | null, id: string): void {
     this.#end(this.#liveHold(lock, id), 'released');
   }
 
   /** Announces new meta for a live hold, on every peer (a leader's new value). */
-  setMeta(lock: string, id: string, meta: Meta | null): void {
+  setMeta(lock: string | null, id: string, meta: Meta | null): void {
     const req = this.#liveHold(lock, id);
     this.#host.step({ type: 'meta', ref: req.ref, meta });
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
-  refresh(lock: string, id: string, ttlMs?: number): number | null {
+  refresh(lock: string | null, id: string, ttlMs?: number): number | null {
     const req = this.#liveHold(lock, id);
     const ttl = ttlMs ?? req.opts.ttlMs;
     this.#clearTimer(req, 'ttlTimer');

@@ -23,7 +23,7 @@ import type { MeshStats } from '../transport/mesh.js';
 import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import type { PlantedFaults } from './faults.js';
-import type { AcquireOptions, Grant, LocalRequest, RequestCallbacks, RequestHandle } from './holds.js';
+import type { AcquireOptions, Grant, HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import type { ClusterView, DegradedView, LockView } from './status-views.js';
@@ -42,10 +42,12 @@ export interface LockService {
   ready(): boolean;
   /** Starts a request; `cb` hears its grant or failure, then how the hold ended. */
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
-  /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
-  release(lock: string, id: string): void;
-  /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
-  refresh(lock: string, id: string, ttlMs?: number): number | null;
+  /** Starts an all-or-nothing request for several locks (names distinct); as `request`. */
+  requestAll(asks: readonly LockAsk[], opts: HoldOptions, cb: RequestCallbacks): RequestHandle;
+  /** Releases a live hold (`lock`: one it names, or null: by id alone); throws ERR_NOT_HELD (404) with the reason otherwise. */
+  release(lock: string | null, id: string): void;
+  /** Extends a live hold's TTL (`lock` as for `release`); returns the new expiry (epoch ms). */
+  refresh(lock: string | null, id: string, ttlMs?: number): number | null;
   /** Announces new meta for a live hold on every peer (a leader's new value). */
   setMeta(lock: string, id: string, meta: Meta | null): void;
   lock(name: string): LockView;
@@ -355,7 +357,7 @@ export class PeerRuntime implements LockService {
         this.#holds.onRefused(effect.ref, effect.ahead);
         break;
       case 'full':
-        this.#holds.onQueueFull(effect.ref);
+        this.#holds.onQueueFull(effect.ref, effect.lock);
         break;
       case 'ended':
         this.#holds.endByCore(effect.ref, effect.reason);
@@ -370,12 +372,17 @@ export class PeerRuntime implements LockService {
    * (`released` after a release call too). The entry point of the HTTP API and the simulator.
    */
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle {
+    return this.requestAll([{ lock, mode: opts.mode, limit: opts.limit, permits: opts.permits }], opts, cb);
+  }
+
+  /** Starts an all-or-nothing request for the locks `asks` names (distinct); as `request`. */
+  requestAll(asks: readonly LockAsk[], opts: HoldOptions, cb: RequestCallbacks): RequestHandle {
     const refusal = this.#refusal();
     if (refusal !== null) {
       cb.failed(refusal);
       return { id: '', clientGone: () => undefined };
     }
-    const handle = this.#holds.request(lock, opts, cb);
+    const handle = this.#holds.request(asks, opts, cb);
     return {
       id: handle.id,
       clientGone: () => {
@@ -408,23 +415,25 @@ export class PeerRuntime implements LockService {
   #emitHold(type: HoldEvent['type'], req: LocalRequest, reason: EndReason | null): void {
     if (this.events.listenerCount('hold') === 0) return;
     const token = req.grant?.token.toString() ?? '';
-    this.events.emit('hold', { type, lock: req.lock, id: req.id, owner: req.spec.owner, mode: req.spec.mode, token, peer: this.id, reason, at: this.#env.wallMs() });
+    for (const { lock, spec } of req.parts) {
+      this.events.emit('hold', { type, lock, id: req.id, owner: spec.owner, mode: spec.mode, token, peer: this.id, reason, at: this.#env.wallMs() });
+    }
   }
 
-  /** Releases a live hold; throws ERR_NOT_HELD (404) with the reason otherwise. */
-  release(lock: string, id: string): void {
+  /** Releases a live hold (`lock`: one it names, or null); throws ERR_NOT_HELD (404) with the reason otherwise. */
+  release(lock: string | null, id: string): void {
     this.#checkLease();
     this.#holds.release(lock, id);
   }
 
   /** Announces new meta for a live hold on every peer (a leader's new value); ERR_NOT_HELD otherwise. */
-  setMeta(lock: string, id: string, meta: Meta | null): void {
+  setMeta(lock: string | null, id: string, meta: Meta | null): void {
     this.#checkLease();
     this.#holds.setMeta(lock, id, meta);
   }
 
   /** Extends a live hold's TTL; returns the new expiry (epoch ms). */
-  refresh(lock: string, id: string, ttlMs?: number): number | null {
+  refresh(lock: string | null, id: string, ttlMs?: number): number | null {
     this.#checkLease();
     return this.#holds.refresh(lock, id, ttlMs);
   }

@@ -94,7 +94,12 @@ export class Net {
 
   /** A local client acquires `lock` on `peer` with ref `ref`. */
   acquire(peer: number, ref: number, lock: string, s: RequestSpec = spec(), noWait = false): readonly Effect[] {
-    return this.step(peer, { type: 'acquire', ref, lock, spec: s, noWait });
+    return this.step(peer, { type: 'acquire', ref, parts: [{ lock, spec: s }], noWait });
+  }
+
+  /** A local client acquires every lock of `locks` at once (all-or-nothing) on `peer`. */
+  acquireAll(peer: number, ref: number, locks: readonly string[], s: RequestSpec = spec(), noWait = false): readonly Effect[] {
+    return this.step(peer, { type: 'acquire', ref, parts: locks.map((lock) => ({ lock, spec: s })), noWait });
   }
 
   /** A local client releases (or cancels) ref `ref` on `peer`. */

@@ -12,7 +12,7 @@ import { Net, outcomes, spec } from './harness.js';
 describe('Machine: grants', () => {
   it('grants a single peer immediately, with token ts * 1024 + peer index', () => {
     const m = new Machine({ self: 0, peerCount: 1, clockFloor: 41 });
-    const effects = m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false });
+    const effects = m.step({ type: 'acquire', ref: 1, parts: [{ lock: 'a', spec: spec() }], noWait: false });
     expect(effects).toEqual([{ type: 'granted', ref: 1, lock: 'a', ts: 42, token: tokenOf(42, 0), mode: 'exclusive' }]);
     expect(tokenOf(42, 0)).toBe(42n * 1024n);
   });
@@ -59,6 +59,65 @@ describe('Machine: grants', () => {
     net.acquire(0, 1, 'a');
     net.acquire(0, 2, 'b');
     expect(net.settle().sort()).toEqual(['p0 granted 1', 'p0 granted 2']);
+  });
+});
+
+describe('Machine: all-or-nothing requests', () => {
+  it('sends one REQUEST per lock at one timestamp, and grants once every queue admits it', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquireAll(0, 1, ['a', 'b']);
+    const sent = net.pending(0, 1)[0]?.m ?? [];
+    expect(sent.map((m) => [m.t, m.lock])).toEqual([['req', 'a'], ['req', 'b']]);
+    expect(new Set(sent.map((m) => m.ts)).size).toBe(1);
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    expect(net.machine(1).queue('a').map((e) => e.token)).toEqual(net.machine(1).queue('b').map((e) => e.token));
+    net.release(0, 1);
+    net.settle();
+    expect([net.machine(1).queue('a'), net.machine(1).queue('b')]).toEqual([[], []]);
+  });
+
+  it('never deadlocks crosswise: {a, b} on one peer and {b, a} on the other are granted one after the other', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquireAll(0, 1, ['a', 'b']);
+    net.acquireAll(1, 2, ['b', 'a']);
+    expect(net.settle()).toEqual(['p0 granted 1']); // The earlier (ts, peer) is first in both queues.
+    net.release(0, 1);
+    expect(net.settle()).toEqual(['p1 granted 2']);
+  });
+
+  it('waits while one lock is held by an earlier request, and holds its place in the other lock\'s queue (FIFO)', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(1, 1, 'b');
+    expect(net.settle()).toEqual(['p1 granted 1']);
+    net.acquireAll(0, 2, ['a', 'b']);
+    net.settle();
+    net.acquire(1, 3, 'a');
+    expect(net.settle()).toEqual([]); // a is free, but the earlier all-or-nothing request is ahead of it.
+    net.release(1, 1);
+    expect(net.settle()).toEqual(['p0 granted 2']);
+    net.release(0, 2);
+    expect(net.settle()).toEqual(['p1 granted 3']);
+  });
+
+  it('refuses a no-wait request when one of its locks is not free, and frees its place in the others', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(1, 1, 'b');
+    net.settle();
+    net.acquireAll(0, 2, ['a', 'b'], spec(), true);
+    expect(net.settle()).toEqual(['p0 refused 2']);
+    expect(net.machine(0).queue('a')).toEqual([]);
+  });
+
+  it('refuses the whole request when one of its locks\' queue is full', () => {
+    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 1 });
+    for (let ref = 1; ref <= limits.queuedPerLockMax; ref++) m.step({ type: 'acquire', ref, parts: [{ lock: 'b', spec: spec() }], noWait: false });
+    const ref = limits.queuedPerLockMax + 1;
+    expect(m.step({ type: 'acquire', ref, parts: [{ lock: 'a', spec: spec() }, { lock: 'b', spec: spec() }], noWait: false })).toEqual([{ type: 'full', ref, lock: 'b' }]);
+    expect(m.queue('a')).toEqual([]);
   });
 });
 
@@ -221,9 +280,9 @@ describe('Machine: membership', () => {
 
   it('ends granted holds with lease_lost when the lease lapses, and grants nothing until it is back', () => {
     const m = new Machine({ self: 0, peerCount: 1, clockFloor: 0 });
-    m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false });
+    m.step({ type: 'acquire', ref: 1, parts: [{ lock: 'a', spec: spec() }], noWait: false });
     expect(outcomes(m.step({ type: 'lease', valid: false }))).toEqual(['ended 1 lease_lost']);
-    expect(outcomes(m.step({ type: 'acquire', ref: 2, lock: 'a', spec: spec(), noWait: false }))).toEqual([]);
+    expect(outcomes(m.step({ type: 'acquire', ref: 2, parts: [{ lock: 'a', spec: spec() }], noWait: false }))).toEqual([]);
     expect(outcomes(m.step({ type: 'lease', valid: true }))).toEqual(['granted 2']);
   });
 });
@@ -234,12 +293,12 @@ describe('Machine: bounded queues', () => {
   it('refuses a request of ours, sending nothing, once its lock has queuedPerLockMax requests here (pending ones count)', () => {
     // Two peers, the other never joined: every request of ours stays pending, and counts.
     const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
-    for (let ref = 1; ref <= max; ref++) expect(m.step({ type: 'acquire', ref, lock: 'a', spec: spec(), noWait: false })).toEqual([]);
-    expect(m.step({ type: 'acquire', ref: max + 1, lock: 'a', spec: spec(), noWait: false })).toEqual([{ type: 'full', ref: max + 1, lock: 'a' }]);
+    for (let ref = 1; ref <= max; ref++) expect(m.step({ type: 'acquire', ref, parts: [{ lock: 'a', spec: spec() }], noWait: false })).toEqual([]);
+    expect(m.step({ type: 'acquire', ref: max + 1, parts: [{ lock: 'a', spec: spec() }], noWait: false })).toEqual([{ type: 'full', ref: max + 1, lock: 'a' }]);
     expect(m.stats().own).toBe(max);
-    expect(m.step({ type: 'acquire', ref: max + 2, lock: 'b', spec: spec(), noWait: false })).toEqual([]); // Another lock has room.
+    expect(m.step({ type: 'acquire', ref: max + 2, parts: [{ lock: 'b', spec: spec() }], noWait: false })).toEqual([]); // Another lock has room.
     m.step({ type: 'release', ref: 1 });
-    expect(m.step({ type: 'acquire', ref: max + 3, lock: 'a', spec: spec(), noWait: false })).toEqual([]); // A slot came free.
+    expect(m.step({ type: 'acquire', ref: max + 3, parts: [{ lock: 'a', spec: spec() }], noWait: false })).toEqual([]); // A slot came free.
   });
 
   it('counts the other peers\' requests, and still queues every one of theirs past the limit', () => {
@@ -249,10 +308,10 @@ describe('Machine: bounded queues', () => {
     const req = (ts: number): RequestMessage => ({ t: 'req', lock: 'a', ts, mode: 'exclusive', limit: 1, permits: 1, owner: '', meta: null, at: 0 });
     const theirs = Array.from({ length: max }, (_, i) => req(i + 1));
     m.step({ type: 'packet', from: 1, inc, packet: { c: max + 1, m: theirs } });
-    expect(outcomes(m.step({ type: 'acquire', ref: 1, lock: 'a', spec: spec(), noWait: false }))).toEqual(['full 1']);
+    expect(outcomes(m.step({ type: 'acquire', ref: 1, parts: [{ lock: 'a', spec: spec() }], noWait: false }))).toEqual(['full 1']);
     m.step({ type: 'packet', from: 1, inc, packet: { c: max + 2, m: [req(max + 2)] } });
     expect(m.queue('a')).toHaveLength(max + 1); // Refusing theirs would break the agreement on the order.
-    expect(outcomes(m.step({ type: 'acquire', ref: 2, lock: 'b', spec: spec(), noWait: false }))).toEqual([]); // Issued: it waits for an ack.
+    expect(outcomes(m.step({ type: 'acquire', ref: 2, parts: [{ lock: 'b', spec: spec() }], noWait: false }))).toEqual([]); // Issued: it waits for an ack.
     expect(m.explain(2)?.state).toBe('waiting');
   });
 });

@@ -28,7 +28,7 @@ function grantAndEndAtOnce(): PeerRuntime {
   const stub = {
     request(lock: string, _opts: unknown, cb: RequestCallbacks): RequestHandle {
       const id = 'h1';
-      cb.granted({ lock, id, token: 1025n, mode: 'exclusive', peer: 'a', grantedAt: 1, expiresAt: null });
+      cb.granted({ lock, locks: [{ lock, mode: 'exclusive' }], id, token: 1025n, mode: 'exclusive', peer: 'a', grantedAt: 1, expiresAt: null });
       cb.ended('lease_lost');
       return { id, clientGone: () => undefined };
     },

@@ -73,14 +73,16 @@ class Harness {
     for (const e of this.machine.step(event)) {
       if (e.type === 'granted') this.holds.onGranted(e.ref, e.token);
       else if (e.type === 'refused') this.holds.onRefused(e.ref, e.ahead);
-      else if (e.type === 'full') this.holds.onQueueFull(e.ref);
+      else if (e.type === 'full') this.holds.onQueueFull(e.ref, e.lock);
       else if (e.type === 'ended') this.holds.endByCore(e.ref, e.reason);
     }
   }
 
-  request(lock: string, o: Partial<AcquireOptions> = {}): { id: string; heard: Heard; clientGone: () => void } {
+  request(lock: string | readonly string[], o: Partial<AcquireOptions> = {}): { id: string; heard: Heard; clientGone: () => void } {
     const heard: Heard = { grants: [], failures: [], ends: [] };
-    const handle = this.holds.request(lock, { ...opts, ...o }, {
+    const all = { ...opts, ...o };
+    const locks = typeof lock === 'string' ? [lock] : lock;
+    const handle = this.holds.request(locks.map((l) => ({ lock: l, mode: all.mode, limit: all.limit, permits: all.permits })), all, {
       granted: (g) => void heard.grants.push(g),
       failed: (e) => void heard.failures.push(e),
       ended: (r) => void heard.ends.push(r),
@@ -120,6 +122,40 @@ beforeEach(() => {
   h = new Harness(1);
 });
 
+describe('LocalHolds: all-or-nothing requests', () => {
+  it('grants several locks as one hold with one token, and a release by id frees every one of them', () => {
+    const r = h.request(['x', 'y']);
+    expect(r.heard.grants).toEqual([{ lock: 'x', locks: [{ lock: 'x', mode: 'exclusive' }, { lock: 'y', mode: 'exclusive' }], id: r.id, token: 101n * 1024n, mode: 'exclusive', peer: 'a', grantedAt: h.env.wallMs(), expiresAt: h.env.wallMs() + opts.ttlMs }]);
+    expect(h.machine.queue('y').map((e) => e.ref)).toEqual(h.machine.queue('x').map((e) => e.ref));
+    const single = h.request('y');
+    expect(h.holds.stateOf(single.id)).toBe('waiting');
+    h.holds.release(null, r.id);
+    expect(r.heard.ends).toEqual(['released']);
+    expect(single.heard.grants.map((g) => g.lock)).toEqual(['y']);
+    expect(h.machine.queue('x')).toEqual([]);
+  });
+
+  it('waits while one of its locks is held, holding the others for no one, and names any of its locks in release', () => {
+    const first = h.request('y');
+    const multi = h.request(['x', 'y']);
+    const later = h.request('x');
+    expect([h.holds.stateOf(multi.id), h.holds.stateOf(later.id)]).toEqual(['waiting', 'waiting']); // x waits behind the multi request: FIFO.
+    h.holds.release('y', first.id);
+    expect(multi.heard.grants).toHaveLength(1);
+    expect(thrown(() => h.holds.release('z', multi.id)).code).toBe(ErrorCode.NotHeld);
+    h.holds.release('y', multi.id);
+    expect(later.heard.grants.map((g) => g.lock)).toEqual(['x']);
+  });
+
+  it('refuses a no-wait request when any of its locks is taken, and leaves the others free', () => {
+    const held = h.request('y');
+    const multi = h.request(['x', 'y'], { timeoutMs: 0 });
+    expect(multi.heard.failures.map((e) => e.code)).toEqual([ErrorCode.Timeout]);
+    expect(h.request('x').heard.grants).toHaveLength(1);
+    expect(held.heard.ends).toEqual([]);
+  });
+});
+
 describe('LocalHolds: grants and TTLs', () => {
   it('ends everything at a shutdown without granting a waiter it would end at once', () => {
     const held = h.request('x');
@@ -133,7 +169,7 @@ describe('LocalHolds: grants and TTLs', () => {
 
   it('grants a free lock at once, with its token, times and a hold event', () => {
     const r = h.request('x');
-    expect(r.heard.grants).toEqual([{ lock: 'x', id: r.id, token: 101n * 1024n, mode: 'exclusive', peer: 'a', grantedAt: h.env.wallMs(), expiresAt: h.env.wallMs() + opts.ttlMs }]);
+    expect(r.heard.grants).toEqual([{ lock: 'x', locks: [{ lock: 'x', mode: 'exclusive' }], id: r.id, token: 101n * 1024n, mode: 'exclusive', peer: 'a', grantedAt: h.env.wallMs(), expiresAt: h.env.wallMs() + opts.ttlMs }]);
     expect(h.holds.stateOf(r.id)).toBe('held');
     expect(h.emitted).toEqual([`granted ${r.id}`]);
   });

@@ -292,7 +292,7 @@ describe('Session: a successor waits for its predecessor\'s eviction (docs/desig
     advanceTo(env, 1000);
     expect(peers.every((p) => p.session.machine.synced)).toBe(true);
     // a holds a lock, so that its release later is a core packet for every peer of its view, c included.
-    a.session.step({ type: 'acquire', ref: 1, lock: 'L', spec, noWait: false });
+    a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
     advanceTo(env, 1100);
     expect(a.hooks.effects).toContainEqual(expect.objectContaining({ type: 'granted', ref: 1, lock: 'L' }));
 
