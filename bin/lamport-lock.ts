@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 /**
  * lamport-lock: the client CLI (docs/design.md section 7). `run NAME -- CMD` holds a lock while a
- * command runs (the flock / etcdctl lock / consul lock habit); `acquire`, `release`,
- * `status` are for scripts. Exit codes are listed in exitCodes and the README.
+ * command runs (the flock / etcdctl lock / consul lock habit), `run NAME NAME... -- CMD` holds
+ * several, taken all or nothing in one request; `acquire`, `release`, `status` are for
+ * scripts. Exit codes are listed in exitCodes and the README.
  */
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
-import type { AcquireRequest, ConnectionHold } from '../src/client/lock-client.js';
-import { exitCodes, formatDegraded, formatGrant, formatStatus, formatWatchChange, parseDuration, parsePeerUrl, UsageError } from '../src/client/cli-support.js';
+import type { AcquireRequest, LockSpec } from '../src/client/lock-client.js';
+import { exitCodes, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
 
@@ -40,30 +41,62 @@ function fail(err: unknown): never {
   process.exit(exitCodes.error);
 }
 
+/** Each name of `names` in the mode the flags ask for (the same for every one), and the options they share. */
+function lockSpecs(names: readonly string[], opts: AcquireRequest): { locks: LockSpec[]; shared: Omit<AcquireRequest, 'mode' | 'limit' | 'permits'> } {
+  const { mode, limit, permits, ...shared } = opts;
+  const locks = names.map((name) => ({ name, ...(mode === undefined ? {} : { mode }), ...(limit === undefined ? {} : { limit }), ...(permits === undefined ? {} : { permits }) }));
+  return { locks, shared };
+}
+
+/** What `run` holds while CMD runs: one lock (its own routes), or several (one hold of them all). */
+interface RunHold {
+  readonly id: string;
+  readonly token: bigint;
+  readonly ended: Promise<string>;
+  close(): void;
+  refresh(ttlMs: number): Promise<unknown>;
+  release(): Promise<void>;
+}
+
+async function acquireForRun(client: LockClient, names: readonly string[], opts: AcquireRequest): Promise<RunHold> {
+  const [first] = names;
+  if (names.length === 1 && first !== undefined) {
+    const hold = await client.acquireOnConnection(first, opts);
+    return { id: hold.id, token: hold.token, ended: hold.ended, close: hold.close, refresh: (ttlMs) => client.refresh(first, hold.id, ttlMs), release: () => client.release(first, hold.id) };
+  }
+  const { locks, shared } = lockSpecs(names, opts);
+  const hold = await client.acquireAllOnConnection(locks, shared);
+  return { id: hold.id, token: hold.token, ended: hold.ended, close: hold.close, refresh: (ttlMs) => client.refreshHold(hold.id, ttlMs), release: () => client.releaseHold(hold.id) };
+}
+
 /**
- * Runs CMD while holding the lock; stops it if the hold is lost. Once CMD has exited, the
+ * Runs CMD while holding the locks; stops it if the hold is lost. Once CMD has exited, the
  * hold ending (our own release fires `ended` too) is no longer a loss: CMD's status stands.
+ * `hint` is added to the sentence when CMD cannot be started.
  */
-async function run(client: LockClient, name: string, cmd: string[], opts: AcquireRequest, graceMs: number, election = false): Promise<number> {
+async function run(client: LockClient, names: readonly string[], cmd: readonly string[], opts: AcquireRequest, graceMs: number, election = false, hint = ''): Promise<number> {
   const ttlMs = opts.ttlMs ?? 60_000;
-  const hold: ConnectionHold = await client.acquireOnConnection(name, { ...opts, ttlMs });
+  const hold = await acquireForRun(client, names, { ...opts, ttlMs });
   const [file, ...args] = cmd;
+  const token = hold.token.toString();
   const child = spawn(file ?? 'true', args, {
     stdio: 'inherit',
-    env: { ...process.env, LAMPORT_LOCK_NAME: name, LAMPORT_LOCK_TOKEN: hold.token.toString(), LAMPORT_LOCK_ID: hold.id, ...(election ? { LAMPORT_TERM: hold.token.toString() } : {}) },
+    // LAMPORT_LOCK_NAMES: one name a line (a name may hold spaces, never a control character).
+    env: { ...process.env, LAMPORT_LOCK_NAME: names[0] ?? '', LAMPORT_LOCK_NAMES: names.join('\n'), LAMPORT_LOCK_TOKEN: token, LAMPORT_LOCK_ID: hold.id, ...(election ? { LAMPORT_TERM: token } : {}) },
   });
+  const what = names.length === 1 ? `${election ? 'the leadership of' : 'the lock'} ${JSON.stringify(names[0])}` : `the locks ${names.map((n) => JSON.stringify(n)).join(', ')}`;
   let exited = false;
   let lost: string | null = null;
   const stopChild = (reason: string): void => {
     if (lost !== null || exited) return;
     lost = reason;
-    process.stderr.write(`lamport-lock: lost ${election ? 'the leadership of' : 'the lock'} ${JSON.stringify(name)} (${reason}); stopping the command\n`);
+    process.stderr.write(`lamport-lock: lost ${what} (${reason}); stopping the command\n`);
     child.kill('SIGTERM');
     setTimeout(() => child.kill('SIGKILL'), graceMs).unref();
   };
   void hold.ended.then((reason) => stopChild(reason));
   const refresher = setInterval(() => {
-    client.refresh(name, hold.id, ttlMs).catch((err: unknown) => stopChild(err instanceof LockError ? String(err.details['reason'] ?? err.code) : 'refresh failed'));
+    hold.refresh(ttlMs).catch((err: unknown) => stopChild(err instanceof LockError ? String(err.details['reason'] ?? err.code) : 'refresh failed'));
   }, Math.max(100, Math.floor(ttlMs / 3)));
   const forward = (sig: NodeJS.Signals): void => void child.kill(sig);
   process.on('SIGINT', forward);
@@ -71,7 +104,7 @@ async function run(client: LockClient, name: string, cmd: string[], opts: Acquir
   const code = await new Promise<number>((resolve) => {
     child.on('error', (err) => {
       exited = true;
-      process.stderr.write(`lamport-lock: cannot run ${file ?? ''}: ${err.message}\n`);
+      process.stderr.write(`lamport-lock: cannot run ${file ?? ''}: ${err.message}${hint}\n`);
       resolve(exitCodes.cannotRun);
     });
     child.on('exit', (c, signal) => {
@@ -80,7 +113,7 @@ async function run(client: LockClient, name: string, cmd: string[], opts: Acquir
     });
   });
   clearInterval(refresher);
-  if (lost === null) await client.release(name, hold.id).catch(() => undefined);
+  if (lost === null) await hold.release().catch(() => undefined);
   hold.close();
   return lost !== null ? exitCodes.lockLost : code;
 }
@@ -114,15 +147,23 @@ await yargs(hideBin(process.argv))
   .parserConfiguration({ 'populate--': true })
   .option('peer', { type: 'string', coerce: (s: string) => parsePeerUrl(s, '--peer'), describe: 'local peer: http://host:port, host:port or unix:/path/peer.sock (default $LAMPORT_PEER or http://127.0.0.1:7001)' })
   .option('token-file', { type: 'string', describe: 'file with the peer\'s API token (default $LAMPORT_TOKEN_FILE)' })
-  .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code', (y) =>
+  .command('run <name> [cmd..]', 'hold NAME while CMD runs; exit with its code. run NAME NAME... -- CMD holds every NAME (all or nothing)', (y) =>
     y.positional('name', { type: 'string', demandOption: true }).positional('cmd', { type: 'string', array: true })
       .options(lockOptions).option('grace', { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when the hold is lost' }),
     async (a) => {
-      const rest = (a as { '--'?: unknown[] })['--'] ?? [];
-      const cmd = [...(a.cmd ?? []), ...rest].map(String);
-      if (cmd.length === 0) fail(new UsageError('run needs a command to run while holding the lock, after --: lamport-lock run NAME -- CMD [ARGS...]'));
+      // yargs drops a `--` with nothing after it; whether one was given decides what the words before it are.
+      const dashed = hideBin(process.argv).includes('--');
+      const words = [a.name, ...(a.cmd ?? [])].map(String);
+      let target: ReturnType<typeof runTarget>;
+      try {
+        target = runTarget(words, dashed ? ((a as { '--'?: unknown[] })['--'] ?? []).map(String) : null);
+      } catch (err) {
+        fail(err);
+      }
+      // Without --, `run a b c` runs `b c` under a: say how to hold several if `b` is no command.
+      const hint = dashed ? '' : ` (to hold several locks, give the command after --: lamport-lock run ${words.slice(0, 2).map((w) => JSON.stringify(w)).join(' ')} -- CMD)`;
       const client = clientOf(a);
-      const code = await run(client, a.name, cmd, acquireOpts(a), a.grace ?? 10_000).catch(fail);
+      const code = await run(client, target.names, target.cmd, acquireOpts(a), a.grace ?? 10_000, false, hint).catch(fail);
       client.close();
       process.exit(code);
     })
@@ -136,7 +177,7 @@ await yargs(hideBin(process.argv))
       const cmd = [...(a.cmd ?? []), ...rest].map(String);
       if (cmd.length === 0) fail(new UsageError('elect needs a command to run while leading, after --: lamport-lock elect NAME --value V -- CMD [ARGS...]'));
       const client = clientOf(a);
-      const code = await run(client, a.name, cmd, { ...acquireOpts(a), meta: { value: a.value } }, a.grace ?? 10_000, true).catch(fail);
+      const code = await run(client, [a.name], cmd, { ...acquireOpts(a), meta: { value: a.value } }, a.grace ?? 10_000, true).catch(fail);
       client.close();
       process.exit(code);
     })
@@ -164,14 +205,22 @@ await yargs(hideBin(process.argv))
         fail(err);
       }
     })
-  .command('acquire <name>', 'acquire NAME; print the grant as JSON', (y) => y.positional('name', { type: 'string', demandOption: true }).options(lockOptions),
+  .command('acquire <name> [names..]', 'acquire NAME (or every NAME, all or nothing, as one hold); print the grant as JSON', (y) =>
+    y.positional('name', { type: 'string', demandOption: true }).positional('names', { type: 'string', array: true }).options(lockOptions),
     async (a) => {
+      const names = [a.name, ...(a.names ?? [])].map(String);
       const client = clientOf(a);
-      const hold = await client.acquire(a.name, acquireOpts(a)).catch(fail);
-      process.stdout.write(`${JSON.stringify(formatGrant(hold))}\n`);
+      if (names.length === 1) {
+        const hold = await client.acquire(a.name, acquireOpts(a)).catch(fail);
+        process.stdout.write(`${JSON.stringify(formatGrant(hold))}\n`);
+      } else {
+        const { locks, shared } = lockSpecs(names, acquireOpts(a));
+        const hold = await client.acquireAll(locks, shared).catch(fail);
+        process.stdout.write(`${JSON.stringify(formatMultiGrant(hold))}\n`);
+      }
       client.close();
     })
-  .command('release <name> <id>', 'release a hold by id', (y) => y.positional('name', { type: 'string', demandOption: true }).positional('id', { type: 'string', demandOption: true }),
+  .command('release <name> <id>', 'release a hold by id (a hold of several locks: by any of its names)', (y) => y.positional('name', { type: 'string', demandOption: true }).positional('id', { type: 'string', demandOption: true }),
     async (a) => {
       const client = clientOf(a);
       await client.release(a.name, a.id).catch(fail);

@@ -1,6 +1,7 @@
 /**
  * Pieces of the lamport-lock CLI that are worth testing on their own: exit codes,
- * duration parsing, the status table, its degraded lines and the watch lines.
+ * duration parsing, `run`'s lock names and command, the grants as printed, the status
+ * table, its degraded lines and the watch lines.
  */
 
 /** Exit codes of `lamport-lock` (README "CLI"); CMD's own code passes through. */
@@ -55,6 +56,46 @@ export function parsePeerUrl(text: string, what: string): string {
 /** A grant as `acquire` prints it: the HTTP API's own field names (docs/design.md section 6). */
 export function formatGrant(h: { lock: string; id: string; token: bigint; mode: string; peer: string; grantedAt: number; expiresAt: number | null }): Record<string, unknown> {
   return { lock: h.lock, id: h.id, token: h.token.toString(), mode: h.mode, peer: h.peer, granted_at: h.grantedAt, expires_at: h.expiresAt };
+}
+
+/** A multi-lock grant as `acquire NAME NAME...` prints it: the HTTP API's own field names (POST /v1/acquire). */
+export function formatMultiGrant(h: { id: string; locks: ReadonlyArray<{ lock: string; mode: string; token: bigint }>; token: bigint; peer: string; grantedAt: number; expiresAt: number | null }): Record<string, unknown> {
+  const first = h.locks[0];
+  return {
+    id: h.id, locks: h.locks.map((l) => ({ lock: l.lock, mode: l.mode, token: l.token.toString() })),
+    lock: first?.lock ?? null, token: h.token.toString(), mode: first?.mode ?? null, peer: h.peer, granted_at: h.grantedAt, expires_at: h.expiresAt,
+  };
+}
+
+/** What `run` holds and what it runs. */
+export interface RunTarget {
+  readonly names: readonly string[];
+  readonly cmd: readonly string[];
+}
+
+/**
+ * The lock names and the command of `run NAME... -- CMD [ARGS...]`. With `--`, every word
+ * before it is a lock name (all taken together) and the command is what follows; without
+ * it, the first word is the one lock name and the rest is the command (the older
+ * `run NAME CMD [ARGS...]`, kept working: so several names need `--`).
+ */
+export function runTarget(words: readonly string[], afterDashes: readonly string[] | null): RunTarget {
+  const usage = 'lamport-lock run NAME [NAME...] -- CMD [ARGS...]';
+  if (afterDashes === null) {
+    const [name, ...cmd] = words;
+    if (name === undefined || cmd.length === 0) throw new UsageError(`run needs a command to run while holding the lock, after --: ${usage}`);
+    return { names: [name], cmd };
+  }
+  if (words.length === 0) throw new UsageError(`run needs at least one lock name before --: ${usage}`);
+  if (afterDashes.length === 0) {
+    throw new UsageError(`run needs a command to run while holding the ${words.length === 1 ? 'lock' : 'locks'}, after --: ${usage}`);
+  }
+  const seen = new Set<string>();
+  for (const name of words) {
+    if (seen.has(name)) throw new UsageError(`run: lock name ${JSON.stringify(name)} is given twice; each lock is named once`);
+    seen.add(name);
+  }
+  return { names: words, cmd: afterDashes };
 }
 
 interface Row {

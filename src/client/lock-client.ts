@@ -5,6 +5,8 @@
  * when it requires one. `withLock` holds a lock
  * for the duration of a function, refreshes it, and hands the function an AbortSignal
  * that fires the moment the hold is lost (TTL, lease lost, eviction, peer shutdown).
+ * `acquireAll` and `withLocks` do the same for several locks taken all or nothing in one
+ * request (POST /v1/acquire): one hold, one id, one token for every name.
  */
 import { Agent, request } from 'node:http';
 import type { IncomingMessage, RequestOptions } from 'node:http';
@@ -40,13 +42,48 @@ export interface Hold {
   readonly expiresAt: number | null;
 }
 
-/** A hold bound to an open connection, with its end reported. */
-export interface ConnectionHold extends Hold {
+/** What a connection-bound hold adds: its end reported, and the connection to close. */
+interface BoundToConnection {
   /** Resolves with the reason when the hold ends (`released`, `expired`, `lease_lost`, ...). */
   readonly ended: Promise<string>;
   /** Closes the connection, which releases the hold. */
   close(): void;
 }
+
+/** A hold bound to an open connection, with its end reported. */
+export interface ConnectionHold extends Hold, BoundToConnection {}
+
+/**
+ * One lock of an all-or-nothing acquire: its name, or its name with the mode it is taken in
+ * (the single acquire's rules: `limit` makes it a semaphore, `permits` goes with `limit`).
+ */
+export type LockSpec = string | {
+  readonly name: string;
+  readonly mode?: 'exclusive' | 'shared' | 'semaphore';
+  readonly limit?: number;
+  readonly permits?: number;
+};
+
+/** Options of an all-or-nothing acquire: an acquire's, but the mode, which each lock has. */
+export type AcquireAllRequest = Omit<AcquireRequest, 'mode' | 'limit' | 'permits'>;
+
+/**
+ * A hold of several locks granted together (POST /v1/acquire). It is one hold: one id to
+ * release or refresh it, ended as a whole. Its token, the request's, is the same on every
+ * name and fences each of them.
+ */
+export interface MultiHold {
+  readonly id: string;
+  /** Each lock in the order asked for, with its mode and its token (the hold's). */
+  readonly locks: ReadonlyArray<{ readonly lock: string; readonly mode: string; readonly token: bigint }>;
+  readonly token: bigint;
+  readonly peer: string;
+  readonly grantedAt: number;
+  readonly expiresAt: number | null;
+}
+
+/** A multi-lock hold bound to an open connection, with its end reported. */
+export interface ConnectionMultiHold extends MultiHold, BoundToConnection {}
 
 /** Client options. */
 export interface LockClientOptions {
@@ -88,6 +125,19 @@ function toHold(b: Record<string, unknown>): Hold {
   };
 }
 
+function toMultiHold(b: Record<string, unknown>): MultiHold {
+  const locks = Array.isArray(b['locks']) ? (b['locks'] as unknown[]) : [];
+  return {
+    id: String(b['id']),
+    locks: locks.map((l) => {
+      const r = typeof l === 'object' && l !== null ? (l as Record<string, unknown>) : {};
+      return { lock: String(r['lock']), mode: String(r['mode']), token: BigInt(String(r['token'])) };
+    }),
+    token: BigInt(String(b['token'])), peer: String(b['peer']), grantedAt: Number(b['granted_at']),
+    expiresAt: b['expires_at'] === null ? null : Number(b['expires_at']),
+  };
+}
+
 function toError(a: Answer): LockError {
   const { error, message, ...details } = a.body;
   const code = (typeof error === 'string' ? error : 'ERR_PEER') as ErrorCode;
@@ -105,6 +155,25 @@ function acquireBody(opts: AcquireRequest): Record<string, unknown> {
   if (opts.meta !== undefined) body['meta'] = opts.meta;
   if (opts.expectedMs !== undefined) body['expected_ms'] = opts.expectedMs;
   return body;
+}
+
+/** The body of POST /v1/acquire: each lock's name and mode, then the shared options. */
+function acquireAllBody(locks: readonly LockSpec[], opts: AcquireAllRequest): Record<string, unknown> {
+  const specs = locks.map((l) => {
+    if (typeof l === 'string') return { name: l };
+    const spec: Record<string, unknown> = { name: l.name };
+    if (l.mode !== undefined) spec['mode'] = l.mode;
+    if (l.limit !== undefined) spec['limit'] = l.limit;
+    if (l.permits !== undefined) spec['permits'] = l.permits;
+    return spec;
+  });
+  // Only the shared options: a caller's stray mode/limit/permits (through a cast) is not sent.
+  const { mode: _mode, limit: _limit, permits: _permits, ...shared } = opts as AcquireRequest;
+  return { locks: specs, ...acquireBody(shared) };
+}
+
+function lockNames(locks: readonly LockSpec[]): string {
+  return locks.map((l) => JSON.stringify(typeof l === 'string' ? l : l.name)).join(', ');
 }
 
 function readAll(res: IncomingMessage): Promise<string> {
@@ -210,20 +279,42 @@ export class LockClient {
   /** Acquires `name` as a hold bound to this connection: it ends when `close()` is called. */
   acquireOnConnection(name: string, opts: AcquireRequest = {}): Promise<ConnectionHold> {
     const body = { ...acquireBody(opts), hold: 'connection', ttl_ms: opts.ttlMs ?? 0 };
+    return this.#acquireBound(LockClient.#path(name, 'acquire'), body, toHold);
+  }
+
+  /**
+   * Acquires every lock of `locks` or none (POST /v1/acquire), waiting up to `timeoutMs` for
+   * all of them together; rejects as `acquire` does (ERR_BAD_REQUEST for a name given twice
+   * or too many names, ERR_TIMEOUT 423, ...). Release the hold with `releaseHold`.
+   */
+  async acquireAll(locks: readonly LockSpec[], opts: AcquireAllRequest = {}, signal?: AbortSignal): Promise<MultiHold> {
+    const a = await this.#call('POST', '/v1/acquire', acquireAllBody(locks, opts), signal);
+    if (a.status !== 200) throw toError(a);
+    return toMultiHold(a.body);
+  }
+
+  /** Acquires every lock of `locks` or none, as a hold bound to this connection: it ends when `close()` is called. */
+  acquireAllOnConnection(locks: readonly LockSpec[], opts: AcquireAllRequest = {}): Promise<ConnectionMultiHold> {
+    const body = { ...acquireAllBody(locks, opts), hold: 'connection', ttl_ms: opts.ttlMs ?? 0 };
+    return this.#acquireBound('/v1/acquire', body, toMultiHold);
+  }
+
+  /** An acquire with hold "connection": the grant line, then the line of its end (or the connection's end). */
+  #acquireBound<H>(path: string, body: Record<string, unknown>, toGrant: (line: Record<string, unknown>) => H): Promise<H & BoundToConnection> {
     return new Promise((resolve, reject) => {
       let endedResolve: (r: string) => void = () => undefined;
       const ended = new Promise<string>((r) => (endedResolve = r));
-      const cancel = this.#open('POST', LockClient.#path(name, 'acquire'), body, (res) => {
+      const cancel = this.#open('POST', path, body, (res) => {
         if (res.statusCode !== 200) {
           readAll(res).then((t) => reject(toError({ status: res.statusCode ?? 0, body: parseJson(t) })), reject);
           return;
         }
-        this.#watchConnectionHold(res, (hold) => resolve({ ...hold, ended, close: cancel }), endedResolve);
+        this.#watchConnectionHold(res, (line) => resolve({ ...toGrant(line), ended, close: cancel }), endedResolve);
       }, reject);
     });
   }
 
-  #watchConnectionHold(res: IncomingMessage, onGrant: (h: Hold) => void, onEnd: (reason: string) => void): void {
+  #watchConnectionHold(res: IncomingMessage, onGrant: (line: Record<string, unknown>) => void, onEnd: (reason: string) => void): void {
     let buffer = '';
     let granted = false;
     res.setEncoding('utf8');
@@ -235,7 +326,7 @@ export class LockClient {
         buffer = buffer.slice(nl + 1);
         if (!granted) {
           granted = true;
-          onGrant(toHold(line));
+          onGrant(line);
         } else if (typeof line['ended'] === 'string') onEnd(line['ended']);
       }
     });
@@ -254,6 +345,19 @@ export class LockClient {
   /** Extends a hold's TTL; returns the new expiry (epoch ms, null for none). */
   async refresh(name: string, id: string, ttlMs?: number): Promise<number | null> {
     const a = await this.#call('POST', LockClient.#path(name, 'refresh'), ttlMs === undefined ? { id } : { id, ttl_ms: ttlMs });
+    if (a.status !== 200) throw toError(a);
+    return a.body['expires_at'] === null ? null : Number(a.body['expires_at']);
+  }
+
+  /** Releases a hold by its id alone (POST /v1/release): any hold, of one lock or of several; ERR_NOT_HELD as `release`. */
+  async releaseHold(id: string): Promise<void> {
+    const a = await this.#call('POST', '/v1/release', { id });
+    if (a.status !== 200) throw toError(a);
+  }
+
+  /** Extends any hold's TTL by its id alone (POST /v1/refresh); returns the new expiry as `refresh` does. */
+  async refreshHold(id: string, ttlMs?: number): Promise<number | null> {
+    const a = await this.#call('POST', '/v1/refresh', ttlMs === undefined ? { id } : { id, ttl_ms: ttlMs });
     if (a.status !== 200) throw toError(a);
     return a.body['expires_at'] === null ? null : Number(a.body['expires_at']);
   }
@@ -280,13 +384,29 @@ export class LockClient {
   async withLock<T>(name: string, fn: (hold: Hold, signal: AbortSignal) => Promise<T>, opts: AcquireRequest = {}): Promise<T> {
     const ttlMs = opts.ttlMs ?? 60_000;
     const hold = await this.acquireOnConnection(name, { ...opts, ttlMs });
+    return this.#whileHeld(hold, `the hold on ${name}`, () => this.refresh(name, hold.id, ttlMs), ttlMs, fn);
+  }
+
+  /**
+   * Runs `fn` while holding every lock of `locks`, taken all or nothing in one request, as
+   * `withLock` runs it under one: bound to a connection, its TTL refreshed every third of it,
+   * `signal` fired with the reason when the hold (of all of them: it ends as a whole) is lost
+   * before `fn` settles, and released when `fn` settles.
+   */
+  async withLocks<T>(locks: readonly LockSpec[], fn: (hold: MultiHold, signal: AbortSignal) => Promise<T>, opts: AcquireAllRequest = {}): Promise<T> {
+    const ttlMs = opts.ttlMs ?? 60_000;
+    const hold = await this.acquireAllOnConnection(locks, { ...opts, ttlMs });
+    return this.#whileHeld(hold, `the hold on ${lockNames(locks)}`, () => this.refreshHold(hold.id, ttlMs), ttlMs, fn);
+  }
+
+  async #whileHeld<H extends BoundToConnection, T>(hold: H, what: string, refresh: () => Promise<unknown>, ttlMs: number, fn: (hold: H, signal: AbortSignal) => Promise<T>): Promise<T> {
     const lost = new AbortController();
     let done = false;
     void hold.ended.then((reason) => {
-      if (!done) lost.abort(new LockError('ERR_NOT_HELD', `lost the hold on ${name}: ${reason}`, { reason }));
+      if (!done) lost.abort(new LockError('ERR_NOT_HELD', `lost ${what}: ${reason}`, { reason }));
     });
     const timer = setInterval(() => {
-      this.refresh(name, hold.id, ttlMs).catch((err: unknown) => {
+      refresh().catch((err: unknown) => {
         if (!done) lost.abort(err);
       });
     }, Math.max(100, Math.floor(ttlMs / 3)));

@@ -40,6 +40,8 @@ export interface MachineFaults {
   readonly ackWithoutQuorum: boolean;
   /** A packet sent before its sender may ack (`u`) syncs and acks like any other (seed 202828's bug). */
   readonly syncOnUnready: boolean;
+  /** An all-or-nothing request is granted once the mode rule admits it in one of its locks' queues. */
+  readonly grantOnOnePart: boolean;
 }
 
 /** No planted bug: what production runs. */
@@ -58,4 +60,5 @@ export const noFaults: MachineFaults = {
   ackWhileUnsynced: false,
   ackWithoutQuorum: false,
   syncOnUnready: false,
+  grantOnOnePart: false,
 };

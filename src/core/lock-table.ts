@@ -203,7 +203,7 @@ export class LockTable {
         // here, because a peer's clock strictly increases before each request it issues.
         const acksIn = faults.ackGe ? minLastTs >= r.ts - 1 : minLastTs > r.ts;
         const here = admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
-        const ok = here && (own.parts.length === 1 || (acksIn && this.#admittedElsewhere(own, lock, faults)));
+        const ok = here && (own.parts.length === 1 || faults.grantOnOnePart || (acksIn && this.#admittedElsewhere(own, lock, faults)));
         if (acksIn && (ok || own.noWait)) decided.push({ own, grant: ok });
         if (waitingLeft === 0) break;
       }

@@ -132,7 +132,7 @@ export function parseAcquireAll(body: Record<string, unknown>): { asks: LockAsk[
   const names = new Set(asks.map((a) => a.lock));
   if (names.size < asks.length) {
     const twice = asks.find((a, i) => asks.findIndex((b) => b.lock === a.lock) !== i);
-    throw bad(`locks names ${JSON.stringify(twice?.lock)} twice; a request names each lock once`);
+    throw bad(`lock ${JSON.stringify(twice?.lock)} is given twice in locks; a request names each lock once`);
   }
   return { asks, opts: parseHold(body) };
 }

@@ -1,9 +1,10 @@
 /**
  * `lamport-lock status`'s degraded lines, from GET /v1/cluster `degraded` (docs/design.md
- * section 6): one line per peer every grant waits for, saying when its eviction is due.
+ * section 6): one line per peer every grant waits for, saying when its eviction is due. And
+ * `run`'s lock names and command, and a multi-lock grant as `acquire` prints it.
  */
 import { describe, expect, it } from 'vitest';
-import { formatDegraded } from '../../src/client/cli-support.js';
+import { formatDegraded, formatMultiGrant, runTarget, UsageError } from '../../src/client/cli-support.js';
 
 function cluster(waiting: unknown[]): Record<string, unknown> {
   return { id: 'a', degraded: { active: waiting.length > 0, waiting_for: waiting } };
@@ -28,5 +29,36 @@ describe('formatDegraded', () => {
     expect(formatDegraded(cluster([]))).toBe('');
     expect(formatDegraded({ id: 'a' })).toBe('');
     expect(formatDegraded({ degraded: { waiting_for: [null, 3] } })).toBe('');
+  });
+});
+
+describe('runTarget', () => {
+  it('takes every word before -- as a lock name and what follows as the command', () => {
+    expect(runTarget(['a', 'b', 'c'], ['sh', '-c', 'echo $LAMPORT_LOCK_TOKEN'])).toEqual({ names: ['a', 'b', 'c'], cmd: ['sh', '-c', 'echo $LAMPORT_LOCK_TOKEN'] });
+    expect(runTarget(['job'], ['make', '--', 'x'])).toEqual({ names: ['job'], cmd: ['make', '--', 'x'] });
+  });
+
+  it('keeps run NAME CMD [ARGS...] without --: one lock, the rest is the command', () => {
+    expect(runTarget(['job', 'make', 'all'], null)).toEqual({ names: ['job'], cmd: ['make', 'all'] });
+  });
+
+  it('refuses a run without a command, without a name, or with a name given twice, with a sentence', () => {
+    expect(() => runTarget(['job'], null)).toThrow(new UsageError('run needs a command to run while holding the lock, after --: lamport-lock run NAME [NAME...] -- CMD [ARGS...]'));
+    expect(() => runTarget(['a', 'b'], [])).toThrow(new UsageError('run needs a command to run while holding the locks, after --: lamport-lock run NAME [NAME...] -- CMD [ARGS...]'));
+    expect(() => runTarget([], ['true'])).toThrow(UsageError);
+    expect(() => runTarget(['a', 'b', 'a'], ['true'])).toThrow(new UsageError('run: lock name "a" is given twice; each lock is named once'));
+  });
+});
+
+describe('formatMultiGrant', () => {
+  it('prints a multi-lock grant with the HTTP API\'s field names and decimal tokens', () => {
+    const grant = formatMultiGrant({
+      id: 'h1', token: 123_456_789_012_345_678_901n, peer: 'b', grantedAt: 1000, expiresAt: null,
+      locks: [{ lock: 'a', mode: 'exclusive', token: 123_456_789_012_345_678_901n }, { lock: 'b', mode: 'shared', token: 123_456_789_012_345_678_901n }],
+    });
+    expect(grant).toEqual({
+      id: 'h1', locks: [{ lock: 'a', mode: 'exclusive', token: '123456789012345678901' }, { lock: 'b', mode: 'shared', token: '123456789012345678901' }],
+      lock: 'a', token: '123456789012345678901', mode: 'exclusive', peer: 'b', granted_at: 1000, expires_at: null,
+    });
   });
 });

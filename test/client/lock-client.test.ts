@@ -141,6 +141,43 @@ describe('LockClient against a peer', () => {
     expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'released' } });
   });
 
+  it('acquires several locks as one hold with one token, keeps a single acquire out, and releases them together by id', async () => {
+    const hold = await client.acquireAll(['c/multi-1', { name: 'c/multi-2', mode: 'shared' }], { ttlMs: 30_000, owner: 'multi' });
+    expect(hold.locks).toEqual([{ lock: 'c/multi-1', mode: 'exclusive', token: hold.token }, { lock: 'c/multi-2', mode: 'shared', token: hold.token }]);
+    expect(hold).toMatchObject({ peer: 'a', expiresAt: hold.grantedAt + 30_000 });
+    expect(await holderIds('c/multi-1')).toEqual([hold.id]);
+    expect(await holderIds('c/multi-2')).toEqual([hold.id]);
+    expect(await refusal(client.acquire('c/multi-1', { timeoutMs: 0 }))).toMatchObject({ code: 'ERR_TIMEOUT', details: { status: 423 } });
+    expect(await client.refreshHold(hold.id, 40_000)).toBeGreaterThanOrEqual(hold.grantedAt + 40_000);
+    await client.releaseHold(hold.id);
+    expect([await holderIds('c/multi-1'), await holderIds('c/multi-2')]).toEqual([[], []]);
+    expect(await refusal(client.releaseHold(hold.id))).toMatchObject({ code: 'ERR_NOT_HELD', details: { status: 404, reason: 'released' } });
+    expect(await refusal(client.refreshHold(hold.id))).toMatchObject({ code: 'ERR_NOT_HELD', details: { status: 404, reason: 'released' } });
+  });
+
+  it('passes the peer\'s refusal of a name given twice on as ERR_BAD_REQUEST, holding nothing', async () => {
+    expect(await refusal(client.acquireAll(['c/dup', 'c/dup']))).toMatchObject({ code: 'ERR_BAD_REQUEST', details: { status: 400 } });
+    expect(await holderIds('c/dup')).toEqual([]);
+  });
+
+  it('releases and refreshes a single lock\'s hold by its id alone too', async () => {
+    const hold = await client.acquire('c/by-id', { ttlMs: 10_000 });
+    expect(await client.refreshHold(hold.id, 20_000)).toBeGreaterThanOrEqual(hold.grantedAt + 20_000);
+    await client.releaseHold(hold.id);
+    expect(await holderIds('c/by-id')).toEqual([]);
+  });
+
+  it('runs a function under withLocks and aborts its signal when the hold is released elsewhere', async () => {
+    const reason = await client.withLocks(['c/with-1', 'c/with-2'], async (hold, signal) => {
+      expect([await holderIds('c/with-1'), await holderIds('c/with-2')]).toEqual([[hold.id], [hold.id]]);
+      const lost = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+      await client.releaseHold(hold.id);
+      return lost;
+    });
+    expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'released' } });
+    await waitFor('both free after withLocks', async () => (await holderIds('c/with-1')).length === 0 && (await holderIds('c/with-2')).length === 0);
+  });
+
   it('reads the peer\'s view of the cluster', async () => {
     expect(await client.cluster()).toMatchObject({ id: 'a', cluster: 'client-test', synced: true, lease: { valid: true } });
   });
@@ -196,5 +233,121 @@ describe('LockClient without a working peer', () => {
     expect(err.message).toContain('not JSON');
     expect(seen[0]?.['authorization']).toBe('Bearer a-token-of-sixteen-chars');
     c.close();
+  });
+});
+
+/**
+ * What the client sends for an all-or-nothing acquire and how it reads the answers, against
+ * a stand-in that records each request and answers as docs/design.md section 6 specifies
+ * POST /v1/acquire, /v1/release and /v1/refresh. The real peer's side of it is in
+ * test/integration/multi-lock.test.ts.
+ */
+describe('LockClient multi-lock requests, against a recording stand-in', () => {
+  interface Seen {
+    readonly method: string;
+    readonly url: string;
+    readonly body: Record<string, unknown>;
+  }
+  const token = '12345678901234567890123';
+  const grant = {
+    id: 'multi-1', locks: [{ lock: 'a', mode: 'exclusive', token }, { lock: 'b', mode: 'shared', token }],
+    lock: 'a', token, mode: 'exclusive', peer: 'p', granted_at: 1_000, expires_at: 61_000,
+  };
+  let standIn: Server | null = null;
+  let seen: Seen[] = [];
+  /** The open connection-bound holds' responses, to end them as the peer would. */
+  let bound: Array<(line: Record<string, unknown>) => void> = [];
+  let stub: LockClient;
+
+  beforeAll(async () => {
+    const s = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+        seen.push({ method: req.method ?? '', url: req.url ?? '', body });
+        if (req.url === '/v1/acquire' && body['hold'] === 'connection') {
+          res.writeHead(200, { 'content-type': 'application/x-ndjson' }).write(`${JSON.stringify({ ...grant, expires_at: null })}\n`);
+          bound.push((line) => res.end(`${JSON.stringify(line)}\n`));
+        } else if (req.url === '/v1/acquire' && Array.isArray(body['locks']) && body['locks'].length > 16) {
+          res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'ERR_BAD_REQUEST', message: 'at most 16 locks in one request' }));
+        } else if (req.url === '/v1/acquire') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(grant));
+        } else if (req.url === '/v1/refresh') {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ expires_at: 99_000 }));
+        } else if (req.url === '/v1/release' && body['id'] === 'gone') {
+          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'ERR_NOT_HELD', message: 'hold gone is not live', reason: 'expired' }));
+        } else {
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ released: true }));
+        }
+      });
+    });
+    standIn = s;
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+    stub = new LockClient({ peer: `http://127.0.0.1:${(s.address() as AddressInfo).port}` });
+  });
+
+  afterEach(() => {
+    seen = [];
+    bound = [];
+  });
+
+  afterAll(async () => {
+    stub.close();
+    const s = standIn;
+    if (s !== null) {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
+  });
+
+  it('sends every lock with its own mode and the shared options once, and reads each lock\'s token as a bigint', async () => {
+    const hold = await stub.acquireAll(['a', { name: 'b', mode: 'shared' }, { name: 'c', limit: 3, permits: 2 }, { name: 'd', mode: 'semaphore', limit: 2 }], { timeoutMs: 0, ttlMs: 5_000, owner: 'me', meta: { job: 1 }, expectedMs: 100 });
+    expect(seen).toEqual([{
+      method: 'POST', url: '/v1/acquire',
+      body: {
+        locks: [{ name: 'a' }, { name: 'b', mode: 'shared' }, { name: 'c', limit: 3, permits: 2 }, { name: 'd', mode: 'semaphore', limit: 2 }],
+        timeout_ms: 0, ttl_ms: 5_000, owner: 'me', meta: { job: 1 }, expected_ms: 100,
+      },
+    }]);
+    expect(hold).toEqual({
+      id: 'multi-1', token: 12345678901234567890123n, peer: 'p', grantedAt: 1_000, expiresAt: 61_000,
+      locks: [{ lock: 'a', mode: 'exclusive', token: 12345678901234567890123n }, { lock: 'b', mode: 'shared', token: 12345678901234567890123n }],
+    });
+  });
+
+  it('passes a refusal of the request on as its LockError', async () => {
+    const names = Array.from({ length: 17 }, (_, i) => `n${i}`);
+    expect(await refusal(stub.acquireAll(names))).toMatchObject({ code: 'ERR_BAD_REQUEST', message: 'at most 16 locks in one request', details: { status: 400 } });
+    expect(await refusal(stub.releaseHold('gone'))).toMatchObject({ code: 'ERR_NOT_HELD', details: { status: 404, reason: 'expired' } });
+  });
+
+  it('releases and refreshes a hold by its id alone', async () => {
+    await stub.releaseHold('multi-1');
+    expect(await stub.refreshHold('multi-1')).toBe(99_000);
+    expect(await stub.refreshHold('multi-1', 7_000)).toBe(99_000);
+    expect(seen.map((s) => [s.url, s.body])).toEqual([['/v1/release', { id: 'multi-1' }], ['/v1/refresh', { id: 'multi-1' }], ['/v1/refresh', { id: 'multi-1', ttl_ms: 7_000 }]]);
+  });
+
+  it('holds several locks on a connection and reports the end line the peer sends', async () => {
+    const hold = await stub.acquireAllOnConnection(['a', 'b']);
+    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], hold: 'connection', ttl_ms: 0 });
+    expect(hold).toMatchObject({ id: 'multi-1', token: 12345678901234567890123n, expiresAt: null });
+    bound[0]?.({ ended: 'lease_lost', id: 'multi-1' });
+    expect(await hold.ended).toBe('lease_lost');
+    hold.close();
+  });
+
+  it('runs a function under withLocks, refreshing by id, and aborts its signal with the end\'s reason', async () => {
+    const reason = await stub.withLocks(['a', 'b'], async (hold, signal) => {
+      expect(hold.locks.map((l) => l.lock)).toEqual(['a', 'b']);
+      await waitFor('a refresh by id', () => seen.some((s) => s.url === '/v1/refresh'));
+      const lost = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
+      bound[0]?.({ ended: 'evicted', id: hold.id });
+      return lost;
+    }, { ttlMs: 300 });
+    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], ttl_ms: 300, hold: 'connection' });
+    expect(seen.find((s) => s.url === '/v1/refresh')?.body).toEqual({ id: 'multi-1', ttl_ms: 300 });
+    expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', message: 'lost the hold on "a", "b": evicted', details: { reason: 'evicted' } });
   });
 });

@@ -3,7 +3,7 @@
  * and output, and `lamport-peer` refusing bad configs with every problem listed.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -232,6 +232,76 @@ describe('lamport-peer exit codes', () => {
     } finally {
       taken.close();
     }
+  });
+});
+
+describe('lamport-lock run and acquire with several locks', () => {
+  it('gives the command every name (one a line), the first, the token and the id, exits with its code, and releases every name after it', async () => {
+    const script = 'echo "$LAMPORT_LOCK_TOKEN|$LAMPORT_LOCK_ID|$LAMPORT_LOCK_NAME"; printf "%s\\n" "$LAMPORT_LOCK_NAMES"; exit 4';
+    const r = await runBin(lockBin, ['--peer', a, 'run', 'multi/a', 'multi/b', 'multi c', '--', 'sh', '-c', script]).done;
+    expect(r.code, r.stderr).toBe(4);
+    const [head, ...names] = r.stdout.split('\n');
+    const [token, id, first] = (head ?? '').split('|');
+    expect(token).toMatch(/^\d+$/);
+    expect(id).toMatch(/^\S+$/);
+    expect(first).toBe('multi/a');
+    expect(names).toEqual(['multi/a', 'multi/b', 'multi c', '']); // One a line: a name may hold a space.
+    for (const name of ['multi/a', 'multi/b', 'multi c']) expect(await holders(a, name), name).toEqual([]);
+  });
+
+  it('runs sh -c \'echo $LAMPORT_LOCK_TOKEN\' under two locks, the token one grant\'s on both', async () => {
+    const marker = join(mkdtempSync(join(tmpdir(), 'lamport-multi-')), 'token');
+    const run = runBin(lockBin, ['--peer', a, 'run', 'multi/x', 'multi/y', '--', 'sh', '-c', `echo $LAMPORT_LOCK_TOKEN > ${marker}.tmp; mv ${marker}.tmp ${marker}; while [ -e ${marker} ]; do sleep 0.05; done; echo $LAMPORT_LOCK_TOKEN`]);
+    await waitFor('the command runs under both locks', () => existsSync(marker));
+    const token = readFileSync(marker, 'utf8').trim();
+    for (const name of ['multi/x', 'multi/y']) expect((await holders(a, name)).map((h) => h['token']), name).toEqual([token]);
+    rmSync(marker);
+    const r = await run.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(token);
+  });
+
+  it('exits 75 without running the command when one of the names is taken, and holds none of them', async () => {
+    const held = await acquire(cluster.url('b'), 'multi/taken');
+    const r = await runBin(lockBin, ['--peer', a, 'run', 'multi/free', 'multi/taken', '--timeout', '0', '--', 'sh', '-c', 'echo ran']).done;
+    expect(r.code).toBe(exitCodes.notAcquired);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('ERR_TIMEOUT');
+    const free = await acquire(cluster.url('c'), 'multi/free', { timeout_ms: 0 });
+    expect(free.status).toBe(200);
+    await release(cluster.url('c'), 'multi/free', free.body['id']);
+    await release(cluster.url('b'), 'multi/taken', held.body['id']);
+  });
+
+  it('exits 64 with a sentence for several names and no command after --, or a name given twice', async () => {
+    const none = await runBin(lockBin, ['--peer', a, 'run', 'multi/n1', 'multi/n2', '--']).done;
+    expect(none.code).toBe(exitCodes.usage);
+    expect(none.stderr).toContain('run needs a command to run while holding the locks, after --');
+    expect(none.stderr).not.toMatch(stackLine);
+    const twice = await runBin(lockBin, ['--peer', a, 'run', 'multi/n1', 'multi/n1', '--', 'true']).done;
+    expect(twice.code).toBe(exitCodes.usage);
+    expect(twice.stderr).toContain('lock name "multi/n1" is given twice');
+    expect(await holders(a, 'multi/n1')).toEqual([]);
+  });
+
+  it('keeps run NAME CMD without --, and says how to hold several locks when that CMD is not a command', async () => {
+    const one = await runBin(lockBin, ['--peer', a, 'run', 'multi/old', 'sh']).done;
+    expect(one.code, one.stderr).toBe(0);
+    const r = await runBin(lockBin, ['--peer', a, 'run', 'multi/p', 'multi/q', 'true']).done;
+    expect(r.code).toBe(exitCodes.cannotRun);
+    expect(r.stderr).toContain('to hold several locks, give the command after --: lamport-lock run "multi/p" "multi/q" -- CMD');
+  });
+
+  it('acquire NAME NAME prints one grant of every name, which release NAME ID ends whole', async () => {
+    const got = await runBin(lockBin, ['--peer', a, 'acquire', 'multi/s1', 'multi/s2', '--mode', 'shared', '--owner', 'ci-job']).done;
+    expect(got.code, got.stderr).toBe(0);
+    const grant = JSON.parse(got.stdout) as { id: string; token: string; locks: Array<Record<string, unknown>> };
+    expect(Object.keys(grant).sort()).toEqual(['expires_at', 'granted_at', 'id', 'lock', 'locks', 'mode', 'peer', 'token']);
+    expect(grant).toMatchObject({ lock: 'multi/s1', mode: 'shared', peer: 'a' });
+    expect(grant.locks).toEqual([{ lock: 'multi/s1', mode: 'shared', token: grant.token }, { lock: 'multi/s2', mode: 'shared', token: grant.token }]);
+    expect((await holders(a, 'multi/s2')).map((h) => h['owner'])).toEqual(['ci-job']);
+    expect((await runBin(lockBin, ['--peer', a, 'release', 'multi/s2', grant.id]).done).code).toBe(0);
+    for (const name of ['multi/s1', 'multi/s2']) expect(await holders(a, name), name).toEqual([]);
   });
 });
 

@@ -5,10 +5,10 @@
  * told, and the checker holds the runtime to its promise that a holder is told when and
  * why its hold ended: exactly once, and for every end it did not cause itself.
  */
-import type { EndReason, Mode } from '../../src/core/types.js';
+import type { EndReason } from '../../src/core/types.js';
 import { tokenPeerFactor } from '../../src/core/types.js';
 import { isLockError } from '../../src/errors.js';
-import type { AcquireOptions, Grant, RequestHandle } from '../../src/runtime/holds.js';
+import type { AcquireOptions, Grant, LockAsk, RequestHandle } from '../../src/runtime/holds.js';
 import type { Checker } from './checker.js';
 import type { SimPeerProcess } from './cluster.js';
 import type { SimTime } from './host.js';
@@ -21,7 +21,10 @@ export interface ClientRequest {
   readonly ref: number;
   readonly peer: number;
   readonly proc: SimPeerProcess;
+  /** The first lock it names (its only one, but for an all-or-nothing request). */
   readonly lock: string;
+  /** Every lock it names, with mode, limit and permits; the first is `lock`, as `opts` asks. */
+  readonly asks: readonly LockAsk[];
   readonly opts: AcquireOptions;
   readonly issuedMs: number;
   /** The client cancels by going away; false in the liveness phase's requests. */
@@ -79,8 +82,17 @@ export class Clients {
 
   /** A client asks a process for a lock; the request reaches it when the process runs. */
   acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
+    return this.acquireAll(proc, [{ lock, mode: opts.mode, limit: opts.limit, permits: opts.permits }], opts, releaseInGrant, keptByCaller);
+  }
+
+  /**
+   * A client asks a process for every lock of `asks` at once (POST /v1/acquire, all-or-nothing);
+   * `opts` holds as for a single lock, its mode, limit and permits being the first ask's.
+   */
+  acquireAll(proc: SimPeerProcess, asks: readonly LockAsk[], opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
+    const lock = asks[0]?.lock ?? '';
     const req: ClientRequest = {
-      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant, keptByCaller,
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, asks, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant, keptByCaller,
     };
     this.#open.set(req.ref, req);
     this.#unresolved += 1;
@@ -91,7 +103,7 @@ export class Clients {
         this.#close(req, 'refused');
         return false;
       }
-      req.handle = proc.runtime.request(lock, opts, {
+      req.handle = proc.runtime.requestAll(asks, opts, {
         granted: (g) => this.#granted(req, g),
         failed: (err) => {
           if (req.state !== 'waiting') return this.#checker.told(this.#time.nowMs, `ref ${req.ref} failed (${err.code}) after it ${req.state === 'held' ? 'was granted' : 'ended'}`);
@@ -113,10 +125,16 @@ export class Clients {
     req.grant = g;
     this.#unresolved -= 1;
     const ts = Number(g.token / BigInt(tokenPeerFactor));
-    const { limit, permits } = req.opts;
-    const mode: Mode = g.mode;
-    if (this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} GRANT ref ${req.ref} ${req.lock} ${g.mode} token ${g.token}`);
-    this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock: req.lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
+    const names = req.asks.map((a) => a.lock).join('+');
+    if (req.asks.length > 1) this.multiGrants += 1;
+    if (this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} GRANT ref ${req.ref} ${names} ${g.mode} token ${g.token}`);
+    if (g.locks.length !== req.asks.length || g.locks.some((l, i) => l.lock !== req.asks[i]?.lock || l.mode !== req.asks[i]?.mode)) {
+      this.#checker.told(this.#time.nowMs, `ref ${req.ref} asked for ${names}, granted ${g.locks.map((l) => `${l.lock} ${l.mode}`).join(', ')}`);
+    }
+    // Each lock an all-or-nothing request names is a hold of that lock, judged with that lock's others.
+    for (const { lock, mode, limit, permits } of req.asks) {
+      this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
+    }
     if (req.releaseInGrant) {
       // As the HTTP API does when the client left before its grant: released inside the callback.
       this.#onHolder(req, () => req.proc.runtime.release(req.lock, g.id), 'release');
@@ -149,6 +167,9 @@ export class Clients {
       return true;
     });
   }
+
+  /** Grants of requests that named several locks at once. */
+  multiGrants = 0;
 
   /** META announcements made (a holder's new meta). */
   proclaims = 0;
@@ -210,7 +231,7 @@ export class Clients {
   #close(req: ClientRequest, outcome: string): void {
     if (req.state === 'done') return;
     if (req.state === 'held' && this.transcript !== null) this.transcript.add(this.#time.nowMs, req.peer, `#${req.proc.proc.id} END ref ${req.ref} ${req.lock} ${outcome}`);
-    if (req.state === 'held') this.#checker.end(req.lock, req.ref);
+    if (req.state === 'held') for (const { lock } of req.asks) this.#checker.end(lock, req.ref);
     else this.#unresolved -= 1;
     req.state = 'done';
     req.outcome = outcome;

@@ -5,6 +5,8 @@
  * violations`; the exit code is 0 only when V is 0.
  *
  * `--jobs J` runs the seeds in J child processes (test/sim/parallel.ts), for long runs.
+ * `--multi P` makes a share P (0 to 1) of the clients' requests name two or three locks at
+ * once, all-or-nothing; off by default, so that recorded seeds keep meaning what they meant.
  *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
@@ -13,7 +15,7 @@
  * when every mutant was caught.
  */
 import type { MutantName } from './mutants.js';
-import { isMutantName, mutantNames } from './mutants.js';
+import { isMutantName, multiChanceOf, mutantNames } from './mutants.js';
 import { scenarioFor } from './scenarios.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runParallel } from './parallel.js';
@@ -34,9 +36,11 @@ interface CliOptions {
   readonly netGiven: boolean;
   /** Child processes to run the seeds in (test/sim/parallel.ts); 1 runs them here. */
   readonly jobs: number;
+  /** The chance a request names several locks at once (`--multi P`); unset: the mutant's, else none. */
+  readonly multi: number | undefined;
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -56,6 +60,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let seedsGiven = false;
   let netGiven = false;
   let jobs = 1;
+  let multi: number | undefined;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -70,6 +75,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--peers') peers = intArg('peers', value, 1, 64);
     else if (flag === '--jobs') jobs = intArg('jobs', value, 1, 256);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
+    else if (flag === '--multi' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) multi = Number(value);
     else if (flag === '--net' && (value === 'fifo' || value === 'link')) {
       net = value;
       netGiven = true;
@@ -79,16 +85,18 @@ function parseArgs(argv: readonly string[]): CliOptions {
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
   if (jobs > 1 && (mutants || verbose)) throw new Error(`--jobs runs plain seed ranges only\n${usage}`);
-  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs };
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi };
 }
 
-function runOptions(cli: CliOptions, seed: number, transcript: boolean): RunOptions {
+function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant = cli.mutant): RunOptions {
+  const multi = cli.multi ?? multiChanceOf(mutant);
   return {
     seed,
     transcript,
     net: cli.net,
     ...(cli.peers === undefined ? {} : { peers: cli.peers }),
     ...(cli.mutant === undefined ? {} : { mutant: cli.mutant }),
+    ...(multi === undefined ? {} : { multiChance: multi }),
   };
 }
 
@@ -96,7 +104,8 @@ function reproduce(cli: CliOptions, seed: number): string {
   const peers = cli.peers === undefined ? '' : ` --peers ${cli.peers}`;
   const mutant = cli.mutant === undefined ? '' : ` --mutant ${cli.mutant}`;
   const net = cli.net === 'fifo' ? '' : ` --net ${cli.net}`;
-  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}`;
+  const multi = cli.multi === undefined ? '' : ` --multi ${cli.multi}`;
+  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}${multi}`;
 }
 
 /** Prints a failure: the violation, the command that replays it, and the transcript's tail. */
@@ -136,7 +145,7 @@ function mutationTable(cli: CliOptions): number {
       ran++;
       // Each seed on both networks: the link network's connection breaks shift every timing.
       for (const net of nets) {
-        const options = { ...runOptions(cli, seed, false), net };
+        const options = { ...runOptions(cli, seed, false, mutant), net };
         const result = runSeed({ ...options, mutant });
         // A catch counts only where the seed passes without the planted bug.
         if (result.violations.length > 0 && runSeed(options).violations.length === 0) {
@@ -161,6 +170,7 @@ function passThrough(cli: CliOptions): string[] {
     ...(cli.peers === undefined ? [] : ['--peers', String(cli.peers)]),
     ...(cli.mutant === undefined ? [] : ['--mutant', cli.mutant]),
     ...(cli.net === 'fifo' ? [] : ['--net', cli.net]),
+    ...(cli.multi === undefined ? [] : ['--multi', String(cli.multi)]),
   ];
 }
 

@@ -49,6 +49,7 @@ const mutants = {
   'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
+  'grant-on-one-part': { machine: { grantOnOnePart: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -65,6 +66,14 @@ export function isMutantName(s: string): s is MutantName {
 /** The planted faults a mutant turns on (none for the network's own mutant). */
 export function plantedFaultsOf(mutant: MutantName | undefined): PlantedFaults {
   return mutant === undefined ? {} : mutants[mutant];
+}
+
+/**
+ * The chance of all-or-nothing requests a mutant's seeds run with: the multi-lock mutant
+ * needs them, every other mutant runs the workload its regression seed was found with.
+ */
+export function multiChanceOf(mutant: MutantName | undefined): number | undefined {
+  return mutant === 'grant-on-one-part' ? 0.3 : undefined;
 }
 
 /** True when the mutant lets the network reorder messages on one link. */

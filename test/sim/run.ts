@@ -41,6 +41,11 @@ export interface RunOptions {
    * are; drawn from a generator of its own.
    */
   readonly proclaimChance?: number;
+  /**
+   * The chance that a client's request names two or three locks at once, all-or-nothing.
+   * Off by default for the same reason; drawn from a generator of its own.
+   */
+  readonly multiChance?: number;
 }
 
 /** What one seed did. */
@@ -54,6 +59,8 @@ export interface RunResult {
   readonly transcript: Transcript;
   /** META announcements made by holders (proclaimChance). */
   readonly proclaims: number;
+  /** Grants of requests naming several locks (multiChance). */
+  readonly multiGrants: number;
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -101,7 +108,9 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const processes = new Map<SimProcess, SimPeerProcess>();
   cluster.onStarted = (p) => processes.set(p.proc, p);
   cluster.onCrashed = (procId) => clients.crashed(procId);
-  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time, proclaim: { chance: opts.proclaimChance ?? 0, rng: new Prng(opts.seed + 0x5eed) } });
+  const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time, proclaim: { chance: opts.proclaimChance ?? 0, rng: new Prng(opts.seed + 0x5eed) },
+    multi: { chance: opts.multiChance ?? 0, rng: new Prng(opts.seed + 0x6d17) },
+  });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net };
 }
@@ -125,7 +134,7 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {

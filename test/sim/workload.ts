@@ -7,7 +7,7 @@
  */
 import type { Mode } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
-import type { AcquireOptions } from '../../src/runtime/holds.js';
+import type { AcquireOptions, LockAsk } from '../../src/runtime/holds.js';
 import type { ClientRequest, Clients } from './clients.js';
 import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
@@ -27,6 +27,11 @@ export interface WorkloadOptions {
   readonly time: SimTime;
   /** Holders that announce new meta once while they hold, with their own generator. */
   readonly proclaim: { readonly chance: number; readonly rng: Prng };
+  /**
+   * Arrivals that ask for two or three locks at once, all-or-nothing (POST /v1/acquire),
+   * chosen with a generator of their own; what they name and in which modes is drawn from it too.
+   */
+  readonly multi: { readonly chance: number; readonly rng: Prng };
 }
 
 /** Issues requests during the safety phase; holders act for the whole run. */
@@ -61,8 +66,10 @@ export class Workload {
 
   #onArrival(peer: number): void {
     if (!this.#issuing) return;
-    const lock = this.#o.rng.pick(this.#o.scenario.locks);
-    this.#acquire(peer, lock, this.#drawMode());
+    const { multi, scenario } = this.#o;
+    // No draw at all when multi-lock is off: the seed's other choices stay as they were.
+    if (multi.chance > 0 && scenario.locks.length >= 2 && multi.rng.chance(multi.chance)) this.#acquireAll(peer);
+    else this.#acquire(peer, this.#o.rng.pick(scenario.locks), this.#drawMode());
     this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.acquireEveryMs), () => this.#onArrival(peer));
   }
 
@@ -82,7 +89,20 @@ export class Workload {
     this.#o.schedule(this.#o.time.nowMs + this.#gap(this.#o.scenario.capacityEveryMs), () => this.#onCapacity(lock));
   }
 
-  #acquire(peer: number, lock: string, mode: Mode): void {
+  /** Two or three distinct locks, each in a mode of its own, in a random order (crosswise orders are the point). */
+  #acquireAll(peer: number): void {
+    const { rng } = this.#o.multi;
+    const names = [...this.#o.scenario.locks];
+    const count = Math.min(names.length, rng.int(2, 3));
+    const asks = Array.from({ length: count }, () => {
+      const lock = names.splice(rng.int(0, names.length - 1), 1)[0] ?? '';
+      const { mode, limit, permits } = this.#spec(lock, this.#drawMode(rng), rng);
+      return { lock, mode, limit, permits };
+    });
+    this.#acquire(peer, asks);
+  }
+
+  #acquire(peer: number, lockOrAsks: string | readonly LockAsk[], mode: Mode = 'exclusive'): void {
     const { cluster, clients, rng, schedule, time, scenario } = this.#o;
     const procs = cluster.processes(peer);
     if (procs.length === 0) return; // A client cannot reach a peer that is down.
@@ -96,13 +116,18 @@ export class Workload {
     const runtimeTimeout = !noWait && rng.chance(0.2);
     const waitMs = rng.int(1, scenario.timeoutMaxMs);
     const connection = !noWait && rng.chance(scenario.connectionHoldChance);
+    const asks = typeof lockOrAsks === 'string' ? null : lockOrAsks;
+    const lock = typeof lockOrAsks === 'string' ? lockOrAsks : (lockOrAsks[0]?.lock ?? '');
+    const first = asks?.[0];
+    const spec = first === undefined ? this.#spec(lock, mode) : { mode: first.mode, limit: first.limit, permits: first.permits, owner: `c${rng.int(0, 99)}`, meta: null };
     const opts: AcquireOptions = {
-      ...this.#spec(lock, mode), timeoutMs: noWait ? 0 : runtimeTimeout ? waitMs : limits.timeoutMsMax,
+      ...spec, timeoutMs: noWait ? 0 : runtimeTimeout ? waitMs : limits.timeoutMsMax,
       ttlMs: connection ? 0 : scenario.ttlMs, hold: connection ? 'connection' : 'ttl', expectedMs: null,
     };
     // One request in twenty is released from inside its grant callback (no draw: the seed's
     // other choices stay as they were).
-    const req = clients.acquire(proc, lock, opts, clients.nextRef % 20 === 7);
+    const releaseInGrant = clients.nextRef % 20 === 7;
+    const req = asks === null ? clients.acquire(proc, lock, opts, releaseInGrant) : clients.acquireAll(proc, asks, opts, releaseInGrant);
     if (!noWait && !runtimeTimeout) {
       schedule(time.nowMs + waitMs, () => {
         if (this.#abandoning && req.state === 'waiting') clients.leave(req);
@@ -110,13 +135,13 @@ export class Workload {
     }
   }
 
-  #spec(lock: string, mode: Mode): Pick<AcquireOptions, 'mode' | 'limit' | 'permits' | 'owner' | 'meta'> {
-    const owner = `c${this.#o.rng.int(0, 99)}`;
+  #spec(lock: string, mode: Mode, rng = this.#o.rng): Pick<AcquireOptions, 'mode' | 'limit' | 'permits' | 'owner' | 'meta'> {
+    const owner = `c${rng.int(0, 99)}`;
     if (mode !== 'semaphore') return { mode, limit: 1, permits: 1, owner, meta: null };
     // A request asking for more permits than its own limit could never be admitted; the
     // HTTP API refuses it as a 400, so the workload never makes one.
     const limit = this.#capacity.get(lock) ?? 1;
-    return { mode, limit, permits: Math.min(limit, this.#o.rng.int(1, 2)), owner, meta: null };
+    return { mode, limit, permits: Math.min(limit, rng.int(1, 2)), owner, meta: null };
   }
 
   /**
@@ -138,10 +163,10 @@ export class Workload {
     });
   }
 
-  #drawMode(): Mode {
+  #drawMode(rng = this.#o.rng): Mode {
     const weights = this.#o.scenario.modeWeights;
     const total = weights[0] + weights[1] + weights[2];
-    let x = this.#o.rng.float() * total;
+    let x = rng.float() * total;
     for (let i = 0; i < 3; i++) {
       x -= weights[i] ?? 0;
       if (x < 0) return modeList[i] ?? 'exclusive';
