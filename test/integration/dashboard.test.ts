@@ -13,7 +13,7 @@ import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, release, waiters } from './helpers.js';
+import { acquire, call, release, waiters } from './helpers.js';
 
 const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const hasChromium = existsSync(chromiumPath);
@@ -73,6 +73,20 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     expect(await page.getAttribute('#peers tr[data-peer="b"] td.inc', 'title')).toMatch(/^incarnation \d{13}\.\d+: /);
     const visible = await page.locator('header, #peers').allTextContents();
     expect(visible.join(' ')).not.toMatch(/\d{13}/);
+  });
+
+  it('marks an all-or-nothing hold on each of its locks with the others it holds', async () => {
+    // On peer a: peer c's grants are counted by a later test.
+    const grant = await call(cluster.url('a'), '/v1/acquire', { locks: [{ name: 'dash-m1' }, { name: 'dash-m2', mode: 'shared' }], ttl_ms: 30_000 });
+    expect(grant.status).toBe(200);
+    const badge = (lock: string): string => `article[data-lock=${q(lock)}] tr[data-role=holder][data-peer="a"] [data-role=with]`;
+    await page.waitForSelector(badge('dash-m1'), { timeout: 2000 });
+    expect(await page.textContent(badge('dash-m1'))).toBe('+ dash-m2');
+    expect(await page.textContent(badge('dash-m2'))).toBe('+ dash-m1');
+    expect(await page.getAttribute(badge('dash-m1'), 'title')).toBe('one all-or-nothing request: also holds dash-m2');
+    expect((await call(cluster.url('a'), '/v1/release', { id: grant.body['id'] })).status).toBe(200);
+    await page.waitForSelector('article[data-lock="dash-m1"]', { state: 'detached', timeout: 2000 });
+    expect(await page.locator('article[data-lock="dash-m2"]').count()).toBe(0);
   });
 
   it('shows a lock taken on peer b within a second, then its release', async () => {

@@ -178,7 +178,7 @@ export const dashboardScript = String.raw`'use strict';
     }
   }
 
-  function entryRow(v, role, position, now) {
+  function entryRow(v, role, position, now, lock, groups) {
     var tr = el('tr', v.local ? 'local' : '');
     tr.dataset.role = role;
     tr.dataset.peer = v.peer;
@@ -186,7 +186,16 @@ export const dashboardScript = String.raw`'use strict';
     cell(tr, v.peer);
     cell(tr, v.owner === '' ? '\u2014' : v.owner).dataset.field = 'owner';
     var mode = v.mode === 'semaphore' ? 'sem ' + v.permits + '/' + v.limit : v.mode;
-    cell(tr, '').appendChild(badge(mode, 'mode'));
+    var modeCell = cell(tr, '');
+    modeCell.appendChild(badge(mode, 'mode'));
+    // One request naming several locks (all-or-nothing) has one token on each of them.
+    var others = (groups[v.token] || []).filter(function (n) { return n !== lock; });
+    if (others.length > 0) {
+      var with_ = badge('+ ' + others.join(', '), 'mode');
+      with_.dataset.role = 'with';
+      with_.title = 'one all-or-nothing request: also ' + (role === 'holder' ? 'holds ' : 'waits for ') + others.join(', ');
+      modeCell.appendChild(with_);
+    }
     cell(tr, v.token, 'token');
     // since: when the request was made, on its requester's clock (the same on every peer).
     var since = cell(tr, fmtMs(Math.max(0, now - v.since)), 'mono');
@@ -221,18 +230,18 @@ export const dashboardScript = String.raw`'use strict';
     return td;
   }
 
-  function entryTable(entries, role, now) {
+  function entryTable(entries, role, now, lock, groups) {
     var table = el('table');
     var head = el('tr');
     var names = role === 'waiter' ? ['#', 'peer', 'owner', 'mode', 'token', 'waiting', 'meta'] : ['peer', 'owner', 'mode', 'token', 'age', 'expires', 'meta'];
     for (var i = 0; i < names.length; i++) head.appendChild(el('th', null, names[i]));
     table.appendChild(el('thead')).appendChild(head);
     var body = table.appendChild(el('tbody'));
-    for (var j = 0; j < entries.length; j++) body.appendChild(entryRow(entries[j], role, j + 1, now));
+    for (var j = 0; j < entries.length; j++) body.appendChild(entryRow(entries[j], role, j + 1, now, lock, groups));
     return table;
   }
 
-  function lockCard(l, now) {
+  function lockCard(l, now, groups) {
     var card = el('article', 'lock');
     card.dataset.lock = l.name;
     var head = card.appendChild(el('div', 'lock-head'));
@@ -248,18 +257,28 @@ export const dashboardScript = String.raw`'use strict';
     head.appendChild(el('span', 'counts dim', l.holders.length + ' holding, ' + l.waiters_total + ' waiting'));
     card.appendChild(el('h4', null, 'holders'));
     if (l.holders.length === 0) card.appendChild(el('div', 'dim', 'none: the head of the queue waits for acks'));
-    else card.appendChild(entryTable(l.holders, 'holder', now));
+    else card.appendChild(entryTable(l.holders, 'holder', now, l.name, groups));
     if (l.waiters.length > 0) {
       card.appendChild(el('h4', null, 'queue, in grant order'));
-      card.appendChild(entryTable(l.waiters, 'waiter', now));
+      card.appendChild(entryTable(l.waiters, 'waiter', now, l.name, groups));
       if (l.waiters_total > l.waiters.length) card.appendChild(el('div', 'dim', '\u2026 and ' + (l.waiters_total - l.waiters.length) + ' more'));
     }
     return card;
   }
 
+  // Tokens are (ts, peer): one token on several locks is one all-or-nothing request.
+  function tokenGroups(locks) {
+    var groups = {};
+    locks.forEach(function (l) {
+      l.holders.concat(l.waiters).forEach(function (v) { (groups[v.token] = groups[v.token] || []).push(l.name); });
+    });
+    return groups;
+  }
+
   function renderLocks(s) {
     var cards = [];
-    for (var i = 0; i < s.locks.length; i++) cards.push(lockCard(s.locks[i], s.now));
+    var groups = tokenGroups(s.locks);
+    for (var i = 0; i < s.locks.length; i++) cards.push(lockCard(s.locks[i], s.now, groups));
     var box = byId('locks');
     box.replaceChildren.apply(box, cards);
     byId('no-locks').hidden = s.locks_total > 0;
