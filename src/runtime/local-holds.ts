@@ -164,8 +164,15 @@ export class LocalHolds {
   }
 
   /** A 423: `position` defaults to the request's place in the queue now (it is still there). */
+  /**
+   * A 423 naming the holders in its way: of its lock, or for an all-or-nothing request, of
+   * each lock it names that others hold (the message names those locks).
+   */
   #timeoutError(req: LocalRequest, message: string, position = this.#host.explain(req.ref)?.position ?? 0): LockError {
-    return new LockError(ErrorCode.Timeout, message, { queuePosition: position, holders: this.#host.holders(req.lock) });
+    if (req.parts.length === 1) return new LockError(ErrorCode.Timeout, message, { queuePosition: position, holders: this.#host.holders(req.lock) });
+    const held = req.parts.map((p) => ({ lock: p.lock, holders: this.#host.holders(p.lock) })).filter((h) => h.holders.length > 0);
+    const where = held.length === 0 ? '' : ` (held: ${held.map((h) => JSON.stringify(h.lock)).join(', ')})`;
+    return new LockError(ErrorCode.Timeout, `${message}${where}`, { queuePosition: position, holders: held.flatMap((h) => h.holders) });
   }
 
   #onClientGone(req: LocalRequest): void {

@@ -151,6 +151,8 @@ describe('LocalHolds: all-or-nothing requests', () => {
     const held = h.request('y');
     const multi = h.request(['x', 'y'], { timeoutMs: 0 });
     expect(multi.heard.failures.map((e) => e.code)).toEqual([ErrorCode.Timeout]);
+    expect(multi.heard.failures[0]?.message).toBe('the lock is held or requested by others (timeout_ms 0 does not wait) (held: "y")');
+    expect(multi.heard.failures[0]?.details['holders']).toHaveLength(1);
     expect(h.request('x').heard.grants).toHaveLength(1);
     expect(held.heard.ends).toEqual([]);
   });
