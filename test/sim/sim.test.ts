@@ -116,7 +116,14 @@ const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenar
  */
 const notYetCaught: readonly MutantName[] = [];
 
-describe('deterministic simulator on the production runtime', () => {
+/**
+ * A seed range is a fixed amount of deterministic work, about 30 s on one core; the bound only
+ * catches a hang. It is generous because the suite runs other files beside it on a 2-core
+ * machine (real clusters of peer processes), which more than doubled one chunk's time in CI.
+ */
+const rangeTimeoutMs = 240_000;
+
+describe('deterministic simulator on the production runtime', { timeout: rangeTimeoutMs }, () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
     const first = baseSeed + chunk * chunkSeeds;
     it(`violates no invariant in seeds ${first}..${first + chunkSeeds - 1} and grants something`, () => {
