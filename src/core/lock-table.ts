@@ -72,7 +72,7 @@ export class LockTable {
   addOwn(own: OwnRequest): void {
     assert(!this.#own.has(own.ref), 'acquire refs are unique');
     assert(own.state === 'pending', 'a request of ours starts pending');
-    assert(own.parts.length >= 1 && new Set(own.parts.map((p) => p.lock)).size === own.parts.length, 'a request names distinct locks');
+    assert(own.parts.length === 1 || (own.parts.length > 1 && distinctLocks(own.parts)), 'a request names distinct locks, at least one');
     this.#own.set(own.ref, own);
     for (const { lock } of own.parts) this.#pendingLocks.set(lock, (this.#pendingLocks.get(lock) ?? 0) + 1);
   }
@@ -287,4 +287,9 @@ function decrement(counts: Map<string, number>, key: string): void {
   assert(n >= 0, 'counts stay non-negative');
   if (n === 0) counts.delete(key);
   else counts.set(key, n);
+}
+
+/** Whether no two parts name one lock (checked for requests of several locks only: the common one-lock case costs nothing). */
+function distinctLocks(parts: readonly RequestPart[]): boolean {
+  return new Set(parts.map((p) => p.lock)).size === parts.length;
 }

@@ -326,6 +326,7 @@ export class Machine {
     const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs(), this.#faults);
     for (const { own, grant } of decided) this.#decide(own, grant);
     // A refused no-wait request left its queues, which may admit a later one of ours.
+    if (decided.every((d) => d.grant)) return;
     const left = new Set(decided.flatMap((d) => (d.grant ? [] : d.own.parts.map((p) => p.lock))));
     for (const l of left) this.#recheck(l);
   }

@@ -90,7 +90,7 @@ export class LocalHolds {
     const requestedAtMs = this.#env.wallMs();
     const parts = asks.map(({ lock, mode, limit, permits }) => ({ lock, spec: { mode, limit, permits, owner: opts.owner, meta: opts.meta, requestedAtMs } }));
     const first = parts[0];
-    assert(first !== undefined && new Set(asks.map((a) => a.lock)).size === asks.length, 'a request names distinct locks, at least one');
+    assert(first !== undefined && (asks.length === 1 || new Set(asks.map((a) => a.lock)).size === asks.length), 'a request names distinct locks, at least one');
     const req: LocalRequest = {
       ref, id, lock: first.lock, spec: first.spec, parts, opts, requestedAtMonoMs: this.#env.monoMs(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, callbacks: cb,

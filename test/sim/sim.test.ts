@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { multiChanceOf, mutantNames } from './mutants.js';
-import type { RunResult } from './run.js';
+import type { RunOptions, RunResult } from './run.js';
 import { runSeed } from './run.js';
 import { scenarioFor } from './scenarios.js';
 
@@ -33,6 +33,25 @@ function runSeeds(first: number, count: number, net: 'fifo' | 'link' = 'fifo'): 
     if (result.violations.length > 0) batch.failures.push(result);
   }
   return batch;
+}
+
+/**
+ * 60 seeds on each network with an opt-in workload (`extra`): from `baseSeed + offset` on the
+ * FIFO network and 100,000 above that on the link network. `flags` are the CLI's for it
+ * (null: the CLI has none, META's workload runs here only).
+ */
+function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance'>, flags: string | null): { failures: string[]; results: RunResult[] } {
+  const failures: string[] = [];
+  const results: RunResult[] = [];
+  for (const [first, net] of [[baseSeed + offset, 'fifo'], [baseSeed + offset + 100_000, 'link']] as const) {
+    if (flags !== null) console.log(`reproduce with: npm run sim -- --seed ${first} --seeds 60${flags}${net === 'link' ? ' --net link' : ''}`);
+    for (let seed = first; seed < first + 60; seed++) {
+      const r = runSeed({ seed, net, ...extra });
+      results.push(r);
+      if (r.violations.length > 0) failures.push(`seed ${seed} --net ${net}: ${r.violations[0] ?? ''}`);
+    }
+  }
+  return { failures, results };
 }
 
 function report(batch: Batch, net: 'fifo' | 'link'): void {
@@ -147,34 +166,17 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
 
   it('keeps every invariant when holders announce new meta (META) under the same faults, on both networks', () => {
     // Opt-in, with a generator of its own: the plain seed runs and their regression seeds stay as they are.
-    let proclaims = 0;
-    const failures: string[] = [];
-    for (const [first, net] of [[baseSeed + 200_000, 'fifo'], [baseSeed + 300_000, 'link']] as const) {
-      for (let seed = first; seed < first + 60; seed++) {
-        const r = runSeed({ seed, net, proclaimChance: 0.5 });
-        proclaims += r.proclaims;
-        if (r.violations.length > 0) failures.push(`seed ${seed} --net ${net}: ${r.violations[0] ?? ''}`);
-      }
-    }
+    const { failures, results } = runBothNetworks(200_000, { proclaimChance: 0.5 }, null);
     expect(failures).toEqual([]);
-    expect(proclaims).toBeGreaterThan(500);
+    expect(results.reduce((n, r) => n + r.proclaims, 0)).toBeGreaterThan(500);
   });
 
   it('keeps every invariant, and leaves no request waiting forever, when requests name several locks at once, on both networks', () => {
     // Opt-in like META: each lock of an all-or-nothing grant is checked as a hold of that lock
     // (exclusion, token order), and the liveness phase finds any wait cycle as a stuck request.
-    let multiGrants = 0;
-    const failures: string[] = [];
-    for (const [first, net] of [[baseSeed + 400_000, 'fifo'], [baseSeed + 500_000, 'link']] as const) {
-      console.log(`reproduce with: npm run sim -- --seed ${first} --seeds 60 --multi 0.3${net === 'link' ? ' --net link' : ''}`);
-      for (let seed = first; seed < first + 60; seed++) {
-        const r = runSeed({ seed, net, multiChance: 0.3 });
-        multiGrants += r.multiGrants;
-        if (r.violations.length > 0) failures.push(`seed ${seed} --net ${net}: ${r.violations[0] ?? ''}`);
-      }
-    }
+    const { failures, results } = runBothNetworks(400_000, { multiChance: 0.3 }, ' --multi 0.3');
     expect(failures).toEqual([]);
-    expect(multiGrants).toBeGreaterThan(300);
+    expect(results.reduce((n, r) => n + r.multiGrants, 0)).toBeGreaterThan(300);
   });
 
   it('--jobs runs the same seeds in child processes and adds up the same summary, failing seeds included', () => {
