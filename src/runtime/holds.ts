@@ -87,26 +87,65 @@ export interface LocalRequest {
   readonly callbacks: RequestCallbacks;
 }
 
-/** A bounded memory of ended hold ids and why they ended. */
-export class EndedLog {
-  readonly #reasons = new Map<string, EndReason>();
-  readonly #capacity: number;
+/**
+ * The live local requests of one peer, by hold id and by core ref, and a bounded memory of
+ * how recent ones ended (so a release of a hold that is gone answers 404 with the reason).
+ * LocalHolds adds and finishes them; the views only look them up.
+ */
+export class LocalRequests {
+  readonly #byId = new Map<string, LocalRequest>();
+  readonly #byRef = new Map<number, LocalRequest>();
+  readonly #ended = new Map<string, EndReason>();
+  readonly #endedMax: number;
 
-  constructor(capacity: number) {
-    this.#capacity = capacity;
+  /** `endedMax`: how many ended ids are remembered, the oldest forgotten first. */
+  constructor(endedMax: number) {
+    this.#endedMax = endedMax;
   }
 
-  /** Records why hold `id` ended, forgetting the oldest entry when full. */
-  record(id: string, reason: EndReason): void {
-    this.#reasons.set(id, reason);
-    if (this.#reasons.size > this.#capacity) {
-      const oldest = this.#reasons.keys().next();
-      if (oldest.done !== true) this.#reasons.delete(oldest.value);
+  /** How many are live. */
+  get size(): number {
+    return this.#byId.size;
+  }
+
+  /** The live request with hold id `id`. */
+  byId(id: string): LocalRequest | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** The live request with core ref `ref`. */
+  byRef(ref: number): LocalRequest | undefined {
+    return this.#byRef.get(ref);
+  }
+
+  /** Every live request, oldest first (a copy: the caller may finish them while it iterates). */
+  all(): LocalRequest[] {
+    return [...this.#byId.values()];
+  }
+
+  add(req: LocalRequest): void {
+    this.#byId.set(req.id, req);
+    this.#byRef.set(req.ref, req);
+  }
+
+  /** `req` is live no more, and leaves no trace (a refusal before anything was queued). */
+  forget(req: LocalRequest): void {
+    this.#byId.delete(req.id);
+    this.#byRef.delete(req.ref);
+  }
+
+  /** `req` is live no more; why it ended is remembered. */
+  finish(req: LocalRequest, reason: EndReason): void {
+    this.forget(req);
+    this.#ended.set(req.id, reason);
+    if (this.#ended.size > this.#endedMax) {
+      const oldest = this.#ended.keys().next();
+      if (oldest.done !== true) this.#ended.delete(oldest.value);
     }
   }
 
   /** Why hold `id` ended, if it is still remembered. */
-  reasonOf(id: string): EndReason | undefined {
-    return this.#reasons.get(id);
+  endedReason(id: string): EndReason | undefined {
+    return this.#ended.get(id);
   }
 }

@@ -13,7 +13,7 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
-import { EndedLog } from './holds.js';
+import type { LocalRequests } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './status-views.js';
 
@@ -24,6 +24,8 @@ export interface HoldsHost {
   readonly env: Env;
   readonly metrics: PeerMetrics;
   readonly log: Logger;
+  /** The registry of live requests this peer's views read too. */
+  readonly requests: LocalRequests;
   /** Feeds an event to the current incarnation's core (through the runtime's guards). */
   step(event: MachineEvent): void;
   /** Why a request is not granted yet, as the core explains it. */
@@ -43,9 +45,7 @@ export class LocalHolds {
   readonly #host: HoldsHost;
   readonly #env: Env;
   readonly #log: Logger;
-  readonly #requests = new Map<string, LocalRequest>();
-  readonly #byRef = new Map<number, LocalRequest>();
-  readonly #ended = new EndedLog(limits.endedIdsMax);
+  readonly #requests: LocalRequests;
   #nextRef = 1;
   /** Hold ids are this random prefix plus the request's ref: unique, and cheap to make. */
   readonly #idPrefix: string;
@@ -54,24 +54,20 @@ export class LocalHolds {
     this.#host = host;
     this.#env = host.env;
     this.#log = host.log;
+    this.#requests = host.requests;
     this.#idPrefix = Buffer.from(host.env.randomBytes(8)).toString('hex');
-  }
-
-  /** The live local request with that core ref, if any. */
-  byRef(ref: number): LocalRequest | undefined {
-    return this.#byRef.get(ref);
   }
 
   /** The state of request `id`: waiting or held while live, else why it ended (if remembered). */
   stateOf(id: string): 'waiting' | 'held' | EndReason | undefined {
-    const req = this.#requests.get(id);
+    const req = this.#requests.byId(id);
     if (req !== undefined && req.state !== 'ended') return req.state;
-    return this.#ended.reasonOf(id);
+    return this.#requests.endedReason(id);
   }
 
   /** The core ref of live request `id`. */
   refOf(id: string): number | undefined {
-    return this.#requests.get(id)?.ref;
+    return this.#requests.byId(id)?.ref;
   }
 
 
@@ -95,8 +91,7 @@ export class LocalHolds {
       ref, id, lock: first.lock, spec: first.spec, parts, opts, requestedAtMonoMs: this.#env.monoMs(),
       state: 'waiting', grant: null, ttlTimer: null, waitTimer: null, expectedTimer: null, callbacks: cb,
     };
-    this.#requests.set(req.id, req);
-    this.#byRef.set(ref, req);
+    this.#requests.add(req);
     const waitMs = opts.timeoutMs === 0 ? limits.noWaitAckBoundMs : opts.timeoutMs;
     req.waitTimer = this.#env.after(waitMs, () => this.#onWaitTimeout(req));
     this.#host.step({ type: 'acquire', ref, parts, noWait: opts.timeoutMs === 0 });
@@ -109,18 +104,17 @@ export class LocalHolds {
    * refusal leaves no trace (no ended id, no acquire outcome).
    */
   onQueueFull(ref: number, lock: string): void {
-    const req = this.#byRef.get(ref);
+    const req = this.#requests.byRef(ref);
     assert(req !== undefined && req.state === 'waiting', 'a request refused for a full queue is a local waiter');
     req.state = 'ended';
     this.#clearTimer(req, 'waitTimer');
-    this.#requests.delete(req.id);
-    this.#byRef.delete(ref);
+    this.#requests.forget(req);
     req.callbacks.failed(new LockError(ErrorCode.LimitExceeded, `lock ${JSON.stringify(lock)} already has ${limits.queuedPerLockMax} requests queued; try again later`));
   }
 
   /** The core granted request `ref`: it becomes a hold, with its TTL. */
   onGranted(ref: number, token: bigint): void {
-    const req = this.#byRef.get(ref);
+    const req = this.#requests.byRef(ref);
     assert(req !== undefined && req.state === 'waiting', 'granted request is a local waiter');
     const now = this.#env.wallMs();
     const ttlMs = req.opts.ttlMs;
@@ -147,7 +141,7 @@ export class LocalHolds {
 
   /** The core refused no-wait request `ref`: `ahead` others held or waited ahead of it. */
   onRefused(ref: number, ahead: number): void {
-    const req = this.#byRef.get(ref);
+    const req = this.#requests.byRef(ref);
     assert(req !== undefined, 'refused request is local');
     this.#fail(req, this.#timeoutError(req, 'the lock is held or requested by others (timeout_ms 0 does not wait)', ahead), 'timeout', false);
   }
@@ -198,9 +192,7 @@ export class LocalHolds {
     this.#clearTimer(req, 'waitTimer');
     this.#clearTimer(req, 'ttlTimer');
     this.#clearTimer(req, 'expectedTimer');
-    this.#requests.delete(req.id);
-    this.#byRef.delete(req.ref);
-    this.#ended.record(req.id, reason);
+    this.#requests.finish(req, reason);
   }
 
   #clearTimer(req: LocalRequest, which: 'waitTimer' | 'ttlTimer' | 'expectedTimer'): void {
@@ -225,7 +217,7 @@ export class LocalHolds {
    * fail the waiter (its request might otherwise be granted out of order after an eviction).
    */
   endByCore(ref: number, reason: EndReason): void {
-    const req = this.#byRef.get(ref);
+    const req = this.#requests.byRef(ref);
     if (req === undefined || req.state === 'ended') return;
     if (req.state === 'waiting') {
       const silent = this.#host.leaseSilentPeers();
@@ -245,9 +237,9 @@ export class LocalHolds {
     // Waiters first, the latest first: ending a hold first would release its lock to the
     // next local waiter, granted only to be ended at once (a TTL client would get its 200,
     // then a 404). Failing a waiter can grant none behind it: those are failed already.
-    const all = [...this.#requests.values()];
+    const all = this.#requests.all();
     for (const req of all.reverse()) if (req.state === 'waiting') this.#fail(req, error, reason, true);
-    for (const req of [...this.#requests.values()]) {
+    for (const req of this.#requests.all()) {
       if (req.state === 'held') this.#end(req, reason);
       else this.#fail(req, error, reason, true);
     }
@@ -255,9 +247,9 @@ export class LocalHolds {
 
   /** The live hold `id`, which must name `lock` unless that is null (a hold named by its id alone). */
   #liveHold(lock: string | null, id: string): LocalRequest {
-    const req = this.#requests.get(id);
+    const req = this.#requests.byId(id);
     if (req === undefined || (lock !== null && !req.parts.some((p) => p.lock === lock)) || req.state !== 'held') {
-      const reason = req === undefined ? this.#ended.reasonOf(id) : req.state === 'waiting' ? 'waiting' : undefined;
+      const reason = req === undefined ? this.#requests.endedReason(id) : req.state === 'waiting' ? 'waiting' : undefined;
       const where = lock === null ? '' : ` on lock ${JSON.stringify(lock)}`;
       throw new LockError(ErrorCode.NotHeld, reason === undefined ? `no live hold ${id}${where}` : `hold ${id} is not live: ${reason}`, {
         reason: reason ?? 'unknown',

@@ -19,12 +19,14 @@ import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import type { MeshStats } from '../transport/mesh.js';
 import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
+import { CurrentSession } from './current-session.js';
 import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
+import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
+import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import type { ClusterView, DegradedView, LockView } from './status-views.js';
 import { StatusViews } from './status-views.js';
@@ -113,11 +115,10 @@ export class PeerRuntime implements LockService {
   readonly #faults: PlantedFaults | undefined;
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
+  readonly #sessions: CurrentSession;
+  readonly #requests: LocalRequests;
   readonly #holds: LocalHolds;
   readonly #views: StatusViews;
-  #session: Session | null = null;
-  /** The link counters of every incarnation before the current one, summed. */
-  #pastMeshStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
   #stopping = false;
   #rejoining = false;
   /**
@@ -139,45 +140,43 @@ export class PeerRuntime implements LockService {
     this.#faults = opts.faults;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
-    this.metrics = new PeerMetrics(this, opts.processMetrics ?? true);
-    this.#views = new StatusViews(this);
-    this.#holds = new LocalHolds(this.#holdsHost());
+    // Each part gets what it reads as finished objects, built in this order (issue 13: none
+    // is handed the half-built runtime): the current session (empty until start), the
+    // registry of local requests, the views over both, the metrics over those, the holds.
+    const sessions = new CurrentSession(this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true);
+    const requests = new LocalRequests(limits.endedIdsMax);
+    const views = new StatusViews({ id: this.id, index, config: this.config, sessions, requests });
+    const metrics = new PeerMetrics({
+      id: this.id,
+      meshStats: () => sessions.meshStats(),
+      meshStatus: () => sessions.get().meshStatus(),
+      coreStats: () => {
+        const machine = sessions.get().machine;
+        return { ...machine.stats(), clock: machine.clock };
+      },
+      ready: () => sessions.ready(),
+      degraded: () => views.degraded(),
+      leaseNowMs: () => sessions.get().leaseNowMs(),
+    }, opts.processMetrics ?? true);
+    this.#sessions = sessions;
+    this.#requests = requests;
+    this.#views = views;
+    this.metrics = metrics;
+    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events }));
   }
 
   /**
    * The lease is re-checked before anything a client or a holds timer does, as the session
    * does before every event (docs/design.md section 4): a process resumed after a pause must
-   * not release, refresh or count a hold on a lease that lapsed meanwhile. The one place.
+   * not release, refresh or count a hold on a lease that lapsed meanwhile.
    */
   #checkLease(): void {
-    if (this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true) this.#session?.checkLease();
-  }
-
-  #holdsHost(): ConstructorParameters<typeof LocalHolds>[0] {
-    // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
-    const checked = (fn: () => void) => (): void => {
-      this.#checkLease();
-      fn();
-    };
-    const env: Env = { ...this.#env, after: (ms, fn) => this.#env.after(ms, checked(fn)), every: (ms, fn) => this.#env.every(ms, checked(fn)) };
-    return {
-      id: this.id,
-      env,
-      metrics: this.metrics,
-      log: this.#log,
-      // The current session's step: a closed one (a rejoin under way) ignores it.
-      step: (event) => this.session().step(event),
-      explain: (ref) => this.session().machine.explain(ref),
-      holders: (lock) => this.lock(lock).holders,
-      peerId: (index) => this.session().peerId(index),
-      leaseSilentPeers: () => this.session().leaseSilentPeers(),
-      emitHold: (type, req, reason) => this.#emitHold(type, req, reason),
-    };
+    this.#sessions.checkLease();
   }
 
   /** Loads the clock floor and starts the first incarnation. Throws ERR_CONFIG_INVALID on a corrupt clock file. */
   start(): void {
-    assert(this.#session === null, 'a runtime starts once');
+    assert(!this.#sessions.started, 'a runtime starts once');
     const floor = this.#reservation.load();
     // A confirmation the previous process gave binds it for evict_ms: it may have crashed
     // right after. Its bound is on disk (#persistPromise); we echo nothing until then, at
@@ -194,7 +193,7 @@ export class PeerRuntime implements LockService {
     // across restarts made an incarnation sort below a dead one, whose eviction then
     // covered it while it held its lease).
     const startFloorMs = this.#faults?.runtime?.forgetIncarnationFloor === true ? 0 : floor;
-    this.#session = this.#newSession(Math.max(this.#env.wallMs(), floor), startFloorMs, undefined, quietForMs);
+    this.#sessions.set(this.#newSession(Math.max(this.#env.wallMs(), floor), startFloorMs, undefined, quietForMs));
     this.#startSession();
   }
 
@@ -267,13 +266,12 @@ export class PeerRuntime implements LockService {
 
   /** Whether `start` ran. */
   get started(): boolean {
-    return this.#session !== null;
+    return this.#sessions.started;
   }
 
   /** The session of the current incarnation (a new one after each rejoin). */
   session(): Session {
-    assert(this.#session !== null, 'the runtime has started');
-    return this.#session;
+    return this.#sessions.get();
   }
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
@@ -322,20 +320,18 @@ export class PeerRuntime implements LockService {
     this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
     this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
     old.close();
-    this.#pastMeshStats = addMeshStats(this.#pastMeshStats, old.meshStats());
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
     // The quiet a restart began (start) binds the process, not the incarnation: a rejoin
     // within it would echo a peer the previous process promised to leave silent (seed 906566).
     const quietForMs = this.#faults?.runtime?.forgetQuietOnRejoin === true ? 0 : old.quietLeftMs();
-    this.#session = this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs);
+    this.#sessions.set(this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs));
     this.#startSession();
     this.events.emit('changed');
   }
 
   /** True while this peer holds a lease AND is synced with its view: it can grant (readyz). */
   ready(): boolean {
-    const machine = this.session().machine;
-    return machine.leaseValid && machine.synced;
+    return this.#sessions.ready();
   }
 
   /** Peers whose new incarnation waits here until the majority evicts its predecessor. */
@@ -412,14 +408,6 @@ export class PeerRuntime implements LockService {
     });
   }
 
-  #emitHold(type: HoldEvent['type'], req: LocalRequest, reason: EndReason | null): void {
-    if (this.events.listenerCount('hold') === 0) return;
-    const token = req.grant?.token.toString() ?? '';
-    for (const { lock, spec } of req.parts) {
-      this.events.emit('hold', { type, lock, id: req.id, owner: spec.owner, mode: spec.mode, token, peer: this.id, reason, at: this.#env.wallMs() });
-    }
-  }
-
   /** Releases a live hold (`lock`: one it names, or null); throws ERR_NOT_HELD (404) with the reason otherwise. */
   release(lock: string | null, id: string): void {
     this.#checkLease();
@@ -450,7 +438,7 @@ export class PeerRuntime implements LockService {
 
   /** The live local request with that core ref, if any (for the views). */
   localRequest(ref: number): LocalRequest | undefined {
-    return this.#holds.byRef(ref);
+    return this.#requests.byRef(ref);
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
@@ -477,8 +465,8 @@ export class PeerRuntime implements LockService {
    * Link counters of this process, for metrics: every incarnation's mesh counts from 0, so
    * the counters of the ones before are added and a counter never goes back at a rejoin.
    */
-  meshStats(): MeshStats {
-    return addMeshStats(this.#pastMeshStats, this.session().meshStats());
+  meshStats(): ReturnType<CurrentSession['meshStats']> {
+    return this.#sessions.meshStats();
   }
 
   /** Mesh link status for metrics. */
@@ -498,9 +486,9 @@ export class PeerRuntime implements LockService {
    * The listener is the caller's to close.
    */
   async stop(): Promise<void> {
-    if (this.#stopping || this.#session === null) return;
+    if (this.#stopping || !this.#sessions.started) return;
     this.#stopping = true;
-    const session = this.#session;
+    const session = this.#sessions.get();
     this.#holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
     if (!(await session.drain(limits.stopDrainMs))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
     session.close();
@@ -509,12 +497,34 @@ export class PeerRuntime implements LockService {
   }
 }
 
-function addMeshStats(a: MeshStats, b: MeshStats): MeshStats {
+/** What the runtime hands its local holds: the current session's protocol, reached only through it. */
+function holdsHost(parts: {
+  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics; events: EventEmitter<PeerEvents>;
+}): HoldsHost {
+  const { id, env, sessions, events } = parts;
+  // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
+  const checked = (fn: () => void) => (): void => {
+    sessions.checkLease();
+    fn();
+  };
   return {
-    framesSent: a.framesSent + b.framesSent,
-    messagesSent: a.messagesSent + b.messagesSent,
-    bytesSent: a.bytesSent + b.bytesSent,
-    framesReceived: a.framesReceived + b.framesReceived,
-    messagesDropped: a.messagesDropped + b.messagesDropped,
+    id,
+    env: { ...env, after: (ms, fn) => env.after(ms, checked(fn)), every: (ms, fn) => env.every(ms, checked(fn)) },
+    metrics: parts.metrics,
+    log: parts.log,
+    requests: parts.requests,
+    // The current session's step: a closed one (a rejoin under way) ignores it.
+    step: (event) => sessions.get().step(event),
+    explain: (ref) => sessions.get().machine.explain(ref),
+    holders: (lock) => parts.views.lock(lock).holders,
+    peerId: (index) => sessions.get().peerId(index),
+    leaseSilentPeers: () => sessions.get().leaseSilentPeers(),
+    emitHold: (type, req, reason) => {
+      if (events.listenerCount('hold') === 0) return;
+      const token = req.grant?.token.toString() ?? '';
+      for (const { lock, spec } of req.parts) {
+        events.emit('hold', { type, lock, id: req.id, owner: spec.owner, mode: spec.mode, token, peer: id, reason, at: env.wallMs() });
+      }
+    },
   };
 }

@@ -8,8 +8,8 @@ import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
 import { formatIncarnation } from '../core/types.js';
 import { limits } from '../limits.js';
-import type { LocalRequest } from './holds.js';
-import type { Session } from './session.js';
+import type { CurrentSession } from './current-session.js';
+import type { LocalRequests } from './holds.js';
 
 /** A holder or waiter, cluster-wide, as this peer knows it. */
 export interface QueueView {
@@ -92,15 +92,15 @@ export interface ClusterView {
   readonly peers: ReadonlyArray<{ readonly id: string; readonly self: true } | PeerLinkView>;
 }
 
-/** What the views read of their peer runtime. */
+/** What the views read: the peer's place in the config, its current session, its local requests. */
 export interface ViewSource {
   readonly id: string;
   readonly index: number;
   readonly config: ClusterConfig;
   /** The session of the current incarnation (a new one after a rejoin). */
-  session(): Session;
-  /** The live local request with that core ref, if any. */
-  localRequest(ref: number): LocalRequest | undefined;
+  readonly sessions: CurrentSession;
+  /** The live local requests (ids, grant times and expiries of local entries). */
+  readonly requests: LocalRequests;
 }
 
 /** The views of one peer. */
@@ -113,9 +113,9 @@ export class StatusViews {
 
   /** One queue entry as the HTTP API shows it. */
   entry(e: QueueEntry): QueueView {
-    const session = this.#src.session();
+    const session = this.#src.sessions.get();
     const local = e.peer === this.#src.index;
-    const req = local && e.ref !== undefined ? this.#src.localRequest(e.ref) : undefined;
+    const req = local && e.ref !== undefined ? this.#src.requests.byRef(e.ref) : undefined;
     const grant = e.held ? (req?.grant ?? null) : null;
     return {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
@@ -126,7 +126,7 @@ export class StatusViews {
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
   lock(name: string): LockView {
-    const entries = this.#src.session().machine.queue(name);
+    const entries = this.#src.sessions.get().machine.queue(name);
     return {
       name,
       holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
@@ -142,7 +142,7 @@ export class StatusViews {
    * grant waits for them until they come back or are evicted.
    */
   degraded(): DegradedView {
-    const session = this.#src.session();
+    const session = this.#src.sessions.get();
     const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
     const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
     const waiting: WaitedPeer[] = [];
@@ -161,7 +161,7 @@ export class StatusViews {
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): ClusterView {
     const { id, index, config } = this.#src;
-    const session = this.#src.session();
+    const session = this.#src.sessions.get();
     const now = session.leaseNowMs();
     const machine = session.machine;
     const view = new Set(machine.view());

@@ -13,6 +13,7 @@ import { ErrorCode, LockError } from '../../src/errors.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import type { AcquireOptions, Grant, LocalRequest } from '../../src/runtime/holds.js';
+import { LocalRequests } from '../../src/runtime/holds.js';
 import type { HoldsHost } from '../../src/runtime/local-holds.js';
 import { LocalHolds } from '../../src/runtime/local-holds.js';
 import { PeerMetrics } from '../../src/runtime/peer-metrics.js';
@@ -54,6 +55,7 @@ class Harness {
       env: this.env,
       metrics: this.metrics,
       log: silentLogger(),
+      requests: new LocalRequests(limits.endedIdsMax),
       step: (event) => this.step(event),
       explain: (ref) => machine.explain(ref),
       // The holders a timeout names; the runtime's views add ids, ages and expiries.
