@@ -463,7 +463,7 @@ export class Session {
   #refreshLease(): void {
     if (this.#closed) return;
     const valid = this.#lease.valid(this.#now());
-    if (valid === this.#machine.leaseValid) return;
+    if (valid === this.#leaseToldValid()) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
     this.#stepCore({ type: 'lease', valid });
@@ -493,11 +493,44 @@ export class Session {
     this.#stepCore(event);
   }
 
+  /**
+   * Events that came while a step ran: a local effect's callback may step the core again (a
+   * client that releases inside its grant callback). They run after it, in order, once all
+   * of its effects are out: a step never runs inside another, so its packets, stamped with
+   * a later clock, leave after the earlier step's (timestamps from one peer arrive in
+   * order), and every callback sees the core between steps.
+   */
+  readonly #deferred: MachineEvent[] = [];
+  #stepping = false;
+
+  /** The lease validity the core has, or will have once the deferred events ran. */
+  #leaseToldValid(): boolean {
+    for (let i = this.#deferred.length - 1; i >= 0; i--) {
+      const e = this.#deferred[i];
+      if (e?.type === 'lease') return e.valid;
+    }
+    return this.#machine.leaseValid;
+  }
+
   #stepCore(event: MachineEvent): void {
+    if (this.#stepping) {
+      this.#deferred.push(event);
+      return;
+    }
+    this.#stepping = true;
+    try {
+      this.#runStep(event);
+      for (let next = this.#deferred.shift(); next !== undefined; next = this.#deferred.shift()) {
+        if (!this.#closed) this.#runStep(next);
+      }
+    } finally {
+      this.#stepping = false;
+      this.#deferred.length = 0;
+    }
+  }
+
+  #runStep(event: MachineEvent): void {
     const effects = this.#machine.step(event);
-    // The step's packets leave first: a local effect may step the core again (a client that
-    // releases inside its grant callback), and that step's packets, stamped with a later
-    // clock, must not overtake these on a link (timestamps from one peer arrive in order).
     for (const effect of effects) {
       if (effect.type !== 'send') continue;
       this.#send(effect.to, effect.packet);

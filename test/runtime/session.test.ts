@@ -48,6 +48,8 @@ interface Hooks {
   readonly echoesFrom: string[];
   readonly rejoins: string[];
   readonly effects: LocalEffect[];
+  /** Runs inside onEffect, after the effect is recorded: what a client's callback would do. */
+  during?: (effect: LocalEffect) => void;
 }
 
 interface Peer {
@@ -108,7 +110,10 @@ function recordingWorld(inner: { network: Network; listener: Listener }, env: Ma
 
 function hooksOf(h: Hooks): SessionHooks {
   return {
-    onEffect: (effect) => void h.effects.push(effect),
+    onEffect: (effect) => {
+      h.effects.push(effect);
+      h.during?.(effect);
+    },
     onRejoin: (reason) => void h.rejoins.push(reason),
     onChanged: () => undefined,
     onSent: () => undefined,
@@ -427,5 +432,30 @@ describe('Session: a confirmation leaves only once its promise is persisted (Ses
     expect(payloadsTo(b, 0).filter((m) => membershipOf(m, 'confirm')).length).toBeGreaterThan(0);
     expect(a.session.isEvicted(2, c.session.incarnation)).toBe(true);
     expect(b.session.isEvicted(2, c.session.incarnation)).toBe(true);
+  });
+});
+
+describe('Session: one step at a time (issue 13: no re-entrant grant loop)', () => {
+  it('runs an event stepped from inside an effect callback after the step that made the effect, and every later event in order', () => {
+    const { env, peers } = world([{}, {}]);
+    const a = peerAt(peers, 0);
+    advanceTo(env, 1500);
+    expect(a.session.machine.synced && a.session.machine.leaseValid).toBe(true);
+    const seen: string[] = [];
+    a.hooks.during = (effect) => {
+      if (effect.type !== 'granted') return;
+      seen.push(`granted ${effect.ref}`);
+      if (effect.ref !== 1) return;
+      // A client that releases inside its grant callback: the release waits for this step.
+      a.session.step({ type: 'release', ref: 1 });
+      seen.push(`release of 1 asked, holders now ${a.session.machine.stats().granted}`);
+    };
+    a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    a.session.step({ type: 'acquire', ref: 2, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 1600);
+    // 1 is granted once the other peer's ack arrives; its release runs after that step,
+    // and grants 2 in its own step.
+    expect(seen).toEqual(['granted 1', 'release of 1 asked, holders now 1', 'granted 2']);
+    expect(a.session.machine.stats()).toMatchObject({ own: 1, granted: 1 });
   });
 });
