@@ -14,6 +14,7 @@
  * scenario catches (test/sim/scenarios.ts) is run there instead. The exit code is 0 only
  * when every mutant was caught.
  */
+import { clockRateMargin, timingDefaults } from '../../src/config.js';
 import type { MutantName } from './mutants.js';
 import { isMutantName, multiChanceOf, mutantNames } from './mutants.js';
 import { scenarioFor } from './scenarios.js';
@@ -38,14 +39,27 @@ interface CliOptions {
   readonly jobs: number;
   /** The chance a request names several locks at once (`--multi P`); unset: the mutant's, else none. */
   readonly multi: number | undefined;
+  /** `--timing defaults` or `--timing H/L/E`: those timings instead of the drawn ones. */
+  readonly timing: RunOptions['timing'];
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--timing defaults|H/L/E] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
   if (value === undefined || !Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} takes an integer in ${min}..${max}\n${usage}`);
   return n;
+}
+
+/** `defaults` (the config's: docs/design.md section 5) or `H/L/E` in ms, checked as a config is. */
+function timingArg(value: string): NonNullable<RunOptions['timing']> {
+  if (value === 'defaults') return { ...timingDefaults };
+  const m = /^(\d+)\/(\d+)\/(\d+)$/.exec(value);
+  const [heartbeatMs, leaseMs, evictMs] = m === null ? [NaN, NaN, NaN] : [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (!(heartbeatMs >= 1 && leaseMs >= 2 * heartbeatMs && evictMs >= Math.ceil(leaseMs * clockRateMargin + heartbeatMs))) {
+    throw new Error(`--timing takes defaults or heartbeat/lease/evict ms with lease >= 2 heartbeats and evict >= lease * ${clockRateMargin} + heartbeat\n${usage}`);
+  }
+  return { heartbeatMs, leaseMs, evictMs };
 }
 
 function parseArgs(argv: readonly string[]): CliOptions {
@@ -61,6 +75,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let netGiven = false;
   let jobs = 1;
   let multi: number | undefined;
+  let timing: RunOptions['timing'];
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
@@ -76,6 +91,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--jobs') jobs = intArg('jobs', value, 1, 256);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
     else if (flag === '--multi' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) multi = Number(value);
+    else if (flag === '--timing' && value !== undefined) timing = timingArg(value);
     else if (flag === '--net' && (value === 'fifo' || value === 'link')) {
       net = value;
       netGiven = true;
@@ -85,7 +101,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
   if (jobs > 1 && (mutants || verbose)) throw new Error(`--jobs runs plain seed ranges only\n${usage}`);
-  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi };
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi, timing };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant = cli.mutant): RunOptions {
@@ -97,6 +113,7 @@ function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant =
     ...(cli.peers === undefined ? {} : { peers: cli.peers }),
     ...(cli.mutant === undefined ? {} : { mutant: cli.mutant }),
     ...(multi === undefined ? {} : { multiChance: multi }),
+    ...(cli.timing === undefined ? {} : { timing: cli.timing }),
   };
 }
 
@@ -171,6 +188,7 @@ function passThrough(cli: CliOptions): string[] {
     ...(cli.mutant === undefined ? [] : ['--mutant', cli.mutant]),
     ...(cli.net === 'fifo' ? [] : ['--net', cli.net]),
     ...(cli.multi === undefined ? [] : ['--multi', String(cli.multi)]),
+    ...(cli.timing === undefined ? [] : ['--timing', `${cli.timing.heartbeatMs}/${cli.timing.leaseMs}/${cli.timing.evictMs}`]),
   ];
 }
 

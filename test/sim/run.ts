@@ -18,6 +18,7 @@ import { Wire, randomDelays } from './network.js';
 import { Prng } from '../support/prng.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
+import type { ScenarioOverrides } from './scenario.js';
 import { SimNetworks } from './sockets.js';
 import { Transcript } from './transcript.js';
 import { Workload } from './workload.js';
@@ -46,6 +47,8 @@ export interface RunOptions {
    * Off by default for the same reason; drawn from a generator of its own.
    */
   readonly multiChance?: number;
+  /** Heartbeat, lease and eviction timings instead of the drawn ones (ScenarioOverrides.timing). */
+  readonly timing?: ScenarioOverrides['timing'];
 }
 
 /** What one seed did. */
@@ -118,7 +121,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
 export function runSeed(opts: RunOptions): RunResult {
   const rng = new Prng(opts.seed);
-  const scenario = drawScenario(rng.fork(), opts.peers === undefined ? {} : { peers: opts.peers });
+  const scenario = drawScenario(rng.fork(), { ...(opts.peers === undefined ? {} : { peers: opts.peers }), ...(opts.timing === undefined ? {} : { timing: opts.timing }) });
   const parts = build(opts, scenario, rng);
   const { queue, time, checker, cluster } = parts;
   cluster.start();

@@ -113,6 +113,12 @@ export interface Scenario {
 /** Options a CLI user may force; everything else comes from the seed. */
 export interface ScenarioOverrides {
   readonly peers?: number;
+  /**
+   * Heartbeat, lease and eviction timings to use instead of the drawn ones (`--timing`, e.g.
+   * the config's defaults). The draws are made all the same, so everything else in the seed
+   * is what it would be; what derives from the timings (the safety phase) follows them.
+   */
+  readonly timing?: Pick<Scenario, 'heartbeatMs' | 'leaseMs' | 'evictMs'>;
 }
 
 /** Draws one seed's scenario; the same generator state always yields the same scenario. */
@@ -136,7 +142,7 @@ function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zomb
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);
   const pauseMaxMs = rng.int(5, 120);
-  const timing = drawTiming(rng, peers);
+  const timing = { ...drawTiming(rng, peers), ...overrides.timing };
   const safetyMs = Math.max(rng.int(300, 1200), Math.round(rng.int(3, 6) * timing.evictMs));
   // The workload's rate scales down with a longer safety phase: about as many requests per seed.
   const slow = Math.max(1, safetyMs / 1500);
