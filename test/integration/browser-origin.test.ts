@@ -14,9 +14,9 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, holders, release } from './helpers.js';
+import { acquire, call, holders, release, startTestCluster } from './helpers.js';
 
 const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const hasChromium = existsSync(chromiumPath);
@@ -95,7 +95,7 @@ function expectNothingLeaked(seen: readonly Seen[]): void {
 
 describe.skipIf(!hasChromium)('a page of another origin in headless chromium', () => {
   beforeAll(async () => {
-    cluster = await LocalCluster.start({ peers: 1, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    cluster = await startTestCluster({ peers: 1 });
     peer = cluster.url('a');
     peerPort = Number(new URL(peer).port);
     foreign = createServer((_req, res) => {
@@ -182,7 +182,7 @@ describe.skipIf(!hasChromium)('a page of another origin in headless chromium', (
 
   it('opens the dashboard of a peer that requires a token once the browser has it, and still refuses other origins', async () => {
     const token = 'browser-token-0123456789abcdef';
-    const guarded = await LocalCluster.start({ peers: 1, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000, token });
+    const guarded = await startTestCluster({ peers: 1, token });
     const context = await browser.newContext({ httpCredentials: { username: 'operator', password: token } });
     try {
       const url = guarded.url('a');

@@ -7,12 +7,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { exitCodes } from '../../src/client/cli-support.js';
 import { peerExitCodes } from '../../src/peer-exit-codes.js';
-import { LocalCluster, freePort } from '../../src/tools/local-cluster.js';
+import { freePort } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, holders, release } from './helpers.js';
+import { acquire, holders, release, useTestCluster } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 const peerBin = resolve('dist/bin/lamport-peer.js');
@@ -37,16 +37,11 @@ function runBin(bin: string, args: string[], env: Record<string, string> = {}): 
   return { done, pid: child.pid };
 }
 
-let cluster: LocalCluster;
+const cluster = useTestCluster();
 let a: string;
 
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-  a = cluster.url('a');
-});
-
-afterAll(async () => {
-  await cluster?.stop();
+beforeAll(() => {
+  a = cluster().url('a');
 });
 
 describe('lamport-lock run', () => {
@@ -60,12 +55,12 @@ describe('lamport-lock run', () => {
   });
 
   it('exits 75 when the lock is not acquired in time, without running the command', async () => {
-    const held = await acquire(cluster.url('b'), 'taken');
+    const held = await acquire(cluster().url('b'), 'taken');
     const r = await runBin(lockBin, ['--peer', a, 'run', 'taken', '--timeout', '200ms', '--', 'sh', '-c', 'echo ran']).done;
     expect(r.code).toBe(exitCodes.notAcquired);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('ERR_TIMEOUT');
-    await release(cluster.url('b'), 'taken', held.body['id']);
+    await release(cluster().url('b'), 'taken', held.body['id']);
   });
 
   it('exits 127 when the command cannot be started', async () => {
@@ -156,7 +151,7 @@ describe('lamport-lock acquire, release, status', () => {
     // The HTTP API's names (README, docs/design.md section 6), not the typed client's camelCase.
     expect(Object.keys(grant).sort()).toEqual(['expires_at', 'granted_at', 'id', 'lock', 'mode', 'peer', 'token']);
     expect((grant as unknown as { expires_at: number }).expires_at - (grant as unknown as { granted_at: number }).granted_at).toBe(30_000);
-    const table = await runBin(lockBin, ['--peer', cluster.url('c'), 'status']).done;
+    const table = await runBin(lockBin, ['--peer', cluster().url('c'), 'status']).done;
     expect(table.stdout).toMatch(/^LOCK\s+STATE\s+PEER\s+OWNER\s+MODE\s+TOKEN\s+AGE$/m);
     expect(table.stdout).toMatch(new RegExp(`^scripted\\s+held\\s+a\\s+ci-job\\s+exclusive\\s+${grant.token}\\s`, 'm'));
     const json = await runBin(lockBin, ['--peer', a, 'status', 'scripted', '--json']).done;
@@ -262,15 +257,15 @@ describe('lamport-lock run and acquire with several locks', () => {
   });
 
   it('exits 75 without running the command when one of the names is taken, and holds none of them', async () => {
-    const held = await acquire(cluster.url('b'), 'multi/taken');
+    const held = await acquire(cluster().url('b'), 'multi/taken');
     const r = await runBin(lockBin, ['--peer', a, 'run', 'multi/free', 'multi/taken', '--timeout', '0', '--', 'sh', '-c', 'echo ran']).done;
     expect(r.code).toBe(exitCodes.notAcquired);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('ERR_TIMEOUT');
-    const free = await acquire(cluster.url('c'), 'multi/free', { timeout_ms: 0 });
+    const free = await acquire(cluster().url('c'), 'multi/free', { timeout_ms: 0 });
     expect(free.status).toBe(200);
-    await release(cluster.url('c'), 'multi/free', free.body['id']);
-    await release(cluster.url('b'), 'multi/taken', held.body['id']);
+    await release(cluster().url('c'), 'multi/free', free.body['id']);
+    await release(cluster().url('b'), 'multi/taken', held.body['id']);
   });
 
   it('exits 64 with a sentence for several names and no command after --, or a name given twice', async () => {
@@ -313,7 +308,7 @@ describe('lamport-lock run when the hold is lost', () => {
     const marker = join(mkdtempSync(join(tmpdir(), 'lamport-run-')), 'running');
     const run = runBin(lockBin, ['--peer', a, 'run', 'long', '--grace', '2s', '--', 'sh', '-c', `touch ${marker}; exec sleep 30`]);
     await waitFor('run holds the lock and runs its command', () => existsSync(marker));
-    await cluster.stopPeer('a', 'SIGTERM');
+    await cluster().stopPeer('a', 'SIGTERM');
     const r = await run.done;
     expect(r.code, r.stderr).toBe(exitCodes.lockLost);
     expect(r.stderr).toContain('lost the lock "long" (shutdown)');

@@ -9,7 +9,7 @@ import { checkHistory } from '../../src/tools/history-check.js';
 import type { HoldRecord } from '../../src/tools/history-check.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, holders, release, waiters } from './helpers.js';
+import { acquire, call, holders, release, startTestCluster, waiters } from './helpers.js';
 
 let cluster: LocalCluster | undefined;
 
@@ -41,7 +41,7 @@ async function contend(c: LocalCluster, opts: { workers: number; rounds: number;
 describe('contention across peers', () => {
   for (const peers of [3, 5]) {
     it(`keeps ${peers} peers mutually exclusive with increasing tokens`, async () => {
-      cluster = await LocalCluster.start({ peers, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+      cluster = await startTestCluster({ peers });
       const history = await contend(cluster, { workers: 2 * peers, rounds: 40, locks: ['hot', 'warm'] });
       expect(history).toHaveLength(2 * peers * 40);
       expect(checkHistory(history)).toEqual([]);
@@ -58,7 +58,7 @@ describe('contention across peers', () => {
 
 describe('peer failures', () => {
   it('after kill -9 and restart of a holder, its holds end, others proceed, and it grants again', async () => {
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    cluster = await startTestCluster();
     const [a, b] = [cluster.url('a'), cluster.url('b')];
     const held = await acquire(a, 'k', { ttl_ms: 600_000 });
     const waiting = acquire(b, 'k', { timeout_ms: 30_000 });
@@ -81,7 +81,7 @@ describe('peer failures', () => {
   });
 
   it('a restarted peer shows a hold and a waiter with the same since as the peers that saw their requests', async () => {
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    cluster = await startTestCluster();
     const [a, b, c] = [cluster.url('a'), cluster.url('b'), cluster.url('c')];
     const asked = Date.now();
     const held = await acquire(a, 'since', { ttl_ms: 600_000, owner: 'holder' });
@@ -118,7 +118,7 @@ describe('peer failures', () => {
   });
 
   it('a whole-cluster restart keeps tokens above the ones granted before (persisted clock floor)', async () => {
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    cluster = await startTestCluster();
     const before = await acquire(cluster.url('c'), 'floor');
     await release(cluster.url('c'), 'floor', before.body['id']);
     await Promise.all(cluster.peers.map((p) => cluster?.stopPeer(p.id, 'SIGKILL')));
@@ -130,7 +130,7 @@ describe('peer failures', () => {
   });
 
   it('on SIGTERM a peer ends its holds with reason shutdown, releases them and exits 0', async () => {
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
+    cluster = await startTestCluster();
     const client = new LockClient({ peer: cluster.url('a') });
     const hold = await client.acquireOnConnection('bye', { ttlMs: 60_000 });
     const next = acquire(cluster.url('b'), 'bye', { timeout_ms: 30_000 });

@@ -11,9 +11,8 @@ import { dirname } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, release, waiters } from './helpers.js';
+import { acquire, call, release, useTestCluster, waiters } from './helpers.js';
 
 const chromiumPath = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const hasChromium = existsSync(chromiumPath);
@@ -23,7 +22,6 @@ if (!hasChromium) {
 
 const launchArgs = ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
-let cluster: LocalCluster;
 let browser: Browser;
 let page: Page;
 
@@ -33,8 +31,10 @@ function q(value: string): string {
 }
 
 describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
+  // Started before the browser's hook below runs, and stopped after it closes the browser.
+  const cluster = useTestCluster();
+
   beforeAll(async () => {
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
     browser = await chromium.launch({ executablePath: chromiumPath, args: launchArgs });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];
@@ -42,20 +42,19 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     page.on('console', (m) => {
       if (m.type() === 'error') errors.push(m.text());
     });
-    await page.goto(cluster.url('a'));
+    await page.goto(cluster().url('a'));
     await page.waitForSelector('#stream.ok', { timeout: 5000 });
     expect(errors).toEqual([]);
   }, 60_000);
 
   afterAll(async () => {
     await browser?.close();
-    await cluster?.stop();
   });
 
   it('shows every peer with its link up and this peer\'s lease', async () => {
     await waitFor('three peer rows', async () => (await page.locator('#peers tbody tr').count()) === 3, 2000);
     expect(await page.textContent('#peer-id')).toBe('a');
-    const { cluster: name } = JSON.parse(readFileSync(cluster.configPath, 'utf8')) as { cluster: string };
+    const { cluster: name } = JSON.parse(readFileSync(cluster().configPath, 'utf8')) as { cluster: string };
     expect(name).toMatch(/^test-/);
     expect(await page.textContent('#cluster-name')).toBe(name);
     // Ready means a majority: the second link may come up a moment later.
@@ -77,14 +76,14 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
 
   it('marks an all-or-nothing hold on each of its locks with the others it holds', async () => {
     // On peer a: peer c's grants are counted by a later test.
-    const grant = await call(cluster.url('a'), '/v1/acquire', { locks: [{ name: 'dash-m1' }, { name: 'dash-m2', mode: 'shared' }], ttl_ms: 30_000 });
+    const grant = await call(cluster().url('a'), '/v1/acquire', { locks: [{ name: 'dash-m1' }, { name: 'dash-m2', mode: 'shared' }], ttl_ms: 30_000 });
     expect(grant.status).toBe(200);
     const badge = (lock: string): string => `article[data-lock=${q(lock)}] tr[data-role=holder][data-peer="a"] [data-role=with]`;
     await page.waitForSelector(badge('dash-m1'), { timeout: 2000 });
     expect(await page.textContent(badge('dash-m1'))).toBe('+ dash-m2');
     expect(await page.textContent(badge('dash-m2'))).toBe('+ dash-m1');
     expect(await page.getAttribute(badge('dash-m1'), 'title')).toBe('one all-or-nothing request: also holds dash-m2');
-    expect((await call(cluster.url('a'), '/v1/release', { id: grant.body['id'] })).status).toBe(200);
+    expect((await call(cluster().url('a'), '/v1/release', { id: grant.body['id'] })).status).toBe(200);
     await page.waitForSelector('article[data-lock="dash-m1"]', { state: 'detached', timeout: 2000 });
     expect(await page.locator('article[data-lock="dash-m2"]').count()).toBe(0);
   });
@@ -93,7 +92,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     const owner = '<img src=x onerror="window.pwned=1">';
     const holder = `article[data-lock="dash-one"] tr[data-role=holder][data-peer="b"]`;
     const started = Date.now();
-    const grant = await acquire(cluster.url('b'), 'dash-one', { owner, meta: { job: '<b>42</b>' }, ttl_ms: 30_000 });
+    const grant = await acquire(cluster().url('b'), 'dash-one', { owner, meta: { job: '<b>42</b>' }, ttl_ms: 30_000 });
     expect(grant.status).toBe(200);
     await page.waitForSelector(holder, { timeout: 1000 });
     const seenMs = Date.now() - started;
@@ -107,34 +106,34 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await page.waitForSelector(`#activity tr[data-type=held][data-lock="dash-one"][data-peer="b"]`, { timeout: 1000 });
 
     const released = Date.now();
-    expect((await release(cluster.url('b'), 'dash-one', grant.body['id'])).status).toBe(200);
+    expect((await release(cluster().url('b'), 'dash-one', grant.body['id'])).status).toBe(200);
     await page.waitForSelector('article[data-lock="dash-one"]', { state: 'detached', timeout: 1000 });
     expect(Date.now() - released).toBeLessThan(1000);
     await page.waitForSelector(`#activity tr[data-type=gone][data-lock="dash-one"][data-peer="b"]`, { timeout: 1000 });
   });
 
   it('shows when this peer\'s holds expire, and that another peer keeps its own TTLs', async () => {
-    const own = await acquire(cluster.url('a'), 'dash-ttl', { owner: 'ttl-a', ttl_ms: 30_000 });
-    const other = await acquire(cluster.url('b'), 'dash-ttl-b', { owner: 'ttl-b', ttl_ms: 30_000 });
+    const own = await acquire(cluster().url('a'), 'dash-ttl', { owner: 'ttl-a', ttl_ms: 30_000 });
+    const other = await acquire(cluster().url('b'), 'dash-ttl-b', { owner: 'ttl-b', ttl_ms: 30_000 });
     const cellOf = (lock: string, peer: string): string => `article[data-lock=${q(lock)}] tr[data-role=holder][data-peer=${q(peer)}] [data-field=expires]`;
     await page.waitForSelector(cellOf('dash-ttl', 'a'), { timeout: 1000 });
     expect(await page.getAttribute(cellOf('dash-ttl', 'a'), 'data-expires')).toBe(String(own.body['expires_at']));
     expect(await page.textContent(cellOf('dash-ttl', 'a'))).toMatch(/^in (2\d|30)\.\d s$/);
     await page.waitForSelector(cellOf('dash-ttl-b', 'b'), { timeout: 1000 });
     expect(await page.textContent(cellOf('dash-ttl-b', 'b'))).toBe('\u2014');
-    await release(cluster.url('a'), 'dash-ttl', own.body['id']);
-    await release(cluster.url('b'), 'dash-ttl-b', other.body['id']);
+    await release(cluster().url('a'), 'dash-ttl', own.body['id']);
+    await release(cluster().url('b'), 'dash-ttl-b', other.body['id']);
   });
 
   it('records grants and ends while no page is open, and shows a grants-per-second figure', async () => {
     // Nobody has opened peer c's dashboard yet: its activity must still be recorded.
     for (let i = 0; i < 5; i++) {
-      const got = await acquire(cluster.url('c'), 'dash-unseen', { owner: `bg-${i}`, ttl_ms: 10_000 });
-      await release(cluster.url('c'), 'dash-unseen', got.body['id']);
+      const got = await acquire(cluster().url('c'), 'dash-unseen', { owner: `bg-${i}`, ttl_ms: 10_000 });
+      await release(cluster().url('c'), 'dash-unseen', got.body['id']);
     }
     const other = await browser.newPage();
     try {
-      await other.goto(cluster.url('c'));
+      await other.goto(cluster().url('c'));
       await other.waitForSelector('#stream.ok', { timeout: 5000 });
       await other.waitForSelector(`#activity tr.local[data-type=granted][data-lock="dash-unseen"]`, { timeout: 1000 });
       expect(await other.locator(`#activity tr.local[data-type=ended][data-lock="dash-unseen"]`).count()).toBe(5);
@@ -148,33 +147,33 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
   });
 
   it('lists the waiting queue in grant order and this peer\'s own grants with their end reason', async () => {
-    const held = await acquire(cluster.url('a'), 'dash-queue', { owner: 'first', ttl_ms: 30_000 });
-    const second = acquire(cluster.url('c'), 'dash-queue', { owner: 'second', timeout_ms: 10_000 });
+    const held = await acquire(cluster().url('a'), 'dash-queue', { owner: 'first', ttl_ms: 30_000 });
+    const second = acquire(cluster().url('c'), 'dash-queue', { owner: 'second', timeout_ms: 10_000 });
     // Once b has seen c's request, b's clock is past it: b's request sorts after c's.
-    await waitFor('c queued, as a and b see it', async () => (await waiters(cluster.url('a'), 'dash-queue')).length === 1 && (await waiters(cluster.url('b'), 'dash-queue')).length === 1);
-    const third = acquire(cluster.url('b'), 'dash-queue', { owner: 'third', timeout_ms: 10_000 });
+    await waitFor('c queued, as a and b see it', async () => (await waiters(cluster().url('a'), 'dash-queue')).length === 1 && (await waiters(cluster().url('b'), 'dash-queue')).length === 1);
+    const third = acquire(cluster().url('b'), 'dash-queue', { owner: 'third', timeout_ms: 10_000 });
     const queued = page.locator('article[data-lock="dash-queue"] tr[data-role=waiter]');
     await waitFor('two waiters shown', async () => (await queued.count()) === 2, 2000);
     const order = await Promise.all((await queued.all()).map((row) => row.getAttribute('data-peer')));
     expect(order).toEqual(['c', 'b']);
     await page.waitForSelector(`#activity tr.local[data-type=granted][data-lock="dash-queue"]`, { timeout: 1000 });
-    await release(cluster.url('a'), 'dash-queue', held.body['id']);
+    await release(cluster().url('a'), 'dash-queue', held.body['id']);
     await page.waitForSelector(`#activity tr.local[data-type=ended][data-lock="dash-queue"]`, { timeout: 1000 });
     expect(await page.textContent(`#activity tr.local[data-type=ended][data-lock="dash-queue"] td:last-child`)).toBe('released');
     const s = await second;
-    await release(cluster.url('c'), 'dash-queue', s.body['id']);
+    await release(cluster().url('c'), 'dash-queue', s.body['id']);
     const t = await third;
-    await release(cluster.url('b'), 'dash-queue', t.body['id']);
+    await release(cluster().url('b'), 'dash-queue', t.body['id']);
     await page.waitForSelector('article[data-lock="dash-queue"]', { state: 'detached', timeout: 1000 });
   });
 
   it('draws a timeline per lock: a wait, then the hold, and a hold that expired in red with its reason', async () => {
-    const first = await acquire(cluster.url('a'), 'dash-tl', { owner: 'tl-first', ttl_ms: 30_000 });
-    const second = acquire(cluster.url('a'), 'dash-tl', { owner: 'tl-second', ttl_ms: 300, timeout_ms: 10_000 });
+    const first = await acquire(cluster().url('a'), 'dash-tl', { owner: 'tl-first', ttl_ms: 30_000 });
+    const second = acquire(cluster().url('a'), 'dash-tl', { owner: 'tl-second', ttl_ms: 300, timeout_ms: 10_000 });
     const row = 'div.tl-row[data-lock="dash-tl"]';
     // The page samples the queues at each push: the wait is drawn, still open, before it ends.
     await page.waitForSelector(`${row} .tl-wait.open[data-owner="tl-second"]`, { timeout: 2000 });
-    expect((await release(cluster.url('a'), 'dash-tl', first.body['id'])).status).toBe(200);
+    expect((await release(cluster().url('a'), 'dash-tl', first.body['id'])).status).toBe(200);
     expect((await second).status).toBe(200);
     // tl-second's TTL (300 ms) runs out: its hold ends `expired`, drawn in red.
     await page.waitForSelector(`${row} .tl-hold.lost[data-owner="tl-second"][data-reason="expired"]`, { timeout: 3000 });
@@ -185,7 +184,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
   });
 
   it('shows an election\'s leader and term on its lock', async () => {
-    const res = await fetch(`${cluster.url('b')}/v1/elections/dash-election/campaign`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'svc:1', owner: 'primary-b' }) });
+    const res = await fetch(`${cluster().url('b')}/v1/elections/dash-election/campaign`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 'svc:1', owner: 'primary-b' }) });
     const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
     const grant = JSON.parse(((await reader?.read())?.value ?? '').split('\n')[0] ?? '{}') as Record<string, unknown>;
     const badgeSel = 'article[data-lock="dash-election"] [data-role=leader]';
@@ -199,7 +198,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
 
   it('shows a stopped peer\'s link as down, and a banner naming it until the majority evicts it', async () => {
     expect(await page.isHidden('#degraded')).toBe(true);
-    await cluster.stopPeer('c', 'SIGKILL');
+    await cluster().stopPeer('c', 'SIGKILL');
     await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].bad`, { timeout: 3000 });
     // Every grant waits for c now: the banner says so, and when its eviction is due.
     const item = '#degraded:not([hidden]) li[data-peer="c"]';
@@ -208,14 +207,14 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     expect(await page.locator('#degraded li').count()).toBe(1);
     await page.waitForSelector('#degraded', { state: 'hidden', timeout: 10_000 });
     expect(await page.textContent(`#peers tr[data-peer="c"] [data-role=link]`)).toBe('evicted');
-    cluster.startPeer('c');
-    await cluster.waitReady(15_000, ['c']);
+    cluster().startPeer('c');
+    await cluster().waitReady(15_000, ['c']);
     await page.waitForSelector(`#peers tr[data-peer="c"] [data-role=link].ok`, { timeout: 3000 });
   }, 30_000);
 
   it.skipIf(process.env['DASHBOARD_SCREENSHOT'] === undefined)('saves a screenshot of a busy cluster', async () => {
     const out = process.env['DASHBOARD_SCREENSHOT'] ?? '';
-    const [a, b, c] = ['a', 'b', 'c'].map((id) => cluster.url(id)) as [string, string, string];
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => cluster().url(id)) as [string, string, string];
     await acquire(b, 'billing/nightly-export', { owner: 'cron@host-b', meta: { job: 'export', run: 1182 }, ttl_ms: 120_000 });
     const pending = [
       acquire(c, 'billing/nightly-export', { owner: 'cron@host-c', meta: { job: 'export', run: 1183 }, timeout_ms: 20_000 }),

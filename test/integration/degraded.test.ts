@@ -7,9 +7,9 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call } from './helpers.js';
+import { acquire, call, startTestCluster } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 let cluster: LocalCluster | undefined;
@@ -48,8 +48,8 @@ function status(base: string): Promise<{ code: number | null; stdout: string }> 
 describe('degraded: a peer unreachable and not evicted yet', () => {
   it('is named with its eviction countdown by /v1/cluster, the metrics and status, and cleared by its eviction', async () => {
     // evict_ms long enough that every check below runs before the eviction, even on a busy host.
-    const timings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 5000 };
-    cluster = await LocalCluster.start({ peers: 3, ...timings });
+    const evictMs = 5000;
+    cluster = await startTestCluster({ evictMs });
     const [a, b] = [cluster.url('a'), cluster.url('b')];
     expect(await degraded(a)).toEqual({ active: false, waiting_for: [] });
     expect(await metric(a, 'lamport_cluster_degraded')).toBe(0);
@@ -64,9 +64,9 @@ describe('degraded: a peer unreachable and not evicted yet', () => {
       const [c] = d.waiting_for as [Waited];
       expect(c.silent_ms).toBeGreaterThan(0);
       expect(c.eviction_due_in_ms).toBeGreaterThan(0);
-      expect(c.eviction_due_in_ms).toBeLessThanOrEqual(timings.evictMs);
+      expect(c.eviction_due_in_ms).toBeLessThanOrEqual(evictMs);
       // Silence and countdown add up to evict_ms: both count from the last time c was heard.
-      expect(Math.abs(c.silent_ms + (c.eviction_due_in_ms ?? 0) - timings.evictMs)).toBeLessThanOrEqual(2);
+      expect(Math.abs(c.silent_ms + (c.eviction_due_in_ms ?? 0) - evictMs)).toBeLessThanOrEqual(2);
     }
     expect(await metric(a, 'lamport_cluster_degraded')).toBe(1);
     expect(await metric(a, 'lamport_peers_unreachable')).toBe(1);
@@ -90,7 +90,7 @@ describe('degraded: a peer unreachable and not evicted yet', () => {
 
   it('counts a restarted peer as unreachable, link up, until its old incarnation is evicted', async () => {
     // A longer evict_ms: the restarted process must be up well within it.
-    cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 6000 });
+    cluster = await startTestCluster({ evictMs: 6000 });
     const a = cluster.url('a');
     await cluster.stopPeer('c', 'SIGTERM');
     cluster.startPeer('c');

@@ -7,22 +7,13 @@
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { call } from './helpers.js';
+import { call, useTestCluster } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
-let cluster: LocalCluster;
-
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-});
-
-afterAll(async () => {
-  await cluster.stop();
-});
+const cluster = useTestCluster();
 
 async function leaderOn(base: string, name: string): Promise<Record<string, unknown> | null> {
   return (await call(base, `/v1/elections/${encodeURIComponent(name)}`)).body['leader'] as Record<string, unknown> | null;
@@ -30,7 +21,7 @@ async function leaderOn(base: string, name: string): Promise<Record<string, unkn
 
 describe('elections', () => {
   it('elect one leader at a time, named with its value and term on every peer, and observed as it changes', async () => {
-    const [a, b, c] = [cluster.url('a'), cluster.url('b'), cluster.url('c')];
+    const [a, b, c] = [cluster().url('a'), cluster().url('b'), cluster().url('c')];
     const watcher = new LockClient({ peer: c });
     const ac = new AbortController();
     const seen: string[] = [];
@@ -88,14 +79,14 @@ describe('elections', () => {
   });
 
   it('lamport-lock elect runs its command while leading, with the term; lamport-lock leader names the leader', async () => {
-    const a = cluster.url('a');
+    const a = cluster().url('a');
     const child = spawn(process.execPath, [lockBin, '--peer', a, 'elect', 'cli-election', '--value', 'svc-1', '--owner', 'cli', '--', process.execPath, '-e', 'console.log("TERM=" + process.env.LAMPORT_TERM); setTimeout(() => {}, 60000)'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     await waitFor('the command runs as leader', () => /TERM=\d+/.test(out));
     const term = /TERM=(\d+)/.exec(out)?.[1];
-    const leader = spawn(process.execPath, [lockBin, '--peer', cluster.url('b'), 'leader', 'cli-election'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const leader = spawn(process.execPath, [lockBin, '--peer', cluster().url('b'), 'leader', 'cli-election'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let said = '';
     leader.stdout.on('data', (d: Buffer) => (said += d.toString()));
     await new Promise((r) => leader.on('close', r));
@@ -106,7 +97,7 @@ describe('elections', () => {
   });
 
   it('answer a campaign over HTTP with the term and value, and refuse a campaign without a value', async () => {
-    const a = cluster.url('a');
+    const a = cluster().url('a');
     const missing = await call(a, '/v1/elections/http-election/campaign', { owner: 'x' });
     expect(missing.status).toBe(400);
     expect(missing.body['error']).toBe('ERR_BAD_REQUEST');

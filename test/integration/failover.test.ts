@@ -1,16 +1,15 @@
 /**
  * Surviving a peer that goes away (docs/design.md section 5): majority-confirmed eviction, the
  * self-fencing lease of a paused peer, rejoin as a new incarnation, and the two-peer
- * cluster that never evicts. Short timings: heartbeat 100 ms, lease 1000 ms, evict 3000 ms.
+ * cluster that never evicts. On testTimings: heartbeat 100 ms, lease 1000 ms, evict 3000 ms.
  */
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, release, waiters } from './helpers.js';
+import { acquire, call, release, startTestCluster, testTimings, waiters } from './helpers.js';
 
-const timings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 };
 let cluster: LocalCluster | undefined;
 
 afterEach(async () => {
@@ -25,7 +24,7 @@ async function clusterView(base: string): Promise<Array<Record<string, unknown>>
 
 describe('eviction', () => {
   it('after kill -9 of a holder, the majority evicts it and grants the next waiter', async () => {
-    cluster = await LocalCluster.start({ peers: 3, ...timings });
+    cluster = await startTestCluster();
     const [a, b] = [cluster.url('a'), cluster.url('b')];
     const held = await acquire(a, 'k', { ttl_ms: 600_000 });
     const waiting = acquire(b, 'k', { timeout_ms: 30_000 });
@@ -37,8 +36,8 @@ describe('eviction', () => {
     expect(got.status).toBe(200);
     expect(BigInt(String(got.body['token']))).toBeGreaterThan(BigInt(String(held.body['token'])));
     // Silence counts from the last message heard, up to one heartbeat before the kill.
-    expect(elapsedMs).toBeGreaterThanOrEqual(timings.evictMs - timings.heartbeatMs);
-    process.stdout.write(`kill -9 to first grant on the majority side: ${elapsedMs.toFixed(0)} ms (evict_ms ${timings.evictMs})\n`);
+    expect(elapsedMs).toBeGreaterThanOrEqual(testTimings.evictMs - testTimings.heartbeatMs);
+    process.stdout.write(`kill -9 to first grant on the majority side: ${elapsedMs.toFixed(0)} ms (evict_ms ${testTimings.evictMs})\n`);
     expect((await clusterView(b)).find((p) => p['id'] === 'a')).toMatchObject({ evicted: true });
     // The killed peer comes back as a new incarnation and takes part again.
     cluster.startPeer('a');
@@ -51,7 +50,7 @@ describe('eviction', () => {
   });
 
   it('a peer paused longer than evict_ms loses its lease, is evicted, tells its holder, and rejoins', async () => {
-    cluster = await LocalCluster.start({ peers: 3, ...timings });
+    cluster = await startTestCluster();
     const [a, b] = [cluster.url('a'), cluster.url('b')];
     const client = new LockClient({ peer: a });
     const hold = await client.acquireOnConnection('p', { ttlMs: 600_000 });
@@ -78,16 +77,16 @@ describe('eviction', () => {
 
 describe('two peers', () => {
   it('never evicts: with the other peer gone, requests answer 503 naming it, even after evict_ms', async () => {
-    cluster = await LocalCluster.start({ peers: 2, ...timings });
+    cluster = await startTestCluster({ peers: 2 });
     const a = cluster.url('a');
     await cluster.stopPeer('b', 'SIGKILL');
     // A waiter issued while a still held its lease fails when the lease lapses.
-    const first = await acquire(a, 'two', { timeout_ms: timings.evictMs + 1500 });
+    const first = await acquire(a, 'two', { timeout_ms: testTimings.evictMs + 1500 });
     expect(first.status).toBe(503);
     expect(first.body).toMatchObject({ unreachable_peers: ['b'] });
     expect(['ERR_LEASE_LOST', 'ERR_UNREACHABLE']).toContain(first.body['error']);
     // Without a lease nothing is issued: the request waits its timeout and names the peer.
-    const r = await acquire(a, 'two', { timeout_ms: timings.evictMs + 500 });
+    const r = await acquire(a, 'two', { timeout_ms: testTimings.evictMs + 500 });
     expect(r.status).toBe(503);
     expect(r.body).toMatchObject({ error: 'ERR_UNREACHABLE', unreachable_peers: ['b'] });
     expect((await clusterView(a)).find((p) => p['id'] === 'b')).toMatchObject({ evicted: false });

@@ -1,7 +1,41 @@
 /**
- * Helpers for tests against real peer processes on 127.0.0.1.
+ * Helpers for tests against real peer processes on 127.0.0.1: the test cluster's timings and
+ * its start, and shorthands for the HTTP API.
  */
 import { request } from 'node:http';
+import { afterAll, beforeAll } from 'vitest';
+import { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { LocalClusterOptions } from '../../src/tools/local-cluster.js';
+
+/**
+ * The integration tests' timings: short, so that a suspicion, a lost lease or an eviction
+ * happens within seconds of a kill, a stop or a pause.
+ */
+export const testTimings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 } as const;
+
+/** Starts real peers on `testTimings`: three unless `opts` says otherwise; `opts` wins over both. */
+export function startTestCluster(opts: Partial<LocalClusterOptions> = {}): Promise<LocalCluster> {
+  return LocalCluster.start({ peers: 3, ...testTimings, ...opts });
+}
+
+/**
+ * One test cluster (see `startTestCluster`) for the tests of a file, or of the describe block
+ * it is called in: started in beforeAll, stopped in afterAll. Returns the cluster's accessor,
+ * which may be called once beforeAll has run (in the tests and in later hooks).
+ */
+export function useTestCluster(opts: Partial<LocalClusterOptions> = {}): () => LocalCluster {
+  let cluster: LocalCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startTestCluster(opts);
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return () => {
+    if (cluster === undefined) throw new Error('the test cluster is started in beforeAll: ask for it in a test or a later hook');
+    return cluster;
+  };
+}
 
 /** An HTTP answer with its parsed JSON body. */
 export interface JsonAnswer {

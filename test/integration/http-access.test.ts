@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
 import { limits } from '../../src/limits.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
+import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { call, holders, release } from './helpers.js';
+import { call, holders, release, startTestCluster } from './helpers.js';
 
 /** An answer read whole, whatever its content type. */
 interface Raw {
@@ -58,7 +58,7 @@ describe('a peer without a token, on loopback', () => {
   let port: number;
 
   beforeAll(async () => {
-    cluster = await LocalCluster.start({ peers: 1, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000, peerArgs: ['--http-allow-host', 'peer-a', '--http-allow-host', 'localhost:9999'] });
+    cluster = await startTestCluster({ peers: 1, peerArgs: ['--http-allow-host', 'peer-a', '--http-allow-host', 'localhost:9999'] });
     a = cluster.url('a');
     port = Number(new URL(a).port);
   });
@@ -151,7 +151,7 @@ describe('a peer with a token and an admin token', () => {
   beforeAll(async () => {
     const adminFile = join(mkdtempSync(join(tmpdir(), 'lamport-admin-')), 'admin-token');
     writeFileSync(adminFile, `${adminToken}\n`, { mode: 0o600 });
-    cluster = await LocalCluster.start({ peers: 1, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000, token, peerArgs: ['--admin-token-file', adminFile] });
+    cluster = await startTestCluster({ peers: 1, token, peerArgs: ['--admin-token-file', adminFile] });
     a = cluster.url('a');
   });
 

@@ -2,24 +2,18 @@
  * Every status path of the local HTTP API (docs/design.md section 6), against a real 3-peer
  * cluster of lamport-peer processes on 127.0.0.1.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { LockClient } from '../../src/client/lock-client.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { abortableAcquire, acquire, call, holders, release, waiters } from './helpers.js';
+import { abortableAcquire, acquire, call, holders, release, useTestCluster, waiters } from './helpers.js';
 
-let cluster: LocalCluster;
+const cluster = useTestCluster();
 let a: string;
 let b: string;
 let c: string;
 
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-  [a, b, c] = ['a', 'b', 'c'].map((id) => cluster.url(id)) as [string, string, string];
-});
-
-afterAll(async () => {
-  await cluster?.stop();
+beforeAll(() => {
+  [a, b, c] = ['a', 'b', 'c'].map((id) => cluster().url(id)) as [string, string, string];
 });
 
 describe('acquire and release', () => {

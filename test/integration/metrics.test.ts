@@ -2,10 +2,9 @@
  * GET /metrics of real peer processes after known traffic: every documented metric is
  * there with its Prometheus type, and the counts match what the test did.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../support/wait.js';
-import { acquire, release } from './helpers.js';
+import { acquire, release, useTestCluster } from './helpers.js';
 
 /** Samples and `# TYPE` lines of one scrape. */
 interface Scrape {
@@ -39,17 +38,12 @@ function value(s: Scrape, key: string): number {
   return v;
 }
 
-let cluster: LocalCluster;
+const cluster = useTestCluster();
 let a: string;
 let b: string;
 
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-  [a, b] = [cluster.url('a'), cluster.url('b')];
-}, 60_000);
-
-afterAll(async () => {
-  await cluster?.stop();
+beforeAll(() => {
+  [a, b] = [cluster().url('a'), cluster().url('b')];
 });
 
 describe('GET /metrics', () => {

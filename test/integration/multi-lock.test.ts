@@ -10,26 +10,20 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { exitCodes } from '../../src/client/cli-support.js';
 import { LockClient, LockError } from '../../src/client/lock-client.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { delay, waitFor } from '../support/wait.js';
 import type { JsonAnswer } from './helpers.js';
-import { acquire, call, holders, release, waiters } from './helpers.js';
+import { acquire, call, holders, release, useTestCluster, waiters } from './helpers.js';
 
-let cluster: LocalCluster;
+const cluster = useTestCluster();
 let a: string;
 let b: string;
 let c: string;
 
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-  [a, b, c] = ['a', 'b', 'c'].map((id) => cluster.url(id)) as [string, string, string];
-});
-
-afterAll(async () => {
-  await cluster?.stop();
+beforeAll(() => {
+  [a, b, c] = ['a', 'b', 'c'].map((id) => cluster().url(id)) as [string, string, string];
 });
 
 /** POST /v1/acquire of `names` (a string is an exclusive lock) with the shared options `body`. */
@@ -328,7 +322,7 @@ describe('lamport-lock run with several locks', () => {
     const marker = join(mkdtempSync(join(tmpdir(), 'lamport-multi-run-')), 'running');
     const run = runCli(['--peer', c, 'run', 'm/lost-1', 'm/lost-2', '--grace', '2s', '--', 'sh', '-c', `touch ${marker}; exec sleep 30`]);
     await waitFor('run holds both locks and runs its command', () => existsSync(marker));
-    await cluster.stopPeer('c', 'SIGTERM');
+    await cluster().stopPeer('c', 'SIGTERM');
     const r = await run.done;
     expect(r.code, r.stderr).toBe(exitCodes.lockLost);
     expect(r.stderr).toContain('lost the locks "m/lost-1", "m/lost-2" (shutdown)');

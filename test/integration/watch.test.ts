@@ -6,22 +6,13 @@
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { WatchEvent } from '../../src/client/lock-client.js';
 import { LockClient } from '../../src/client/lock-client.js';
-import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, release } from './helpers.js';
+import { acquire, call, release, useTestCluster } from './helpers.js';
 
-let cluster: LocalCluster;
-
-beforeAll(async () => {
-  cluster = await LocalCluster.start({ peers: 3, heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 });
-});
-
-afterAll(async () => {
-  await cluster.stop();
-});
+const cluster = useTestCluster();
 
 /** Collects a watch's events until `until` holds for the list (or it throws). */
 async function collect(events: AsyncGenerator<WatchEvent>, until: (seen: readonly WatchEvent[]) => boolean): Promise<WatchEvent[]> {
@@ -43,7 +34,7 @@ function lines(events: readonly WatchEvent[]): string[] {
 
 describe('watches', () => {
   it('start with the current state and tell every grant, release and expiry of one lock, with local end reasons', async () => {
-    const [a, b] = [cluster.url('a'), cluster.url('b')];
+    const [a, b] = [cluster().url('a'), cluster().url('b')];
     const held = await acquire(b, 'w1', { owner: 'first', ttl_ms: 60_000 });
     expect(held.status).toBe(200);
     const client = new LockClient({ peer: a });
@@ -65,7 +56,7 @@ describe('watches', () => {
   });
 
   it('follow every lock of a prefix and no other, and the listing filters by the same prefix', async () => {
-    const a = cluster.url('a');
+    const a = cluster().url('a');
     const client = new LockClient({ peer: a });
     const ac = new AbortController();
     const stream = client.watch({ prefix: 'jobs/' }, ac.signal);
@@ -90,7 +81,7 @@ describe('watches', () => {
   });
 
   it('lamport-lock status --watch prints the state, then a line per change, until interrupted', async () => {
-    const a = cluster.url('a');
+    const a = cluster().url('a');
     const child = spawn(process.execPath, [resolve('dist/bin/lamport-lock.js'), '--peer', a, 'status', '--watch', 'w9'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -107,7 +98,7 @@ describe('watches', () => {
   });
 
   it('refuse a bad prefix and a POST with coded errors', async () => {
-    const a = cluster.url('a');
+    const a = cluster().url('a');
     const bad = await call(a, `/v1/watch?prefix=${'x'.repeat(300)}`);
     expect(bad.status).toBe(400);
     expect(bad.body['error']).toBe('ERR_BAD_REQUEST');

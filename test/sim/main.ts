@@ -15,6 +15,7 @@
  * when every mutant was caught.
  */
 import { clockRateMargin, timingDefaults } from '../../src/config.js';
+import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { isMutantName, multiChanceOf, mutantNames } from './mutants.js';
 import { scenarioFor } from './scenarios.js';
@@ -63,9 +64,9 @@ function timingArg(value: string): NonNullable<RunOptions['timing']> {
 }
 
 function parseArgs(argv: readonly string[]): CliOptions {
-  const envSeed = process.env['SEED'];
   let seeds = 100;
-  let seed = envSeed === undefined ? 1 : intArg('seed (SEED)', envSeed, 0, 2 ** 52);
+  // SEED is read as sim.test.ts reads it (test/support/seed.ts): unset or empty means 1.
+  let seed = seedFrom('SEED', process.env, 1);
   let peers: number | undefined;
   let mutant: MutantName | undefined;
   let verbose = false;
