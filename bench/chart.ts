@@ -2,7 +2,7 @@
  * `latest.svg`: four bar panels, latency and throughput of lamport-lock against etcd and
  * Redis, each bar the median with a min–max whisker. Hand-written SVG, no dependency.
  */
-import { fmt } from './report.js';
+import { fmt } from './format.js';
 import type { BenchResults } from './results.js';
 import type { Spread } from './stats.js';
 import type { SystemFigures } from './suite.js';

@@ -9,6 +9,9 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { svgChart } from './chart.js';
+import { hostCpuName } from './cpu-time.js';
+import { measureAgainstFloor } from './floor.js';
+import type { FloorFigures, FloorSizes } from './floor.js';
 import { LinkCostMeter } from './link-cost.js';
 import { measureMemory } from './memory.js';
 import type { MemoryFigures, MemorySizes } from './memory.js';
@@ -45,6 +48,7 @@ interface RunState {
   readonly versions: Record<string, string>;
   readonly scaling: ScalingPoint[];
   memory: MemoryFigures | null;
+  floor: FloorFigures | null;
   readonly notes: string[];
   failed: boolean;
 }
@@ -139,6 +143,16 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   });
 }
 
+/** (g): a fresh 3-peer cluster and the 3-process floor, in turns, each in steady state. */
+async function runFloor(state: RunState, sizes: FloorSizes): Promise<void> {
+  progress(`(g) CPU per operation against the floor: ${sizes.rounds} round(s), 3 peers and the 3-process floor in turns`);
+  const floor = await measureAgainstFloor(state.group, { ...sizes, peerBin: peerBinOf(state), progress });
+  state.floor = floor;
+  if (floor.unsettledWarmUps > 0) {
+    state.notes.push(`(g): ${floor.unsettledWarmUps} warm-up(s) reached ${sizes.warmupMaxMs / 1000} s before the CPU per op settled; those figures are not steady state`);
+  }
+}
+
 async function runLamport(state: RunState): Promise<void> {
   const peerBin = peerBinOf(state);
   if (!peerBinExists(peerBin)) {
@@ -147,6 +161,8 @@ async function runLamport(state: RunState): Promise<void> {
     return;
   }
   for (const n of state.opts.peerCounts) await attempt(state, `lamport-lock ${n} peers`, () => runLamportSize(state, n));
+  const floor = state.opts.floor;
+  if (floor !== null) await attempt(state, '(g) CPU against the floor', () => runFloor(state, floor));
   const memory = state.opts.memory;
   if (memory !== null) await attempt(state, '(f) memory', () => runMemory(state, memory));
 }
@@ -158,7 +174,7 @@ function meta(state: RunState, startedAt: Date): BenchMeta {
     durationS: Math.round((Date.now() - startedAt.getTime()) / 1000),
     mode: state.opts.mode,
     sizes: state.opts.sizes,
-    host: { cpus: cpu.length, cpuModel: cpu[0]?.model ?? 'unknown', node: process.version, platform: process.platform },
+    host: { cpus: cpu.length, cpuModel: cpu[0]?.model.trim() ?? 'unknown', cpu: hostCpuName(), node: process.version, platform: process.platform },
     versions: state.versions,
     clients: state.clients,
   };
@@ -191,7 +207,7 @@ async function main(): Promise<number> {
   process.once('SIGTERM', onSignal);
   process.once('exit', () => group.killAllNow());
   const state: RunState = {
-    group, opts, systems: {}, clients: {}, versions: { node: process.version }, scaling: [], memory: null, notes: [], failed: false,
+    group, opts, systems: {}, clients: {}, versions: { node: process.version }, scaling: [], memory: null, floor: null, notes: [], failed: false,
   };
   const startedAt = new Date();
   try {
@@ -199,7 +215,7 @@ async function main(): Promise<number> {
   } finally {
     await group.stopAll();
   }
-  const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, notes: state.notes };
+  const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, floor: state.floor, notes: state.notes };
   const markdown = markdownReport(results, targetTable(checkTargets(results)));
   writeOutputs(results, markdown, opts.write ? (opts.out ?? join(repoRoot, 'bench', 'results')) : null);
   process.stdout.write(markdown);

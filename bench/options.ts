@@ -3,6 +3,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import type { FloorSizes } from './floor.js';
 import type { MemorySizes } from './memory.js';
 import type { Sizes } from './suite.js';
 import { systemNames } from './systems/types.js';
@@ -14,6 +15,8 @@ export interface BenchOptions {
   readonly sizes: Sizes;
   readonly peerCounts: readonly number[];
   readonly memory: MemorySizes | null;
+  /** (g), CPU per operation against the same-run floor; null with --no-floor. */
+  readonly floor: FloorSizes | null;
   readonly systems: readonly SystemName[];
   /** Directory for latest.{json,md,svg}; undefined for the default. */
   readonly out: string | undefined;
@@ -30,6 +33,13 @@ const quickSizes: Sizes = {
   runs: 3, uncontendedIterations: 200, uncontendedWarmup: 20, hotWorkers: 8, hotDurationMs: 1500,
   names: 1000, namesWorkers: 64, namesDurationMs: 1500,
 };
+/** (g) in a full run, and `npm run bench:floor` by default. */
+export const fullFloor: FloorSizes = {
+  rounds: 3, connections: 32, windowMs: 2000, warmupMinMs: 6000, warmupMaxMs: 30_000, settledWithin: 0.05, measureMs: 10_000, latencyMs: 3000,
+};
+const quickFloor: FloorSizes = {
+  rounds: 1, connections: 32, windowMs: 2000, warmupMinMs: 4000, warmupMaxMs: 20_000, settledWithin: 0.05, measureMs: 3000, latencyMs: 1500,
+};
 const fullMemory: MemorySizes = { idleNames: 100_000, waiters: 100_000, heldLocks: 10 };
 const quickMemory: MemorySizes = { idleNames: 20_000, waiters: 10_000, heldLocks: 10 };
 
@@ -37,11 +47,13 @@ const quickMemory: MemorySizes = { idleNames: 20_000, waiters: 10_000, heldLocks
 export function parseOptions(argv: readonly string[]): BenchOptions {
   const args = yargs(hideBin([...argv]))
     .scriptName('npm run bench --')
-    .option('quick', { type: 'boolean', default: false, describe: 'smaller sizes: 3 runs, 1.5 s each, 3 and 5 peers; under 3 minutes' })
+    .option('quick', { type: 'boolean', default: false, describe: 'smaller sizes: 3 runs, 1.5 s each, 3 and 5 peers, one short floor round' })
     .option('runs', { type: 'number', describe: 'runs per figure (median, min, max are over these)' })
     .option('peers', { type: 'string', describe: 'comma-separated cluster sizes for (d), e.g. 3,5,7,9' })
     .option('systems', { type: 'string', default: systemNames.join(','), describe: 'which of lamport-lock,etcd,redis to run' })
     .option('memory', { type: 'boolean', default: true, describe: 'run (f), the memory measurement (--no-memory to skip)' })
+    .option('floor', { type: 'boolean', default: true, describe: 'run (g), CPU per operation against the same-run floor (--no-floor to skip)' })
+    .option('floor-rounds', { type: 'number', describe: '(g) rounds, each measuring lamport-lock and the floor (default 3; 1 with --quick)' })
     .option('waiters', { type: 'number', describe: '(f) waiting requests (default 100000; 10000 with --quick)' })
     .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
     .option('peer-bin', { type: 'string', describe: 'peer daemon script to run with node (default dist/bin/lamport-peer.js)' })
@@ -61,6 +73,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     sizes: { ...base, runs },
     peerCounts,
     memory: args.memory ? memorySizes(args.quick ? quickMemory : fullMemory, args.waiters, args['idle-names']) : null,
+    floor: args.floor ? floorSizes(args.quick ? quickFloor : fullFloor, args['floor-rounds']) : null,
     systems: systems as SystemName[],
     out: args.out,
     write: args.write,
@@ -74,6 +87,10 @@ function memorySizes(base: MemorySizes, waiters: number | undefined, idleNames: 
     waiters: waiters === undefined ? base.waiters : Math.max(0, Math.floor(waiters)),
     idleNames: idleNames === undefined ? base.idleNames : Math.max(0, Math.floor(idleNames)),
   };
+}
+
+function floorSizes(base: FloorSizes, rounds: number | undefined): FloorSizes {
+  return rounds === undefined ? base : { ...base, rounds: Math.max(1, Math.floor(rounds)) };
 }
 
 function parseIntList(text: string): number[] {

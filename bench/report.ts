@@ -1,10 +1,13 @@
 /**
- * The Markdown report: the side-by-side table with ratios to etcd and Redis, the scaling
- * and link-cost table, memory, and the targets of issue 6 with a verdict each.
+ * The Markdown report: the CPU it ran on, (g) against the same-run floor (ratios first), the
+ * side-by-side table with ratios to etcd and Redis, the scaling and link-cost table, memory,
+ * and the targets of issues 6 and 15 with a verdict each.
  */
 import type { LinkCost } from './link-cost.js';
 import type { MemoryFigures, RssSample } from './memory.js';
 import type { BenchResults, ScalingPoint } from './results.js';
+import { floorSection } from './floor-report.js';
+import { cell, fmt } from './format.js';
 import type { Spread } from './stats.js';
 import type { SystemFigures } from './suite.js';
 import { systemNames } from './systems/types.js';
@@ -34,24 +37,6 @@ const rows: readonly Row[] = [
   { scenario: 'c', label: 'acquire+release p50 (ms)', better: 'lower', pick: (f) => f.c.cycleP50Ms },
   { scenario: 'c', label: 'acquire+release p99 (ms)', better: 'lower', pick: (f) => f.c.cycleP99Ms },
 ];
-
-/** A number with about three significant digits; '–' when it does not apply. */
-export function fmt(value: number | null | undefined): string {
-  if (value === null || value === undefined || !Number.isFinite(value)) return '–';
-  const abs = Math.abs(value);
-  if (abs >= 1000) return Math.round(value).toLocaleString('en-US');
-  if (abs >= 100) return value.toFixed(0);
-  if (abs >= 10) return value.toFixed(1);
-  if (abs >= 1 || value === 0) return value.toFixed(2).replace(/\.00$/, '');
-  return value.toFixed(3);
-}
-
-/** `median (min–max)`, or just the median when every run agreed. */
-export function cell(s: Spread | null | undefined): string {
-  if (s === null || s === undefined || !Number.isFinite(s.median)) return '–';
-  if (fmt(s.min) === fmt(s.max)) return fmt(s.median);
-  return `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
-}
 
 /** How many times better lamport-lock is than an anchor on this figure. */
 function ratio(row: Row, ours: Spread | undefined, theirs: Spread | undefined): string {
@@ -159,14 +144,37 @@ function waiterCostLines(m: MemoryFigures): string[] {
   return lines;
 }
 
+/** The head: the CPU first, since every absolute figure below holds on it only. */
+function head(results: BenchResults): string[] {
+  const m = results.meta;
+  return [
+    `# lamport-lock benchmark (${m.mode}, ${m.startedAt})`,
+    '',
+    `CPU: ${m.host.cpu}; ${m.host.platform}, Node ${m.host.node}. Every process, the load generator included, ran on this host: ` +
+      'the ratios carry to another host, the absolute figures do not.',
+    '',
+  ];
+}
+
+/** (g) leads the lamport-lock figures: the ratios against the same-run floor, then absolute figures. */
+function floorPart(results: BenchResults): string[] {
+  return [
+    '## (g) lamport-lock against the floor, same run: peer CPU per operation',
+    '',
+    ...(results.floor === null ? ['(not run: --no-floor, lamport-lock not selected, or the part failed; see the notes)'] : floorSection(results.floor)),
+    '',
+  ];
+}
+
 /** The whole Markdown report. */
 export function markdownReport(results: BenchResults, targetLines: readonly string[]): string {
   const m = results.meta;
   const lines = [
-    `# lamport-lock benchmark (${m.mode}, ${m.startedAt})`,
+    ...head(results),
+    ...floorPart(results),
+    '## (a), (b), (c) against etcd and Redis',
     '',
-    `Host: ${m.host.cpus} × ${m.host.cpuModel}, Node ${m.host.node}. Each figure is the median of ${m.sizes.runs} runs, (min–max) after it. ` +
-      `Ratios compare medians; "better" means lower latency or higher throughput.`,
+    `Each figure is the median of ${m.sizes.runs} runs, (min–max) after it. Ratios compare medians; "better" means lower latency or higher throughput.`,
     '',
     ...mainTable(results),
     '',
@@ -181,7 +189,7 @@ export function markdownReport(results: BenchResults, targetLines: readonly stri
     '',
     ...memoryTable(results.memory),
     '',
-    '## Targets of issue 6',
+    '## Targets of issues 6 and 15',
     '',
     ...targetLines,
     '',

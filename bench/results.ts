@@ -2,6 +2,7 @@
  * The shape of `bench/results/latest.json`: everything one `npm run bench` measured,
  * with the notes that say what was skipped and why.
  */
+import type { FloorFigures } from './floor.js';
 import type { CostKind, LinkCost } from './link-cost.js';
 import type { MemoryFigures } from './memory.js';
 import type { ManyNamesRun, UncontendedRun } from './scenarios.js';
@@ -27,7 +28,8 @@ export interface BenchMeta {
   readonly durationS: number;
   readonly mode: 'quick' | 'full';
   readonly sizes: Sizes;
-  readonly host: { readonly cpus: number; readonly cpuModel: string; readonly node: string; readonly platform: string };
+  /** `cpu` names the CPU as the reports do: "2 × AMD EPYC 7B13". */
+  readonly host: { readonly cpus: number; readonly cpuModel: string; readonly cpu: string; readonly node: string; readonly platform: string };
   readonly versions: Readonly<Record<string, string>>;
   /** How each system's clients talk to it. */
   readonly clients: Readonly<Partial<Record<SystemName, string>>>;
@@ -40,6 +42,8 @@ export interface BenchResults {
   readonly systems: Readonly<Partial<Record<SystemName, SystemFigures>>>;
   readonly scaling: readonly ScalingPoint[];
   readonly memory: MemoryFigures | null;
+  /** (g) CPU per operation against the same-run floor; null when not run. */
+  readonly floor: FloorFigures | null;
   /** Skipped anchors, missing metrics, failures: each a sentence. */
   readonly notes: readonly string[];
 }

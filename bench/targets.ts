@@ -1,8 +1,10 @@
 /**
- * The targets of issue 6 (3 peers, medians, same run as the anchors), each checked
- * against what was measured: met, missed, or not measured.
+ * The targets of issue 6 (3 peers, medians, same run as the anchors) and issue 15 (against
+ * the same-run floor of part (g)), each checked against what was measured: met, missed, or
+ * not measured.
  */
-import { fmt, maxOf } from './report.js';
+import { fmt } from './format.js';
+import { maxOf } from './report.js';
 import type { BenchResults } from './results.js';
 
 /** One target and its verdict. */
@@ -20,7 +22,40 @@ function verdict(measured: number | null | undefined, ok: (v: number) => boolean
   return ok(measured) ? 'met' : 'missed';
 }
 
-/** Every target of issue 6 with its verdict. */
+/** Issue 15: peer CPU per acquire+release at most this many times the floor's. */
+const floorCpuRatioMax = 1.3;
+/** Issue 15: one connection's acquire+release p50 at most this many times the floor's. */
+const floorP50RatioMax = 1.25;
+
+/**
+ * The targets of (g). They are about steady state: a ratio that includes a warm-up which never
+ * settled is shown but counts as not measured, never as met or missed.
+ */
+function floorTargets(results: BenchResults): TargetVerdict[] {
+  const g = results.floor;
+  const steady = g !== null && g.unsettledWarmUps === 0;
+  const said = (ratio: number | undefined, medians: string): string => {
+    if (g === null) return '(g) not run';
+    return `${fmt(ratio)}× (${medians})${steady ? '' : `, but ${g.unsettledWarmUps} warm-up(s) did not settle`}`;
+  };
+  const check = (ratio: number | undefined, max: number): TargetVerdict['verdict'] => (steady ? verdict(ratio, (v) => v <= max) : 'not measured');
+  const cpu = g?.ratios.cpuPerOp.median;
+  const p50 = g?.ratios.p50.median;
+  return [
+    {
+      target: `(g) peer CPU per acquire+release ≤ ${floorCpuRatioMax} × the same-run floor`,
+      measured: said(cpu, g === null ? '' : `medians ${fmt(g.lamport.cpuMsPerOp.median)} against ${fmt(g.floor.cpuMsPerOp.median)} CPU ms per op`),
+      verdict: check(cpu, floorCpuRatioMax),
+    },
+    {
+      target: `(g) acquire+release p50 ≤ ${floorP50RatioMax} × the same-run floor (1 connection)`,
+      measured: said(p50, g === null ? '' : `medians ${fmt(g.lamport.p50Ms.median)} against ${fmt(g.floor.p50Ms.median)} ms`),
+      verdict: check(p50, floorP50RatioMax),
+    },
+  ];
+}
+
+/** Every target of issues 6 and 15 with its verdict. */
 export function checkTargets(results: BenchResults): TargetVerdict[] {
   const ours = results.systems['lamport-lock'];
   const cycle = ours?.a.cycleP50Ms.median;
@@ -35,6 +70,7 @@ export function checkTargets(results: BenchResults): TargetVerdict[] {
   const waitRss = mem === null ? null : maxOf(Object.values(mem.whileWaiting));
   const idleGrowth = mem === null ? null : idleGrowthMb(mem.baseline, mem.afterIdleNames);
   return [
+    ...floorTargets(results),
     { target: '(a) acquire+release p50 ≤ 0.8 ms', measured: `${fmt(cycle)} ms`, verdict: verdict(cycle, (v) => v <= 0.8) },
     { target: '(b) ≥ 1500 real handoffs/s, 8 clients', measured: `${fmt(handoffs)}/s`, verdict: verdict(handoffs, (v) => v >= 1500) },
     { target: '(b) every handoff to the FIFO-next waiter (tokens rise in grant order)', measured: `${fmt(fifo)} violations (max over runs)`, verdict: verdict(fifo, (v) => v === 0) },
