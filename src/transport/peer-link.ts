@@ -2,7 +2,7 @@
  * Everything the mesh keeps about one other peer (docs/design.md section 4): both streams
  * (our sender, our receiver), the payloads not framed yet, the link ack we owe, the sockets
  * bound to its incarnation, and what `Mesh.status()` reports of it. Only this class changes
- * that state: the accepting side, the dialing side and the flusher say what happened
+ * that state: the mesh, its accepting and dialing sides and its flusher say what happened
  * through its methods and read the rest through getters.
  *
  * It also cuts its queue into frames (docs/design.md "Batching"): the flusher decides when,
