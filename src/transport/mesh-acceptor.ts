@@ -14,7 +14,7 @@ import { ListenerHandshake, NonceBook, refuse } from './handshake.js';
 import type { MeshContext } from './mesh-context.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
 import type { RawSocket } from './network.js';
-import type { PeerSlot } from './peer-slot.js';
+import type { PeerLink } from './peer-link.js';
 
 /** The listening socket of a mesh and the peers' streams to us. */
 export class MeshAcceptor<P> {
@@ -63,64 +63,59 @@ export class MeshAcceptor<P> {
       return sock.fail(new LockError(ErrorCode.HandshakeRefused, 'too many handshakes in progress', { reason: 'busy' satisfies RefuseReason }));
     }
     this.#handshakesPending++;
-    let slot: PeerSlot<P> | null = null;
+    let link: PeerLink<P> | null = null;
     const hs = new ListenerHandshake(mesh.identity, this.#gate);
     sock.onClose = () => {
       mesh.forget(sock);
-      if (slot === null) this.#handshakesPending--;
-      else this.#onInboundClosed(slot, sock);
+      if (link === null) this.#handshakesPending--;
+      else this.#onInboundClosed(link, sock);
     };
     sock.onFrame = (frame) => {
-      mesh.stats.framesReceived++;
+      mesh.counters.frameReceived();
       if (frame.t === 'hello') sock.send(hs.onHello(frame, this.#opts.env.monoMs()));
-      else if (frame.t === 'auth') slot = this.#onAuth(sock, hs.onAuth(frame, this.#opts.env.monoMs()), hs);
+      else if (frame.t === 'auth') link = this.#onAuth(sock, hs.onAuth(frame, this.#opts.env.monoMs()), hs);
       else if (frame.t === 'refuse') sock.close(1000, 'refused');
       else refuse('protocol', `unexpected ${frame.t} frame during the handshake`);
     };
   }
 
-  #onAuth(sock: FrameSocket<P>, dialer: { peer: number; inc: Incarnation; clock: number }, hs: ListenerHandshake): PeerSlot<P> {
-    const slot = this.#mesh.slot(dialer.peer);
-    this.#mesh.admit(slot, dialer.inc, dialer.clock);
+  #onAuth(sock: FrameSocket<P>, dialer: { peer: number; inc: Incarnation; clock: number }, hs: ListenerHandshake): PeerLink<P> {
+    const link = this.#mesh.link(dialer.peer);
+    this.#mesh.admit(link, dialer.inc, dialer.clock);
     this.#handshakesPending--;
-    slot.in?.close(1000, 'replaced by a newer connection');
-    slot.in = sock;
-    sock.onFrame = (frame) => this.#onInboundFrame(slot, sock, frame);
-    sock.send(hs.welcome(slot.receiver.lastDelivered, this.#opts.clock()));
+    link.attachIncoming(sock);
+    sock.onFrame = (frame) => this.#onInboundFrame(link, sock, frame);
+    sock.send(hs.welcome(link.delivered, this.#opts.clock()));
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
-    this.#mesh.updateConnected(slot);
-    if (this.#opts.faults?.noDialNow !== true) this.#mesh.dialNow(slot);
-    return slot;
+    this.#mesh.updateConnected(link);
+    if (this.#opts.faults?.noDialNow !== true) this.#mesh.dialNow(link);
+    return link;
   }
 
-  #onInboundFrame(slot: PeerSlot<P>, sock: FrameSocket<P>, frame: Frame<P>): void {
-    this.#mesh.stats.framesReceived++;
-    if (slot.in !== sock) return;
-    const inc = this.#mesh.book.known(slot.peer.index);
+  #onInboundFrame(link: PeerLink<P>, sock: FrameSocket<P>, frame: Frame<P>): void {
+    this.#mesh.counters.frameReceived();
+    if (link.in !== sock) return;
+    const inc = this.#mesh.book.known(link.peer.index);
     assert(inc !== null, 'an inbound stream belongs to a known incarnation');
     if (frame.t === 'data') {
-      const receipt = slot.receiver.receive(frame);
-      for (const payload of receipt.deliver) {
-        this.#events.onPayload(slot.peer.index, inc, payload);
-        if (slot.in !== sock) return; // the runtime evicted that peer meanwhile
+      for (const payload of link.receive(frame)) {
+        this.#events.onPayload(link.peer.index, inc, payload);
+        if (link.in !== sock) return; // the runtime evicted that peer meanwhile
       }
-      this.#mesh.flusher.ackDue(slot);
+      this.#mesh.flusher.ackDue(link);
     } else if (frame.t === 'hb') {
-      if (this.#opts.mayEcho?.(slot.peer.index, inc) ?? true) sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
-      this.#events.onHeartbeat(slot.peer.index, inc, frame.clock);
+      if (this.#opts.mayEcho?.(link.peer.index, inc) ?? true) sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
+      this.#events.onHeartbeat(link.peer.index, inc, frame.clock);
     } else if (frame.t === 'auth') {
       refuse('replayed', 'challenge answered twice');
     } else if (frame.t === 'refuse') {
-      this.#mesh.refused(slot, frame, sock);
+      this.#mesh.refused(link, frame, sock);
     } else {
       throw new LockError(ErrorCode.FrameInvalid, `unexpected ${frame.t} frame on an inbound stream`);
     }
   }
 
-  #onInboundClosed(slot: PeerSlot<P>, sock: FrameSocket<P>): void {
-    if (slot.in !== sock) return;
-    slot.in = null;
-    slot.lastHeardMs = sock.lastHeardMs;
-    this.#mesh.updateConnected(slot);
+  #onInboundClosed(link: PeerLink<P>, sock: FrameSocket<P>): void {
+    if (link.detach(sock)) this.#mesh.updateConnected(link);
   }
 }

@@ -1,39 +1,42 @@
 /**
  * What the two directions of a mesh share (docs/design.md section 4): the accepting side and the
  * dialing side each drive one socket per peer, but both sockets of a peer belong to one
- * slot, one incarnation and one set of counters, which the Mesh owns and hands to both.
+ * link, one incarnation and one set of counters, which the Mesh owns and hands to both.
+ * Through this the two sides only read shared state and say what happened; the Mesh and
+ * the links change it.
  */
 import type { Incarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import type { IncarnationBook } from './incarnations.js';
-import type { MeshStats } from './mesh-options.js';
 import type { MeshFlusher } from './mesh-flush.js';
+import type { MeshCounters } from './mesh-stats.js';
 import type { RawSocket } from './network.js';
-import type { PeerSlot } from './peer-slot.js';
+import type { PeerLink } from './peer-link.js';
 
 /** The state and transitions of a mesh that its acceptor and its dialer use. */
 export interface MeshContext<P> {
   readonly identity: HandshakeIdentity;
-  readonly book: IncarnationBook;
-  readonly stats: MeshStats;
+  /** The incarnations of the others; the sides only ask it, `admit` changes it. */
+  readonly book: Pick<IncarnationBook, 'check' | 'newest' | 'isRefused' | 'known'>;
+  readonly counters: MeshCounters;
   readonly flusher: MeshFlusher<P>;
   /** True once the mesh is closing: a new socket is cut at once, nothing is redialed. */
   closing(): boolean;
   /** The index of a configured peer id, if it is one. */
   peerIndex(id: string): number | undefined;
-  slot(peer: number): PeerSlot<P>;
+  link(peer: number): PeerLink<P>;
   /** Wraps and tracks a new socket, so that closing the mesh cuts it. */
   newSocket(raw: RawSocket, remote: string): FrameSocket<P>;
   /** A socket closed: stop tracking it. */
   forget(sock: FrameSocket<P>): void;
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
-  admit(slot: PeerSlot<P>, inc: Incarnation, clock: number): void;
+  admit(link: PeerLink<P>, inc: Incarnation, clock: number): void;
   /** The peer refused us on `sock`: log it, close it, tell the runtime. */
-  refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void;
+  refused(link: PeerLink<P>, frame: RefuseFrame, sock: FrameSocket<P>): void;
   /** Reports a change of "both sockets up" for that peer. */
-  updateConnected(slot: PeerSlot<P>): void;
+  updateConnected(link: PeerLink<P>): void;
   /** The peer just dialed us: if our own link to it waits for a redial, dial now. */
-  dialNow(slot: PeerSlot<P>): void;
+  dialNow(link: PeerLink<P>): void;
 }

@@ -2,19 +2,30 @@
  * The dialing side of a mesh (docs/design.md section 4): one socket we dial to each peer, the
  * dialer's half of its handshake, and our stream to that peer on it. The stream carries our
  * data and heartbeats; the peer answers on the same socket with acks and echoes. A socket
- * that closes is redialed with backoff until the mesh closes.
+ * that closes is redialed with backoff until the mesh closes. This class owns the redial
+ * timers and their backoffs; the sockets and the stream are the peer's link's.
  */
 import type { Logger } from 'pino';
+import { assert } from '../assert.js';
+import type { Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Frame, HeartbeatFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
+import { Backoff } from './connection.js';
 import { DialerHandshake, refuse } from './handshake.js';
 import type { MeshContext } from './mesh-context.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
-import type { PeerSlot } from './peer-slot.js';
+import type { PeerLink } from './peer-link.js';
+
+/** When to dial one peer again. */
+interface Redial {
+  /** The armed redial, if a dial waits out its backoff. */
+  timer: Timer | null;
+  readonly backoff: Backoff;
+}
 
 /** Our sockets to the other peers, and our streams on them. */
 export class MeshDialer<P> {
@@ -22,17 +33,25 @@ export class MeshDialer<P> {
   readonly #events: MeshEvents<P>;
   readonly #mesh: MeshContext<P>;
   readonly #log: Logger;
+  readonly #redials = new Map<PeerLink<P>, Redial>();
 
-  constructor(opts: MeshOptions<P>, events: MeshEvents<P>, mesh: MeshContext<P>) {
+  /** Dials the peers of `links`, in that order, once started. */
+  constructor(opts: MeshOptions<P>, events: MeshEvents<P>, mesh: MeshContext<P>, links: readonly PeerLink<P>[]) {
     this.#opts = opts;
     this.#events = events;
     this.#mesh = mesh;
     this.#log = opts.logger;
+    for (const link of links) this.#redials.set(link, { timer: null, backoff: new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30) });
   }
 
-  /** Starts dialing every peer of `slots`. */
-  start(slots: Iterable<PeerSlot<P> | undefined>): void {
-    for (const slot of slots) if (slot !== undefined) this.#dial(slot);
+  /** Starts dialing every peer. */
+  start(): void {
+    for (const link of this.#redials.keys()) this.#dial(link);
+  }
+
+  /** Stops redialing (mesh closing). */
+  close(): void {
+    for (const redial of this.#redials.values()) this.#opts.env.clear(redial.timer);
   }
 
   /**
@@ -41,88 +60,88 @@ export class MeshDialer<P> {
    * our own link is up, nothing of ours reaches it, heartbeats included: it would find us
    * silent, and its join would wait for our state transfer.
    */
-  dialNow(slot: PeerSlot<P>): void {
-    if (slot.redial === null || this.#mesh.closing()) return;
-    this.#opts.env.clear(slot.redial);
-    slot.backoff.reset();
-    this.#dial(slot);
+  dialNow(link: PeerLink<P>): void {
+    const redial = this.#redial(link);
+    if (redial.timer === null || this.#mesh.closing()) return;
+    this.#opts.env.clear(redial.timer);
+    redial.backoff.reset();
+    this.#dial(link);
   }
 
-  #dial(slot: PeerSlot<P>): void {
-    slot.redial = null;
+  #redial(link: PeerLink<P>): Redial {
+    const redial = this.#redials.get(link);
+    assert(redial !== undefined, 'every link of the mesh is dialed by its dialer');
+    return redial;
+  }
+
+  #dial(link: PeerLink<P>): void {
+    this.#redial(link).timer = null;
     if (this.#mesh.closing()) return;
-    const sock = this.#mesh.newSocket(this.#opts.network.dial(slot.peer.ws), slot.peer.id);
-    const hs = new DialerHandshake(this.#mesh.identity, slot.peer.id);
-    slot.dialing = sock;
-    sock.onClose = () => this.#onOutboundClosed(slot, sock);
+    const sock = this.#mesh.newSocket(this.#opts.network.dial(link.peer.ws), link.peer.id);
+    const hs = new DialerHandshake(this.#mesh.identity, link.peer.id);
+    link.dialStarted(sock);
+    sock.onClose = () => this.#onOutboundClosed(link, sock);
     sock.onFrame = (frame) => {
-      this.#mesh.stats.framesReceived++;
+      this.#mesh.counters.frameReceived();
       if (frame.t === 'challenge') sock.send(hs.onChallenge(frame));
-      else if (frame.t === 'welcome') this.#onWelcome(slot, sock, hs.onWelcome(frame));
-      else if (frame.t === 'refuse') this.#mesh.refused(slot, frame, sock);
+      else if (frame.t === 'welcome') this.#onWelcome(link, sock, hs.onWelcome(frame));
+      else if (frame.t === 'refuse') this.#mesh.refused(link, frame, sock);
       else refuse('protocol', `unexpected ${frame.t} frame during the handshake`);
     };
     sock.onOpen(() => sock.send(hs.hello(this.#opts.clock())));
   }
 
-  #onWelcome(slot: PeerSlot<P>, sock: FrameSocket<P>, welcome: { inc: Incarnation; clock: number; delivered: number }): void {
-    const verdict = this.#mesh.book.check(slot.peer.index, welcome.inc);
+  #onWelcome(link: PeerLink<P>, sock: FrameSocket<P>, welcome: { inc: Incarnation; clock: number; delivered: number }): void {
+    const verdict = this.#mesh.book.check(link.peer.index, welcome.inc);
     if (verdict !== null) {
       // We refuse them: not news for the runtime (onRefused means THEY refused US).
-      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`, this.#mesh.book.newest(slot.peer.index) ?? undefined);
+      refuse(verdict, `listener incarnation ${formatIncarnation(welcome.inc)} is ${verdict}`, this.#mesh.book.newest(link.peer.index) ?? undefined);
     }
-    this.#mesh.admit(slot, welcome.inc, welcome.clock);
-    slot.sender.ack(welcome.delivered);
-    slot.dialing = null;
-    slot.out = sock;
-    slot.backoff.reset();
-    sock.onFrame = (frame) => this.#onOutboundFrame(slot, sock, frame);
+    this.#mesh.admit(link, welcome.inc, welcome.clock);
+    link.attachOutgoing(sock, welcome.delivered);
+    this.#redial(link).backoff.reset();
+    sock.onFrame = (frame) => this.#onOutboundFrame(link, sock, frame);
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
-    sock.startHeartbeat(this.#opts.heartbeatMs, () => this.#heartbeat(slot));
-    const resent = slot.sender.resume();
-    for (const frame of resent) this.#mesh.flusher.write(sock, frame);
-    this.#log.debug({ remote: slot.peer.id, resentFrames: resent.length, delivered: welcome.delivered }, 'stream resumed');
-    this.#mesh.updateConnected(slot);
+    sock.startHeartbeat(this.#opts.heartbeatMs, () => this.#heartbeat(link));
+    const resentFrames = link.resend();
+    this.#log.debug({ remote: link.peer.id, resentFrames, delivered: welcome.delivered }, 'stream resumed');
+    this.#mesh.updateConnected(link);
   }
 
   /**
    * A heartbeat, with the clock the runtime lets it carry (MeshOptions.heartbeatClock): the
    * mesh tells it whether every earlier data frame for that peer is on the socket already.
    */
-  #heartbeat(slot: PeerSlot<P>): HeartbeatFrame {
+  #heartbeat(link: PeerLink<P>): HeartbeatFrame {
     const sentAtMs = this.#opts.env.monoMs();
-    const allSent = slot.pending.length === 0;
-    const clock = this.#opts.heartbeatClock === undefined ? (allSent ? this.#opts.clock() : undefined) : this.#opts.heartbeatClock(slot.peer.index, allSent);
+    const allSent = link.allSent;
+    const clock = this.#opts.heartbeatClock === undefined ? (allSent ? this.#opts.clock() : undefined) : this.#opts.heartbeatClock(link.peer.index, allSent);
     return clock === undefined ? { t: 'hb', sentAtMs } : { t: 'hb', sentAtMs, clock };
   }
 
-  #onOutboundFrame(slot: PeerSlot<P>, sock: FrameSocket<P>, frame: Frame<P>): void {
-    this.#mesh.stats.framesReceived++;
-    if (slot.out !== sock) return;
+  #onOutboundFrame(link: PeerLink<P>, sock: FrameSocket<P>, frame: Frame<P>): void {
+    this.#mesh.counters.frameReceived();
+    if (link.out !== sock) return;
     if (frame.t === 'ack') {
-      slot.sender.ack(frame.ack);
-      if (slot.pending.length > 0) this.#mesh.flusher.markDirty(slot);
+      link.ackReceived(frame.ack);
+      if (!link.allSent) this.#mesh.flusher.markDirty(link);
     } else if (frame.t === 'hbEcho') {
       const rttMs = this.#opts.env.monoMs() - frame.sentAtMs;
       if (rttMs < 0) throw new LockError(ErrorCode.FrameInvalid, 'heartbeat echo from the future');
-      slot.rttMs = rttMs;
-      this.#events.onEcho(slot.peer.index, frame.sentAtMs, rttMs);
+      link.noteRtt(rttMs);
+      this.#events.onEcho(link.peer.index, frame.sentAtMs, rttMs);
     } else if (frame.t === 'refuse') {
-      this.#mesh.refused(slot, frame, sock);
+      this.#mesh.refused(link, frame, sock);
     } else {
       throw new LockError(ErrorCode.FrameInvalid, `unexpected ${frame.t} frame on our outbound stream`);
     }
   }
 
-  #onOutboundClosed(slot: PeerSlot<P>, sock: FrameSocket<P>): void {
+  #onOutboundClosed(link: PeerLink<P>, sock: FrameSocket<P>): void {
     this.#mesh.forget(sock);
-    if (slot.dialing === sock) slot.dialing = null;
-    if (slot.out === sock) {
-      slot.out = null;
-      slot.lastHeardMs = sock.lastHeardMs;
-      this.#mesh.updateConnected(slot);
-    }
-    if (this.#mesh.closing() || slot.out !== null || slot.dialing !== null || slot.redial !== null) return;
-    slot.redial = this.#opts.env.after(slot.backoff.next(), () => this.#dial(slot));
+    if (link.detach(sock)) this.#mesh.updateConnected(link);
+    const redial = this.#redial(link);
+    if (this.#mesh.closing() || link.out !== null || link.dialing !== null || redial.timer !== null) return;
+    redial.timer = this.#opts.env.after(redial.backoff.next(), () => this.#dial(link));
   }
 }

@@ -100,13 +100,3 @@ export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
   assert(indexes.size === ids.size, 'peer indexes are distinct');
   for (const i of indexes) assert(Number.isSafeInteger(i) && i >= 0 && i < limits.peersMax, 'peer index in range');
 }
-
-/** Counters of `Mesh.stats()`. */
-export interface MeshStats {
-  framesSent: number;
-  messagesSent: number;
-  bytesSent: number;
-  framesReceived: number;
-  /** Payloads sent to a peer whose incarnation is unknown or evicted: there is no stream. */
-  messagesDropped: number;
-}

@@ -12,18 +12,20 @@
  * before any payload of the new one. The runtime sends its state transfer from inside
  * `onPeerJoined`: the streams were reset just before, so those payloads are first.
  *
- * This class owns the per-peer slots and what both directions share; the accepting side
- * is in mesh-acceptor.ts, the dialing side in mesh-dialer.ts.
+ * This class holds one PeerLink per other peer (peer-link.ts: its streams and sockets) and
+ * owns what both directions share: the incarnations of the others, the set of open sockets
+ * and the counters. The accepting side is in mesh-acceptor.ts, the dialing side in
+ * mesh-dialer.ts, the end-of-turn flush in mesh-flush.ts.
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';
-import { ErrorCode, LockError } from '../errors.js';
+import { ErrorCode } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
-import { Backoff, FrameSocket } from './connection.js';
+import { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import { secretKey } from './handshake.js';
 import { IncarnationBook } from './incarnations.js';
@@ -31,13 +33,15 @@ import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
 import { MeshDialer } from './mesh-dialer.js';
 import { MeshFlusher } from './mesh-flush.js';
-import type { MeshEvents, MeshOptions, MeshStats } from './mesh-options.js';
+import type { MeshEvents, MeshOptions } from './mesh-options.js';
 import { validateMeshOptions } from './mesh-options.js';
-import type { PeerSlot } from './peer-slot.js';
-import { newPeerSlot } from './peer-slot.js';
+import type { MeshStats } from './mesh-stats.js';
+import { MeshCounters } from './mesh-stats.js';
 import type { RawSocket } from './network.js';
+import { PeerLink } from './peer-link.js';
 
-export type { MeshEvents, MeshOptions, MeshPeer, MeshStats } from './mesh-options.js';
+export type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
+export type { MeshStats } from './mesh-stats.js';
 
 /** One line of `status()`. Times are the mesh's monotonic milliseconds (`env.monoMs`). */
 export interface MeshPeerStatus {
@@ -56,10 +60,11 @@ export class Mesh<P> {
   readonly #events: MeshEvents<P>;
   readonly #log: Logger;
   readonly #book: IncarnationBook;
-  readonly #slots: (PeerSlot<P> | undefined)[];
+  /** One link per other peer, by peer index (undefined for self and gaps). */
+  readonly #links: (PeerLink<P> | undefined)[];
   readonly #indexOfId = new Map<string, number>();
   readonly #sockets = new Set<FrameSocket<P>>();
-  readonly #stats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
+  readonly #counters = new MeshCounters();
   readonly #flusher: MeshFlusher<P>;
   readonly #acceptor: MeshAcceptor<P>;
   readonly #dialer: MeshDialer<P>;
@@ -72,9 +77,10 @@ export class Mesh<P> {
     this.#log = opts.logger;
     const size = Math.max(opts.self.index, ...opts.peers.map((p) => p.index)) + 1;
     this.#book = new IncarnationBook(size);
-    this.#slots = new Array<PeerSlot<P> | undefined>(size).fill(undefined);
+    this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
+    const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
     for (const peer of opts.peers) {
-      this.#slots[peer.index] = newPeerSlot<P>(peer, opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax, new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30));
+      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log });
       this.#indexOfId.set(peer.id, peer.index);
     }
     const identity: HandshakeIdentity = {
@@ -84,24 +90,24 @@ export class Mesh<P> {
       incarnation: opts.incarnation,
       randomNonce: () => opts.env.randomBytes(nonceBytes),
     };
-    this.#flusher = new MeshFlusher<P>(opts.env, this.#stats, this.#log);
+    this.#flusher = new MeshFlusher<P>(opts.env);
     const context: MeshContext<P> = {
       identity,
       book: this.#book,
-      stats: this.#stats,
+      counters: this.#counters,
       flusher: this.#flusher,
       closing: () => this.#closing,
       peerIndex: (id) => this.#indexOfId.get(id),
-      slot: (peer) => this.#slot(peer),
+      link: (peer) => this.#link(peer),
       newSocket: (ws, remote) => this.#newSocket(ws, remote),
       forget: (sock) => this.#sockets.delete(sock),
-      admit: (slot, inc, clock) => this.#admit(slot, inc, clock),
-      refused: (slot, frame, sock) => this.#refused(slot, frame, sock),
-      updateConnected: (slot) => this.#updateConnected(slot),
-      dialNow: (slot) => this.#dialer.dialNow(slot),
+      admit: (link, inc, clock) => this.#admit(link, inc, clock),
+      refused: (link, frame, sock) => this.#refused(link, frame, sock),
+      updateConnected: (link) => this.#updateConnected(link),
+      dialNow: (link) => this.#dialer.dialNow(link),
     };
     this.#acceptor = new MeshAcceptor<P>(opts, events, context);
-    this.#dialer = new MeshDialer<P>(opts, events, context);
+    this.#dialer = new MeshDialer<P>(opts, events, context, this.#links.filter((link) => link !== undefined));
   }
 
   /** Takes the listener's connections, then starts dialing every peer. */
@@ -109,7 +115,7 @@ export class Mesh<P> {
     assert(!this.#acceptor.started, 'a mesh starts once');
     this.#acceptor.start();
     this.#log.info({ port: this.#opts.listener.port, incarnation: formatIncarnation(this.#opts.incarnation) }, 'mesh started');
-    this.#dialer.start(this.#slots);
+    this.#dialer.start();
   }
 
   /**
@@ -118,42 +124,38 @@ export class Mesh<P> {
    * ERR_LINK_BUFFER_FULL when that link's resend buffer is full (backpressure).
    */
   send(to: number, payload: P): void {
-    const slot = this.#slot(to);
+    const link = this.#link(to);
     const inc = this.#book.known(to);
     if (inc === null || this.#book.isRefused(to, inc)) {
-      this.#stats.messagesDropped++;
+      this.#counters.messageDropped();
       return;
     }
-    if (slot.sender.full) {
-      throw new LockError(ErrorCode.LinkBufferFull, `link to ${slot.peer.id} holds ${slot.sender.unackedBytes} unacknowledged bytes`, { peer: to });
-    }
-    slot.pending.push(payload);
-    this.#flusher.markDirty(slot);
+    link.queue(payload);
+    this.#flusher.markDirty(link);
   }
 
   /** Refuses `inc` of `peer` and every older incarnation forever (eviction, docs/design.md section 5). */
   refuseIncarnation(peer: number, inc: Incarnation): void {
     if (this.#opts.faults?.acceptEvicted === true) return;
-    const slot = this.#slot(peer);
+    const link = this.#link(peer);
     if (!this.#book.refuse(peer, inc)) return;
-    this.#log.warn({ remote: slot.peer.id, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');
-    this.#dropStreams(slot);
+    this.#log.warn({ remote: link.peer.id, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');
+    link.dropStreams();
   }
 
   /** One line per peer, for GET /v1/cluster and metrics. */
   status(): MeshPeerStatus[] {
     const lines: MeshPeerStatus[] = [];
-    for (const slot of this.#slots) {
-      if (slot === undefined) continue;
-      const heard = [slot.lastHeardMs, slot.out?.lastHeardMs ?? null, slot.in?.lastHeardMs ?? null].filter((v): v is number => v !== null);
+    for (const link of this.#links) {
+      if (link === undefined) continue;
       lines.push({
-        peer: slot.peer.index,
-        id: slot.peer.id,
-        connected: slot.connected,
-        lastHeardMs: heard.length === 0 ? null : Math.max(...heard),
-        rttMs: slot.rttMs,
-        incarnation: this.#book.known(slot.peer.index),
-        unackedBytes: slot.sender.unackedBytes,
+        peer: link.peer.index,
+        id: link.peer.id,
+        connected: link.connected,
+        lastHeardMs: link.lastHeardMs,
+        rttMs: link.rttMs,
+        incarnation: this.#book.known(link.peer.index),
+        unackedBytes: link.unackedBytes,
       });
     }
     return lines;
@@ -161,7 +163,7 @@ export class Mesh<P> {
 
   /** Counters since start. */
   stats(): MeshStats {
-    return { ...this.#stats };
+    return this.#counters.snapshot();
   }
 
   /**
@@ -172,7 +174,7 @@ export class Mesh<P> {
     if (this.#closing) return;
     this.#closing = true;
     this.#flusher.cancel();
-    for (const slot of this.#slots) if (slot !== undefined) this.#opts.env.clear(slot.redial);
+    this.#dialer.close();
     for (const sock of [...this.#sockets]) sock.terminate('mesh closing');
     this.#acceptor.close();
     if (this.#opts.ownsListener === true) await this.#opts.listener.close();
@@ -184,10 +186,10 @@ export class Mesh<P> {
   }
 
 
-  #slot(peer: number): PeerSlot<P> {
-    const slot = this.#slots[peer];
-    assert(slot !== undefined, `peer ${peer} is configured and is not self`);
-    return slot;
+  #link(peer: number): PeerLink<P> {
+    const link = this.#links[peer];
+    assert(link !== undefined, `peer ${peer} is configured and is not self`);
+    return link;
   }
 
   #newSocket(raw: RawSocket, remote: string): FrameSocket<P> {
@@ -205,34 +207,22 @@ export class Mesh<P> {
   // ---- incarnations -------------------------------------------------------------------
 
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
-  #admit(slot: PeerSlot<P>, inc: Incarnation, clock: number): void {
-    const news = this.#book.admit(slot.peer.index, inc);
+  #admit(link: PeerLink<P>, inc: Incarnation, clock: number): void {
+    const news = this.#book.admit(link.peer.index, inc);
     if (news === 'same') return;
-    this.#dropStreams(slot);
-    this.#log.info({ remote: slot.peer.id, incarnation: formatIncarnation(inc), restarted: news === 'newer' }, 'peer joined');
-    this.#events.onPeerJoined(slot.peer.index, inc, clock, news === 'newer');
+    link.dropStreams();
+    this.#log.info({ remote: link.peer.id, incarnation: formatIncarnation(inc), restarted: news === 'newer' }, 'peer joined');
+    this.#events.onPeerJoined(link.peer.index, inc, clock, news === 'newer');
   }
 
-  /** Forgets both streams with that peer and closes the sockets bound to its old incarnation. */
-  #dropStreams(slot: PeerSlot<P>): void {
-    slot.sender.reset();
-    slot.receiver.reset();
-    slot.pending = [];
-    slot.ackDue = false;
-    slot.out?.close(1000, 'peer incarnation changed');
-    slot.in?.close(1000, 'peer incarnation changed');
-  }
-
-  #refused(slot: PeerSlot<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
-    this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: slot.peer.id }, `refused by peer: ${frame.message}`);
+  #refused(link: PeerLink<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
+    this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: link.peer.id }, `refused by peer: ${frame.message}`);
     sock.close(1000, 'refused');
-    this.#events.onRefused?.(slot.peer.index, frame.reason, frame.known, frame.knownEvicted === true);
+    this.#events.onRefused?.(link.peer.index, frame.reason, frame.known, frame.knownEvicted === true);
   }
 
-  #updateConnected(slot: PeerSlot<P>): void {
-    const connected = slot.out !== null && slot.in !== null;
-    if (connected === slot.connected) return;
-    slot.connected = connected;
-    this.#events.onConnection(slot.peer.index, connected);
+  /** Tells the runtime when "both sockets up" changed for that peer. */
+  #updateConnected(link: PeerLink<P>): void {
+    if (link.recheckConnected()) this.#events.onConnection(link.peer.index, link.connected);
   }
 }

@@ -1,0 +1,248 @@
+/**
+ * Everything the mesh keeps about one other peer (docs/design.md section 4): both streams
+ * (our sender, our receiver), the payloads not framed yet, the link ack we owe, the sockets
+ * bound to its incarnation, and what `Mesh.status()` reports of it. Only this class changes
+ * that state: the mesh, its accepting and dialing sides and its flusher say what happened
+ * through its methods and read the rest through getters.
+ *
+ * It also cuts its queue into frames (docs/design.md "Batching"): the flusher decides when,
+ * the link what goes in each frame.
+ */
+import type { Logger } from 'pino';
+import { assert } from '../assert.js';
+import { ErrorCode, LockError, isLockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { DataFrame } from './codec.js';
+import { encodeFrame } from './codec.js';
+import type { FrameSocket } from './connection.js';
+import { LinkReceiver, LinkSender } from './link.js';
+import type { MeshPeer } from './mesh-options.js';
+import type { MeshCounters } from './mesh-stats.js';
+
+/** What a PeerLink is built with. */
+export interface PeerLinkOptions {
+  readonly peer: MeshPeer;
+  /** Our stream's resend buffer bound (limits.linkUnackedBytesMax in production). */
+  readonly unackedBytesMax: number;
+  /** The mesh's counters: every frame the link writes is counted there. */
+  readonly counters: MeshCounters;
+  readonly logger: Logger;
+}
+
+/** The link with one other peer: its two streams and the sockets that carry them. */
+export class PeerLink<P> {
+  readonly peer: MeshPeer;
+  /** Our stream to the peer, carried by `out`. */
+  readonly #sender: LinkSender<P>;
+  /** The peer's stream to us, carried by `in`. */
+  readonly #receiver = new LinkReceiver<P>();
+  readonly #counters: MeshCounters;
+  readonly #log: Logger;
+  /**
+   * Payloads not framed yet: queued in this event-loop turn and framed at its end, or left
+   * over when the resend buffer was full (they wait for acks to free it).
+   */
+  #pending: P[] = [];
+  /** A cumulative ack for `in` is owed: it leaves on the flusher's ack timer (limits.linkAckDelayMs). */
+  #ackDue = false;
+  #out: FrameSocket<P> | null = null;
+  #in: FrameSocket<P> | null = null;
+  #dialing: FrameSocket<P> | null = null;
+  /** Last value `recheckConnected` reported. */
+  #connected = false;
+  /** Monotonic time a frame was last heard on a socket now closed. */
+  #closedHeardMs: number | null = null;
+  #rttMs: number | null = null;
+
+  constructor(options: PeerLinkOptions) {
+    this.peer = options.peer;
+    this.#sender = new LinkSender<P>({ unackedBytesMax: options.unackedBytesMax });
+    this.#counters = options.counters;
+    this.#log = options.logger;
+  }
+
+  /** Established socket we dialed (our stream), if any. */
+  get out(): FrameSocket<P> | null {
+    return this.#out;
+  }
+
+  /** Established socket the peer dialed (its stream), if any. */
+  get in(): FrameSocket<P> | null {
+    return this.#in;
+  }
+
+  /** Our dial attempt still in its handshake, if any. */
+  get dialing(): FrameSocket<P> | null {
+    return this.#dialing;
+  }
+
+  /** Whether both sockets were up when last rechecked (what the runtime was told). */
+  get connected(): boolean {
+    return this.#connected;
+  }
+
+  /** Round trip of our last echoed heartbeat, in monotonic milliseconds. */
+  get rttMs(): number | null {
+    return this.#rttMs;
+  }
+
+  /** Monotonic time a frame was last heard from that peer, on any socket, open or closed. */
+  get lastHeardMs(): number | null {
+    const heard = [this.#closedHeardMs, this.#out?.lastHeardMs ?? null, this.#in?.lastHeardMs ?? null].filter((v): v is number => v !== null);
+    return heard.length === 0 ? null : Math.max(...heard);
+  }
+
+  /** Bytes of our stream the peer has not acknowledged yet. */
+  get unackedBytes(): number {
+    return this.#sender.unackedBytes;
+  }
+
+  /** The last seq of the peer's stream delivered to us: what our welcome tells it. */
+  get delivered(): number {
+    return this.#receiver.lastDelivered;
+  }
+
+  /** True when nothing for that peer waits unframed, so every earlier data frame is written. */
+  get allSent(): boolean {
+    return this.#pending.length === 0;
+  }
+
+  // ---- our stream ---------------------------------------------------------------------
+
+  /** Queues one payload for the end of the turn; throws ERR_LINK_BUFFER_FULL (backpressure). */
+  queue(payload: P): void {
+    if (this.#sender.full) {
+      throw new LockError(ErrorCode.LinkBufferFull, `link to ${this.peer.id} holds ${this.#sender.unackedBytes} unacknowledged bytes`, { peer: this.peer.index });
+    }
+    this.#pending.push(payload);
+  }
+
+  /**
+   * Frames the queued payloads in order into our stream (numbering, resend buffer) and writes
+   * them on `out` if it is up; on a full resend buffer the rest waits for acks.
+   */
+  flush(): void {
+    const pending = this.#pending;
+    let taken = 0;
+    while (taken < pending.length) {
+      const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq);
+      const count = payloads.length;
+      try {
+        this.#sender.send(payloads, bytes.length);
+      } catch (err) {
+        if (!isLockError(err, ErrorCode.LinkBufferFull)) throw err;
+        this.#log.warn({ code: err.code, remote: this.peer.id, waiting: pending.length - taken }, err.message);
+        break;
+      }
+      taken += count;
+      if (this.#out !== null) this.#write(this.#out, bytes, count);
+    }
+    this.#pending = taken === pending.length ? [] : pending.slice(taken);
+  }
+
+  /** The peer acknowledged our stream up to `upTo` (cumulative): frees the resend buffer. */
+  ackReceived(upTo: number): void {
+    this.#sender.ack(upTo);
+  }
+
+  /** Round trip of a heartbeat echo. */
+  noteRtt(rttMs: number): void {
+    this.#rttMs = rttMs;
+  }
+
+  // ---- the peer's stream --------------------------------------------------------------
+
+  /** The new payloads of a data frame on `in`, in order; throws ERR_LINK_GAP past the next. */
+  receive(frame: DataFrame<P>): readonly P[] {
+    return this.#receiver.receive(frame).deliver;
+  }
+
+  /** We owe the peer a cumulative ack; `sendAck` sends it. */
+  oweAck(): void {
+    this.#ackDue = true;
+  }
+
+  /** Sends the cumulative ack owed on `in`, if one is still owed. */
+  sendAck(): void {
+    if (!this.#ackDue) return;
+    this.#ackDue = false;
+    const bytes = this.#in?.send({ t: 'ack', ack: this.#receiver.lastDelivered }) ?? 0;
+    if (bytes > 0) this.#counters.frameSent(bytes, 0);
+  }
+
+  // ---- sockets ------------------------------------------------------------------------
+
+  /** A dial to that peer started: `sock` is in its handshake. */
+  dialStarted(sock: FrameSocket<P>): void {
+    this.#dialing = sock;
+  }
+
+  /**
+   * Our dial passed its handshake: `sock` carries our stream from now on. The peer has
+   * delivered our stream up to `delivered`; call `resend` once the socket is set up.
+   */
+  attachOutgoing(sock: FrameSocket<P>, delivered: number): void {
+    this.#sender.ack(delivered);
+    this.#dialing = null;
+    this.#out = sock;
+  }
+
+  /** Writes every unacknowledged frame of our stream again on `out`; how many. */
+  resend(): number {
+    const out = this.#out;
+    assert(out !== null, 'a stream resumes on an established socket');
+    const resent = this.#sender.resume();
+    for (const frame of resent) this.#write(out, encodeFrame(frame), frame.payloads.length);
+    return resent.length;
+  }
+
+  /** The peer dialed us and passed the handshake: `sock` carries its stream, replacing the old one. */
+  attachIncoming(sock: FrameSocket<P>): void {
+    this.#in?.close(1000, 'replaced by a newer connection');
+    this.#in = sock;
+  }
+
+  /** `sock` closed; true when it was `in` or `out` (the connection status may have changed). */
+  detach(sock: FrameSocket<P>): boolean {
+    if (this.#dialing === sock) this.#dialing = null;
+    if (this.#in === sock) this.#in = null;
+    else if (this.#out === sock) this.#out = null;
+    else return false;
+    this.#closedHeardMs = sock.lastHeardMs;
+    return true;
+  }
+
+  /** Recomputes "both sockets up"; true when it changed since the last recheck. */
+  recheckConnected(): boolean {
+    const connected = this.#out !== null && this.#in !== null;
+    if (connected === this.#connected) return false;
+    this.#connected = connected;
+    return true;
+  }
+
+  /** Forgets both streams (a new or refused incarnation) and closes the sockets bound to the old one. */
+  dropStreams(): void {
+    this.#sender.reset();
+    this.#receiver.reset();
+    this.#pending = [];
+    this.#ackDue = false;
+    this.#out?.close(1000, 'peer incarnation changed');
+    this.#in?.close(1000, 'peer incarnation changed');
+  }
+
+  #write(sock: FrameSocket<P>, bytes: Uint8Array, messages: number): void {
+    if (sock.sendEncoded(bytes)) this.#counters.frameSent(bytes.length, messages);
+  }
+}
+
+/** The largest prefix of `pending[from..]` that fits the frame limits, encoded. */
+function cutFrame<P>(pending: readonly P[], from: number, seq: number): { payloads: readonly P[]; bytes: Buffer } {
+  let count = Math.min(pending.length - from, limits.frameMessagesMax);
+  for (;;) {
+    const frame: DataFrame<P> = { t: 'data', seq, payloads: pending.slice(from, from + count) };
+    const bytes = encodeFrame(frame);
+    if (bytes.length <= limits.frameBytesMax) return { payloads: frame.payloads, bytes };
+    assert(count > 1, `one payload encodes to ${bytes.length} bytes, over limits.frameBytesMax: the runtime must split it`);
+    count = Math.ceil(count / 2);
+  }
+}
