@@ -115,7 +115,7 @@ export class MeshDialer<P> {
   #heartbeat(link: PeerLink<P>): HeartbeatFrame {
     const sentAtMs = this.#opts.env.monoMs();
     const allSent = link.allSent;
-    const clock = this.#opts.heartbeatClock === undefined ? (allSent ? this.#opts.clock() : undefined) : this.#opts.heartbeatClock(link.peer.index, allSent);
+    const clock = this.#opts.heartbeatClock?.(link.peer.index, allSent);
     return clock === undefined ? { t: 'hb', sentAtMs } : { t: 'hb', sentAtMs, clock };
   }
 

@@ -41,7 +41,8 @@ export interface MeshOptions<P> {
    * The Lamport clock a heartbeat to `peer` carries, which the receiver takes as an ack, or
    * undefined for none: the protocol's rule, the runtime's to apply (Session.#heartbeatClock).
    * `allSent`: nothing for that peer waits unsent, so every earlier data frame is on the
-   * socket ahead of this heartbeat. Default: the clock when `allSent`.
+   * socket ahead of this heartbeat. Without it, heartbeats carry no clock: when one may is a
+   * rule of the protocol, not of the links.
    */
   readonly heartbeatClock?: (peer: number, allSent: boolean) => number | undefined;
   readonly logger: Logger;

@@ -110,6 +110,8 @@ export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPay
       heartbeatMs: o.heartbeatMs ?? 100,
       isPayload: isTestPayload,
       clock: () => 42,
+      // What the runtime decides (Session.#heartbeatClock); here every heartbeat carries 42.
+      heartbeatClock: () => 42,
       logger: o.logger ?? pino({ level: 'silent' }),
     },
     rec,
