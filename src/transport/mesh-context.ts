@@ -7,7 +7,7 @@ import type { Incarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
-import type { IncarnationBook } from './incarnations.js';
+import type { IncarnationGate } from './incarnations.js';
 import type { MeshStats } from './mesh-options.js';
 import type { MeshFlusher } from './mesh-flush.js';
 import type { RawSocket } from './network.js';
@@ -16,7 +16,7 @@ import type { PeerSlot } from './peer-slot.js';
 /** The state and transitions of a mesh that its acceptor and its dialer use. */
 export interface MeshContext<P> {
   readonly identity: HandshakeIdentity;
-  readonly book: IncarnationBook;
+  readonly book: IncarnationGate;
   readonly stats: MeshStats;
   readonly flusher: MeshFlusher<P>;
   /** True once the mesh is closing: a new socket is cut at once, nothing is redialed. */

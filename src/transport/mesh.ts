@@ -26,7 +26,8 @@ import { nonceBytes } from './codec.js';
 import { Backoff, FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import { secretKey } from './handshake.js';
-import { IncarnationBook } from './incarnations.js';
+import { IncarnationBook } from '../core/incarnations.js';
+import type { IncarnationGate } from './incarnations.js';
 import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
 import { MeshDialer } from './mesh-dialer.js';
@@ -55,7 +56,7 @@ export class Mesh<P> {
   readonly #opts: MeshOptions<P>;
   readonly #events: MeshEvents<P>;
   readonly #log: Logger;
-  readonly #book: IncarnationBook;
+  readonly #book: IncarnationGate;
   readonly #slots: (PeerSlot<P> | undefined)[];
   readonly #indexOfId = new Map<string, number>();
   readonly #sockets = new Set<FrameSocket<P>>();
@@ -71,7 +72,8 @@ export class Mesh<P> {
     this.#events = events;
     this.#log = opts.logger;
     const size = Math.max(opts.self.index, ...opts.peers.map((p) => p.index)) + 1;
-    this.#book = new IncarnationBook(size);
+    this.#book = opts.incarnations ?? new IncarnationBook(size);
+    assert(this.#book.peerCount >= size, 'the incarnation book covers every peer');
     this.#slots = new Array<PeerSlot<P> | undefined>(size).fill(undefined);
     for (const peer of opts.peers) {
       this.#slots[peer.index] = newPeerSlot<P>(peer, opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax, new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30));
