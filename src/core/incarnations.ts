@@ -17,8 +17,8 @@
  *    own steps (docs/style.md convention 2). Moved by Machine.step.
  * 5. **evicted up to** (`evict`, kept here): a majority confirmed it silent, so its lease
  *    lapsed; it and every older incarnation of j are out for good. Moved by Membership alone
- *    (its `#apply`), at the moment it decides; Membership, the simulator's checker and the
- *    refusals read it here.
+ *    (its `#apply`), at the moment it decides; read through Membership.isEvicted (by the
+ *    session and the simulator's checker too).
  * 6. **refused up to** (`refuse`, kept here): the links refuse it and its streams are gone.
  *    Moved by the mesh (`Mesh.refuseIncarnation`) when the session executes Membership's
  *    evict effect, so it lags stage 5 only while one batch of membership effects is being
@@ -26,9 +26,12 @@
  *    streams), and it never moves under the accept-evicted mutant. The core's own evicted
  *    floor (PeerView) moves with the 'evicted' step right after.
  *
- * Only stages 1, 5 and 6 are kept here: they are the ones two parts read (the handshake
- * reads the eviction, the session and Membership the mesh's refusals). Transport sees this
- * class through its narrow `IncarnationGate` (src/transport/incarnations.ts).
+ * Stages 1, 5 and 6 are kept here, in one record per peer: the mesh's handshake reads 1 and
+ * 6, Membership 5, and 6 follows 5 (see above), so the two floors sit side by side. The
+ * session builds the one book and hands it to its Membership and its Mesh; transport sees it
+ * through its narrow `IncarnationGate` (src/transport/incarnations.ts). Stages 2 to 4 stay
+ * with their movers, since nobody else reads them and each changes with data only its mover
+ * has (Membership's silence timers, the session's buffered packets, the core's steps).
  */
 import { assert } from '../assert.js';
 import type { Incarnation } from './types.js';
