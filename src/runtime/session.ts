@@ -417,6 +417,7 @@ export class Session {
         continue;
       }
       this.#log.warn({ remote: this.peerId(e.peer), incarnation: formatIncarnation(e.inc) }, 'peer evicted by a majority: dropping its requests');
+      // Membership recorded the eviction in the book already (stage 5); the links follow now (stage 6).
       this.#mesh.refuseIncarnation(e.peer, e.inc);
       const pending = this.#pending.get(e.peer);
       // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.
