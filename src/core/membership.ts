@@ -10,6 +10,8 @@
  * lease heartbeat and later confirmed X silent: X's lease lapsed before anyone acts. A
  * two-peer cluster has no majority without both, so it never evicts.
  */
+import { assert } from '../assert.js';
+import { IncarnationBook } from './incarnations.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation, isIncarnation } from './types.js';
 
@@ -74,7 +76,6 @@ export interface MembershipFaults {
 interface PeerTrack {
   inc: Incarnation;
   lastHeardMs: number;
-  evictedUpTo: Incarnation | null;
   /**
    * Confirmations gathered for suspecting `inc`: peer index -> when we sent the suspicion it
    * answers (local ms). Never the arrival time: a confirmation can arrive long after it was
@@ -118,9 +119,15 @@ function key(inc: Incarnation): string {
   return `${inc.startMs}.${inc.nonce}`;
 }
 
-/** One peer's view of who is alive, who is suspected and who was evicted. */
+/**
+ * One peer's view of who is alive, who is suspected and who was evicted. The eviction floor
+ * of each peer (stage 5) is kept in the IncarnationBook, which the session shares with its
+ * mesh; this class alone moves it. What it tracks as heard (stage 2) is its own.
+ */
 export class Membership {
   readonly #self: number;
+  /** Where the evictions decided here are kept (src/core/incarnations.ts). */
+  readonly #incarnations: IncarnationBook;
   readonly #peerCount: number;
   readonly #evictMs: number;
   readonly #faults: MembershipFaults;
@@ -136,8 +143,11 @@ export class Membership {
   /** When this membership (this incarnation) started: older suspicions are not ours. */
   readonly #startMs: number;
 
-  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined; promises?: readonly EchoPromise[] | undefined }) {
+  /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
+  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined; promises?: readonly EchoPromise[] | undefined; incarnations?: IncarnationBook | undefined }) {
     this.#self = opts.self;
+    this.#incarnations = opts.incarnations ?? new IncarnationBook(opts.peerCount);
+    assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
     this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults };
@@ -146,7 +156,7 @@ export class Membership {
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, evictedUpTo: null, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
       });
     }
     if (this.#faults.forgetPromisesOnRejoin) return;
@@ -251,8 +261,7 @@ export class Membership {
 
   /** True when `inc` of `peer` (or a newer one) was evicted. */
   isEvicted(peer: number, inc: Incarnation): boolean {
-    const up = this.#track(peer)?.evictedUpTo ?? null;
-    return up !== null && compareIncarnation(inc, up) <= 0;
+    return this.#track(peer) !== undefined && this.#incarnations.isEvicted(peer, inc);
   }
 
   #silent(t: PeerTrack, nowMs: number): boolean {
@@ -309,7 +318,7 @@ export class Membership {
   #apply(peer: number, inc: Incarnation, nowMs: number, last: boolean): MembershipEffect[] {
     const t = this.#track(peer);
     if (t === undefined || this.isEvicted(peer, inc)) return [];
-    t.evictedUpTo = inc;
+    this.#incarnations.evict(peer, inc);
     t.confirmations.clear();
     if (t.successor !== null && compareIncarnation(t.successor, inc) > 0 && compareIncarnation(t.inc, inc) <= 0) {
       // The predecessor is out: its successor is the one tracked from now on.
@@ -383,10 +392,11 @@ export class Membership {
   /** EVICT notices for every eviction we know, for a peer that just joined. */
   evictions(to: number): MembershipEffect[] {
     const out: MembershipEffect[] = [];
-    this.#peers.forEach((t, peer) => {
-      if (t.evictedUpTo === null || peer === to) return;
-      const last = !this.knowsNewer(peer, t.evictedUpTo);
-      out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: t.evictedUpTo, last } });
+    this.#peers.forEach((_t, peer) => {
+      const evicted = peer === this.#self ? null : this.#incarnations.evictedUpTo(peer);
+      if (evicted === null || peer === to) return;
+      const last = !this.knowsNewer(peer, evicted);
+      out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: evicted, last } });
     });
     return out;
   }

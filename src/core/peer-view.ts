@@ -3,6 +3,12 @@
  * (configured peers not evicted), the incarnation we met of each, the evicted incarnations
  * we refuse, and lastTs, the highest clock heard from each, which is what an ack is. The
  * Machine decides when these change; this class only keeps them.
+ *
+ * "Met" is stage 4 of an incarnation's stages (src/core/incarnations.ts, the IncarnationBook,
+ * which keeps the stages the mesh and the membership share). The core keeps its own met
+ * incarnation and its own eviction floor, moved by its 'joined' and 'evicted' steps only
+ * (docs/style.md convention 2): the met one lags the book's admitted one while a successor
+ * waits, and the floor follows the book's within the same membership effect.
  */
 import type { Incarnation } from './types.js';
 import { compareIncarnation } from './types.js';
@@ -12,8 +18,9 @@ export class PeerView {
   readonly #lastTs: number[];
   /** Peers whose requests count: configured and not evicted. */
   readonly #view = new Set<number>();
-  /** Peers of the view we have handshaked with, and their incarnation. */
+  /** Peers of the view that joined the core ('joined' step), and their incarnation: the met one. */
   readonly #inc = new Map<number, Incarnation>();
+  /** The newest evicted incarnation of each peer, as the core's 'evicted' steps told it. */
   readonly #evictedInc = new Map<number, Incarnation>();
   readonly #self: number;
 

@@ -12,6 +12,7 @@
 import { assert } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
+import { IncarnationBook } from '../core/incarnations.js';
 import { Machine } from '../core/machine.js';
 import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
@@ -157,8 +158,15 @@ export class Session {
   readonly #membership: Membership;
   readonly #mesh: Mesh<Payload>;
   /**
-   * Incarnations that joined the mesh while their predecessor was not evicted: they wait,
-   * out of the protocol, until the majority evicts it (Membership.predecessorOf). Their
+   * The other peers' incarnations, admitted, evicted and refused (src/core/incarnations.ts,
+   * whose comment lists every stage and who moves it): one book, shared by the membership,
+   * which evicts in it, and the mesh, which admits and refuses in it.
+   */
+  readonly #incarnations: IncarnationBook;
+  /**
+   * The waiting stage (stage 3 of src/core/incarnations.ts): incarnations the mesh admitted
+   * while their predecessor was not evicted wait here, out of the protocol, until the
+   * majority evicts it (Membership.predecessorOf), or while joins are held. Their
    * core packets wait here (they send none that matter: they cannot sync before every peer
    * let them join), and nothing of ours that could count as an ack goes to them.
    */
@@ -196,7 +204,8 @@ export class Session {
     const self = opts.index;
     this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
-    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises });
+    this.#incarnations = new IncarnationBook(peerCount);
+    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises, incarnations: this.#incarnations });
     this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     this.#joinsHeldUntilMs = this.#now() + (opts.joinsHeldForMs ?? 0);
@@ -247,6 +256,7 @@ export class Session {
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, heartbeatClock: (peer, allSent) => this.#heartbeatClock(peer, allSent),
         mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
+        incarnations: this.#incarnations,
       },
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),
@@ -407,6 +417,7 @@ export class Session {
         continue;
       }
       this.#log.warn({ remote: this.peerId(e.peer), incarnation: formatIncarnation(e.inc) }, 'peer evicted by a majority: dropping its requests');
+      // Membership recorded the eviction in the book already (stage 5); the links follow now (stage 6).
       this.#mesh.refuseIncarnation(e.peer, e.inc);
       const pending = this.#pending.get(e.peer);
       // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.

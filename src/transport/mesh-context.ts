@@ -9,7 +9,7 @@ import type { Incarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
-import type { IncarnationBook } from './incarnations.js';
+import type { IncarnationGate } from './incarnations.js';
 import type { MeshFlusher } from './mesh-flush.js';
 import type { MeshCounters } from './mesh-stats.js';
 import type { RawSocket } from './network.js';
@@ -19,7 +19,7 @@ import type { PeerLink } from './peer-link.js';
 export interface MeshContext<P> {
   readonly identity: HandshakeIdentity;
   /** The incarnations of the others; the sides only ask it, `admit` changes it. */
-  readonly book: Pick<IncarnationBook, 'check' | 'newest' | 'isRefused' | 'known'>;
+  readonly book: Pick<IncarnationGate, 'check' | 'newest' | 'isRefused' | 'known'>;
   readonly counters: MeshCounters;
   readonly flusher: MeshFlusher<P>;
   /** True once the mesh is closing: a new socket is cut at once, nothing is redialed. */

@@ -7,6 +7,7 @@ import { assert } from '../assert.js';
 import type { Env } from '../env.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
+import type { IncarnationGate } from './incarnations.js';
 import type { Listener, Network } from './network.js';
 
 /** A configured peer; `index` is its position in the cluster configuration. */
@@ -55,6 +56,11 @@ export interface MeshOptions<P> {
   readonly faults?: Partial<MeshFaults> | undefined;
   /** Each link's resend buffer bound; default limits.linkUnackedBytesMax. */
   readonly linkUnackedBytesMax?: number | undefined;
+  /**
+   * The session's IncarnationBook (src/core/incarnations.ts), which its Membership shares:
+   * the mesh admits and refuses incarnations in it. Default: a book of the mesh's own.
+   */
+  readonly incarnations?: IncarnationGate | undefined;
 }
 
 /** Planted bugs of the mesh (the simulator's mutants); production sets none. */

@@ -28,7 +28,8 @@ import { nonceBytes } from './codec.js';
 import { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import { secretKey } from './handshake.js';
-import { IncarnationBook } from './incarnations.js';
+import { IncarnationBook } from '../core/incarnations.js';
+import type { IncarnationGate } from './incarnations.js';
 import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
 import { MeshDialer } from './mesh-dialer.js';
@@ -59,7 +60,7 @@ export class Mesh<P> {
   readonly #opts: MeshOptions<P>;
   readonly #events: MeshEvents<P>;
   readonly #log: Logger;
-  readonly #book: IncarnationBook;
+  readonly #book: IncarnationGate;
   /** One link per other peer, by peer index (undefined for self and gaps). */
   readonly #links: (PeerLink<P> | undefined)[];
   readonly #indexOfId = new Map<string, number>();
@@ -76,7 +77,8 @@ export class Mesh<P> {
     this.#events = events;
     this.#log = opts.logger;
     const size = Math.max(opts.self.index, ...opts.peers.map((p) => p.index)) + 1;
-    this.#book = new IncarnationBook(size);
+    this.#book = opts.incarnations ?? new IncarnationBook(size);
+    assert(this.#book.peerCount >= size, 'the incarnation book covers every peer');
     this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
     const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
     for (const peer of opts.peers) {

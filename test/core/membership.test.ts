@@ -2,6 +2,7 @@
  * Majority-confirmed eviction (docs/design.md section 5), driven with explicit times.
  */
 import { describe, expect, it } from 'vitest';
+import { IncarnationBook } from '../../src/core/incarnations.js';
 import { Membership, isMembershipMessage, unknownIncarnation } from '../../src/core/membership.js';
 import type { MembershipEffect } from '../../src/core/membership.js';
 
@@ -233,6 +234,18 @@ describe('Membership', () => {
     m2.heard(2, X, 0);
     m2.heard(2, Y, 1);
     expect(m2.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true }, 2)).toEqual([{ type: 'evict', peer: 2, inc: X, last: false }]);
+  });
+
+  it('keeps its evictions in the IncarnationBook it is given, the one the mesh refuses from', () => {
+    const book = new IncarnationBook(3);
+    const [, m1] = [0, 1].map((self) => new Membership({ self, peerCount: 3, evictMs, nowMs: 0, incarnations: self === 1 ? book : undefined }));
+    m1?.heard(2, X, 0);
+    expect(book.evictedUpTo(2)).toBeNull();
+    expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, 10) ?? [])).toEqual([2]);
+    expect(book.evictedUpTo(2)).toEqual(X);
+    expect([m1?.isEvicted(2, X), book.isRefused(2, X)]).toEqual([true, false]); // The session refuses it when it applies the effect.
+    expect(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, 20)).toEqual([]);
+    expect(() => new Membership({ self: 0, peerCount: 4, evictMs, nowMs: 0, incarnations: book })).toThrow(/one incarnation record/);
   });
 
   it('passes its evictions to a peer that joins, except the peer itself', () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { IncarnationBook } from '../../src/core/incarnations.js';
 import type { Incarnation } from '../../src/core/types.js';
 import type { Frame, HelloFrame } from '../../src/transport/codec.js';
 import { decodeFrame, encodeFrame, nonceBytes, protocolVersion } from '../../src/transport/codec.js';
@@ -77,6 +78,8 @@ describe('handshake refusals', () => {
   let m0: Mesh<TestPayload>;
   let m1: Mesh<TestPayload>;
   let rec0: Recorder;
+  /** m0's book, as a session would share it with its Membership. */
+  let book0: IncarnationBook;
   let proxies: TcpProxy[];
   let records: Record<string, unknown>[];
 
@@ -85,7 +88,8 @@ describe('handshake refusals', () => {
     const all = [peerAt(0, proxies[0]!.port), peerAt(1, proxies[1]!.port), peerAt(2, 1)];
     const log = captureLogger();
     records = log.records;
-    ({ mesh: m0, rec: rec0 } = await makeMesh({ self: all[0]!, peers: [all[1]!, all[2]!], logger: log.logger }));
+    book0 = new IncarnationBook(3);
+    ({ mesh: m0, rec: rec0 } = await makeMesh({ self: all[0]!, peers: [all[1]!, all[2]!], logger: log.logger, incarnations: book0 }));
     ({ mesh: m1 } = await makeMesh({ self: all[1]!, peers: [all[0]!, all[2]!] }));
     proxies[0]!.target = m0.port();
     proxies[1]!.target = m1.port();
@@ -104,6 +108,12 @@ describe('handshake refusals', () => {
 
   it('accepts a configured peer with the right secret', async () => {
     expect((await dialRaw(m0.port())).outcome).toBe('welcome');
+  });
+
+  it('admits in the book it was given, which a session shares with its Membership', () => {
+    expect(book0.known(1)).toEqual({ startMs: 1001, nonce: 7 });
+    expect(book0.known(2)).toEqual({ startMs: 5000, nonce: 1 });
+    expect(m0.status().find((s) => s.peer === 1)?.incarnation).toEqual({ startMs: 1001, nonce: 7 });
   });
 
   it('refuses a wrong cluster name', async () => {
@@ -157,6 +167,9 @@ describe('handshake refusals', () => {
     m0.refuseIncarnation(2, { startMs: 7001, nonce: 0 });
     const after = await dialRaw(m0.port(), { inc: { startMs: 6998, nonce: 0 } });
     expect([after.outcome, after.known, after.knownEvicted]).toEqual(['evicted', { startMs: 7001, nonce: 0 }, true]);
+    // The refusals are in the book the mesh was given (stage 6); the eviction floor (stage 5)
+    // is Membership's to move, and no Membership runs here.
+    expect([book0.isRefused(2, { startMs: 7001, nonce: 0 }), book0.newest(2), book0.evictedUpTo(2)]).toEqual([true, { startMs: 7001, nonce: 0 }, null]);
   });
 
   it('keeps serving the good peer after all the refusals', async () => {

@@ -5,6 +5,7 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import type { Logger } from 'pino';
+import type { IncarnationBook } from '../../src/core/incarnations.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { LockError } from '../../src/errors.js';
 import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
@@ -94,6 +95,8 @@ export interface MakeMeshOptions {
   readonly cluster?: string;
   readonly logger?: Logger;
   readonly port?: number;
+  /** The book the mesh admits and refuses in (a session's, shared with its Membership). */
+  readonly incarnations?: IncarnationBook;
 }
 
 /** A started mesh on 127.0.0.1 with a Recorder. */
@@ -113,6 +116,7 @@ export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPay
       // What the runtime decides (Session.#heartbeatClock); here every heartbeat carries 42.
       heartbeatClock: () => 42,
       logger: o.logger ?? pino({ level: 'silent' }),
+      incarnations: o.incarnations,
     },
     rec,
   );
