@@ -4,7 +4,7 @@
  * scenarios, stops everything it started (also on failure and on SIGINT), writes
  * bench/results/latest.{json,md,svg} and prints the Markdown report.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,7 @@ import type { BenchMeta, BenchResults, ScalingPoint } from './results.js';
 import { repeatHotLock, repeatManyNames, repeatUncontended, runSuite } from './suite.js';
 import type { SystemFigures } from './suite.js';
 import { etcdBinary, etcdVersion, startEtcd } from './systems/etcd.js';
-import { leaseLossCount, peerBinExists, startLamport } from './systems/lamport.js';
+import { evictionCount, leaseLossCount, peerBinExists, startLamport } from './systems/lamport.js';
 import type { LamportCluster } from './systems/lamport.js';
 import { redisBinary, redisVersion, startRedis } from './systems/redis.js';
 import type { LockSystem, SystemName } from './systems/types.js';
@@ -96,19 +96,38 @@ async function withSystem(system: LockSystem, body: () => Promise<void>): Promis
   }
 }
 
+/** Notes the lease losses and evictions of healthy peers under the load (zero is noted too: issue 15 asks for the count). */
 function noteLeaseLosses(state: RunState, label: string, peers: LamportCluster['peers']): void {
   const losses = leaseLossCount(peers);
-  if (losses > 0) state.notes.push(`${label}: the peers logged ${losses} lease losses ("no lease: ..."), each ending that peer's local holds`);
+  const evictions = evictionCount(peers);
+  state.notes.push(`${label}: ${losses} lease losses ("no lease: ...", each ending that peer's local holds) and ${evictions} evictions of healthy peers logged under the load`);
 }
 
 function peerBinOf(state: RunState): string {
   return state.opts.peerBin ?? defaultPeerBin;
 }
 
+/**
+ * Runs `body` with the GC-heavy client (bench/gc-client.ts) on `cluster` beside it, when
+ * --gc-client asked for one, and notes what the client saw (its grants, failures and GC pauses).
+ */
+async function withGcClient(state: RunState, cluster: LamportCluster, label: string, body: () => Promise<void>): Promise<void> {
+  if (!state.opts.gcClient) return body();
+  const bin = join(repoRoot, 'dist', 'bench', 'gc-client.js');
+  const proc = state.group.spawn({ label: `gc-client-${label.replace(/\W+/g, '-')}`, command: process.execPath, args: [bin, cluster.peers.map((p) => p.ep.port).join(',')] });
+  try {
+    await body();
+  } finally {
+    await state.group.stop(proc);
+    const last = readFileSync(proc.logPath, 'utf8').trim().split('\n').pop() ?? '';
+    state.notes.push(`${label}: a GC-heavy client ran beside the load (bench/gc-client.ts): ${last.startsWith('{') ? last : `no report (${last})`}`);
+  }
+}
+
 async function runLamportSize(state: RunState, peerCount: number): Promise<void> {
   progress(`starting lamport-lock with ${peerCount} peers`);
   const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount });
-  await withSystem(cluster, async () => {
+  await withSystem(cluster, () => withGcClient(state, cluster, `${peerCount} peers`, async () => {
     state.clients['lamport-lock'] = cluster.clientNote;
     const low = new LinkCostMeter(cluster.peers);
     const high = new LinkCostMeter(cluster.peers);
@@ -125,7 +144,7 @@ async function runLamportSize(state: RunState, peerCount: number): Promise<void>
     state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost(), linksIdlePerS });
     const missing = [...new Set([...low.missingCounters(), ...high.missingCounters()])];
     if (missing.length > 0) state.notes.push(`(e) at ${peerCount} peers: /metrics lacks ${missing.join(', ')}; that link cost is not shown`);
-  });
+  }));
 }
 
 async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
@@ -134,13 +153,13 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   if (now > before) progress(`open-files limit raised from ${before} to ${now} for (f)`);
   progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
   const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3 });
-  await withSystem(cluster, async () => {
+  await withSystem(cluster, () => withGcClient(state, cluster, '(f) memory', async () => {
     try {
       state.memory = await measureMemory(state.group, cluster, sizes);
     } finally {
       noteLeaseLosses(state, '(f) memory, 3 peers', cluster.peers);
     }
-  });
+  }));
 }
 
 /** (g): a fresh 3-peer cluster and the 3-process floor, in turns, each in steady state. */

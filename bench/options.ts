@@ -21,6 +21,8 @@ export interface BenchOptions {
   /** Directory for latest.{json,md,svg}; undefined for the default. */
   readonly out: string | undefined;
   readonly write: boolean;
+  /** Runs bench/gc-client.ts beside every lamport-lock part (issue 15: false evictions under GC-heavy neighbours). */
+  readonly gcClient: boolean;
   /** The peer daemon to start; undefined for the built dist/bin/lamport-peer.js. */
   readonly peerBin: string | undefined;
 }
@@ -56,6 +58,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option('floor-rounds', { type: 'number', describe: '(g) rounds, each measuring lamport-lock and the floor (default 3; 1 with --quick)' })
     .option('waiters', { type: 'number', describe: '(f) waiting requests (default 100000; 10000 with --quick)' })
     .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
+    .option('gc-client', { type: 'boolean', default: false, describe: 'run a GC-heavy client (bench/gc-client.ts) beside every lamport-lock part' })
     .option('peer-bin', { type: 'string', describe: 'peer daemon script to run with node (default dist/bin/lamport-peer.js)' })
     .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results)' })
     .option('write', { type: 'boolean', default: true, describe: 'write the result files (--no-write: print only)' })
@@ -77,6 +80,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     systems: systems as SystemName[],
     out: args.out,
     write: args.write,
+    gcClient: args['gc-client'],
     peerBin: args['peer-bin'],
   };
 }

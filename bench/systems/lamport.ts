@@ -165,10 +165,22 @@ export function counterValue(text: string, metric: string): number | null {
  * that stalls a peer's event loop past lease_ms, its holds end with `lease_lost`.
  */
 export function leaseLossCount(peers: readonly PeerHandle[]): number {
+  return logLineCount(peers, '"msg":"no lease');
+}
+
+/**
+ * Evictions the peers logged ("peer evicted by a majority"). The benchmark kills no peer, so
+ * every one is a false eviction: a healthy peer silent for evict_ms under load.
+ */
+export function evictionCount(peers: readonly PeerHandle[]): number {
+  return logLineCount(peers, '"msg":"peer evicted by a majority');
+}
+
+function logLineCount(peers: readonly PeerHandle[], needle: string): number {
   let count = 0;
   for (const peer of peers) {
     if (!existsSync(peer.proc.logPath)) continue;
-    for (const line of readFileSync(peer.proc.logPath, 'utf8').split('\n')) if (line.includes('"msg":"no lease')) count++;
+    for (const line of readFileSync(peer.proc.logPath, 'utf8').split('\n')) if (line.includes(needle)) count++;
   }
   return count;
 }
