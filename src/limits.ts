@@ -86,6 +86,14 @@ export const limits = {
   dashboardLocksMax: 500,
   /** Waiters listed per lock in one dashboard snapshot (the rest are counted). */
   dashboardWaitersPerLockMax: 100,
+  /**
+   * Holders the dashboard looks at per lock, beside its waiters: the feed reads only the
+   * first holders + waiters entries of each queue (its activity does not see deeper), so a
+   * burst of waiters costs it nothing per push.
+   */
+  dashboardHoldersPerLockMax: 100,
+  /** Clients gone (closed connections) whose requests a peer withdraws in one event-loop turn; the rest wait for the next turns. */
+  clientsGonePerTurnMax: 256,
   /** How far back the dashboard's timeline reaches. */
   dashboardTimelineMs: 5 * 60_000,
   /** Locks the dashboard's timeline draws (those with the latest activity). */

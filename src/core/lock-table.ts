@@ -239,17 +239,25 @@ export class LockTable {
     return this.#queues.get(lock)?.indexOf(ts, peer) ?? -1;
   }
 
-  /** The queue of one lock, in order, with the mode rule applied (for the HTTP API). */
-  entries(lock: string): QueueEntry[] {
+  /** The queue of one lock, in order, with the mode rule applied (for the HTTP API): its first `max` entries. */
+  entries(lock: string, max = Infinity): QueueEntry[] {
     const queue = this.#queues.get(lock);
     if (queue === undefined) return [];
     const ahead = emptyAhead();
-    return queue.items.map((r) => {
+    const out: QueueEntry[] = [];
+    for (const r of queue.items) {
+      if (out.length >= max) break;
       const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
       const held = own !== undefined ? own.state === 'granted' : admits(r, ahead);
       addAhead(ahead, r);
-      return { ...r, token: tokenOf(r.ts, r.peer), held, ref: own?.ref };
-    });
+      out.push({ ...r, token: tokenOf(r.ts, r.peer), held, ref: own?.ref });
+    }
+    return out;
+  }
+
+  /** How many requests the queue of `lock` holds. */
+  queueSize(lock: string): number {
+    return this.#queues.get(lock)?.size ?? 0;
   }
 
   /** Names of every lock with a non-empty queue. */

@@ -362,9 +362,14 @@ export class Machine {
     return { state: own.state, position, missingPeers: own.state === 'granted' ? [] : missing };
   }
 
-  /** The queue of one lock, in order, with the mode rule applied (for the HTTP API). */
-  queue(lock: string): QueueEntry[] {
-    return this.#locks.entries(lock);
+  /** The queue of one lock, in order, with the mode rule applied (for the HTTP API): its first `max` entries. */
+  queue(lock: string, max = Infinity): QueueEntry[] {
+    return this.#locks.entries(lock, max);
+  }
+
+  /** How many requests the queue of `lock` holds (views that show only its first entries). */
+  queueSize(lock: string): number {
+    return this.#locks.queueSize(lock);
   }
 
   /** Names of every lock with a non-empty queue. */

@@ -29,7 +29,7 @@ import { clusterJson, lockJson } from './views.js';
 export interface DashboardSource {
   readonly events: EventEmitter<PeerEvents>;
   cluster(): ClusterView;
-  locks(): LockView[];
+  locks(entriesMax?: number): LockView[];
 }
 
 /**
@@ -55,6 +55,8 @@ export interface DashboardFeedOptions {
   readonly clientsMax: number;
   /** Least time between two `state` pushes. */
   readonly pushIntervalMs: number;
+  /** Least time between two looks at the queues while no page is open (the activity list only). */
+  readonly idlePushIntervalMs: number;
   /** Period of the `cluster` push (link state changes without a queue change). */
   readonly linkRefreshMs: number;
   /** Activity items remembered for a page that connects. */
@@ -75,6 +77,7 @@ export interface DashboardFeedOptions {
 export const dashboardFeedDefaults: DashboardFeedOptions = {
   clientsMax: limits.dashboardStreamsMax,
   pushIntervalMs: 100,
+  idlePushIntervalMs: 1000,
   linkRefreshMs: 1000,
   activityMax: limits.dashboardActivityMax,
   locksMax: limits.dashboardLocksMax,
@@ -182,7 +185,10 @@ export class DashboardFeed {
   /** Throttle: the first change after a quiet period is pushed on the next turn, then at most once per interval. */
   readonly #onChanged = (): void => {
     if (this.#pushTimer !== null || this.#closed) return;
-    const waitMs = Math.max(0, this.#lastPushMs + this.#opts.pushIntervalMs - this.#clock.monoMs());
+    // With no page open the queues are read for the activity list only: once a second is
+    // enough, and it keeps a busy peer from walking its queues ten times a second.
+    const intervalMs = this.#clients.size > 0 ? this.#opts.pushIntervalMs : this.#opts.idlePushIntervalMs;
+    const waitMs = Math.max(0, this.#lastPushMs + intervalMs - this.#clock.monoMs());
     this.#pushTimer = this.#clock.after(waitMs, this.#push);
   };
 
@@ -195,7 +201,9 @@ export class DashboardFeed {
   readonly #push = (): void => {
     this.#pushTimer = null;
     this.#lastPushMs = this.#clock.monoMs();
-    const locks = this.#source.locks();
+    // The first entries of each queue only: a burst of waiters (100,000 in the benchmark) must
+    // not make every push walk them all, or the event loop stalls past the lease (issue 15).
+    const locks = this.#source.locks(this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax);
     const reported = new Set(this.#pending.map((a) => a.token));
     const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported)];
     this.#pending.length = 0;
@@ -226,8 +234,8 @@ export class DashboardFeed {
     if (over > 0) this.#activity.splice(0, over);
   }
 
-  #state(locks: LockView[] = this.#source.locks()): Record<string, unknown> {
-    const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({ ...lockJson(l, this.#opts.waitersPerLockMax), waiters_total: l.waiters.length }));
+  #state(locks: LockView[] = this.#source.locks(this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax)): Record<string, unknown> {
+    const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({ ...lockJson(l, this.#opts.waitersPerLockMax), waiters_total: l.queued - l.holders.length }));
     const now = this.#clock.wallMs();
     return { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
   }

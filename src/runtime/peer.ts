@@ -15,7 +15,7 @@ import { clockRateMargin } from '../config.js';
 import type { EchoPromise } from '../core/membership.js';
 import type { EndReason, Incarnation, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
-import type { Env } from '../env.js';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
@@ -53,8 +53,8 @@ export interface LockService {
   /** Announces new meta for a live hold on every peer (a leader's new value). */
   setMeta(lock: string, id: string, meta: Meta | null): void;
   lock(name: string): LockView;
-  /** Every lock with a non-empty queue. */
-  locks(): LockView[];
+  /** Every lock with a non-empty queue; `entriesMax`: of each queue, only its first entries (a view that must stay cheap under a burst). */
+  locks(entriesMax?: number): LockView[];
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): ClusterView;
 }
@@ -381,11 +381,35 @@ export class PeerRuntime implements LockService {
     const handle = this.#holds.request(asks, opts, cb);
     return {
       id: handle.id,
-      clientGone: () => {
-        this.#checkLease();
-        handle.clientGone();
-      },
+      clientGone: () => this.#whenGone(handle),
     };
+  }
+
+  /** Requests whose clients went away, withdrawn at most limits.clientsGonePerTurnMax per event-loop turn. */
+  readonly #gone: RequestHandle[] = [];
+  #goneTimer: Timer | null = null;
+
+  /**
+   * A client went away: its request is withdrawn (or its connection-bound hold released) at
+   * the end of this turn, in a batch. When 57,000 waiting clients close at once, handling
+   * every close in the turn that delivers them stalled the event loop for most of a second:
+   * no heartbeat left, no echo was read, and every peer lost its lease (issue 15). Between
+   * batches the loop runs its timers and reads the links. A grant that comes meanwhile is
+   * released at once by its callback, which finds its client gone.
+   */
+  #whenGone(handle: RequestHandle): void {
+    this.#gone.push(handle);
+    this.#goneTimer ??= this.#env.soon(() => this.#withdrawGone());
+  }
+
+  #withdrawGone(): void {
+    this.#goneTimer = null;
+    const batch = this.#gone.splice(0, limits.clientsGonePerTurnMax);
+    for (const handle of batch) {
+      this.#checkLease();
+      handle.clientGone();
+    }
+    if (this.#gone.length > 0) this.#goneTimer = this.#env.soon(() => this.#withdrawGone());
   }
 
   #refusal(): LockError | null {
@@ -446,9 +470,9 @@ export class PeerRuntime implements LockService {
     return this.#views.lock(name);
   }
 
-  /** Every lock with a non-empty queue. */
-  locks(): LockView[] {
-    return this.session().machine.lockNames().sort().map((n) => this.lock(n));
+  /** Every lock with a non-empty queue; of each, its first `entriesMax` entries. */
+  locks(entriesMax = Infinity): LockView[] {
+    return this.session().machine.lockNames().sort().map((n) => this.#views.lock(n, entriesMax));
   }
 
   /** This peer and its links, for GET /v1/cluster. */

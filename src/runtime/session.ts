@@ -578,7 +578,7 @@ export class Session {
   }
 
   /** The protocol core, for read-only queries (views, explanations). */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 

@@ -62,6 +62,8 @@ export interface LockView {
   readonly name: string;
   readonly holders: QueueView[];
   readonly waiters: QueueView[];
+  /** Requests in the queue, all of them: more than `holders` and `waiters` list when the view was cut (`lock(name, max)`). */
+  readonly queued: number;
 }
 
 /** Another peer and its link, as this peer sees them. */
@@ -124,13 +126,15 @@ export class StatusViews {
     };
   }
 
-  /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
-  lock(name: string): LockView {
-    const entries = this.#src.sessions.get().machine.queue(name);
+  /** Holders and waiters of one lock, cluster-wide, as this peer knows them: the first `max` of its queue. */
+  lock(name: string, max = Infinity): LockView {
+    const machine = this.#src.sessions.get().machine;
+    const entries = machine.queue(name, max);
     return {
       name,
       holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
       waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
+      queued: entries.length < max ? entries.length : machine.queueSize(name),
     };
   }
 

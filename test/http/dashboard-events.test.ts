@@ -13,6 +13,7 @@ import { RateWindow } from '../../src/http/dashboard-activity.js';
 import { DashboardFeed } from '../../src/http/dashboard-events.js';
 import { dashboardScript } from '../../src/http/dashboard/script.js';
 import type { ClusterView, HoldEvent, LockView, PeerEvents, QueueView } from '../../src/runtime/peer.js';
+import { limits } from '../../src/limits.js';
 import { ManualEnv } from '../support/manual-env.js';
 import { waitFor } from '../support/wait.js';
 
@@ -25,7 +26,10 @@ class FakePeer {
       stats: { locks: 0, queued: 0, own: 0, waiting: 0, granted: 0 }, degraded: { active: false, waitingFor: [] }, peers: [],
     };
   }
-  locks(): LockView[] {
+  /** The `entriesMax` of each locks() call: the feed must never ask for whole queues. */
+  readonly asked: Array<number | undefined> = [];
+  locks(entriesMax?: number): LockView[] {
+    this.asked.push(entriesMax);
     return this.lockList;
   }
 }
@@ -96,11 +100,24 @@ afterEach(async () => {
 // waits only for the bytes already written to reach its client.
 describe('dashboard feed', () => {
   it('sends the remembered activity and a full state on connect', async () => {
-    peer.lockList = [{ name: 'x', holders: [view('b', '11')], waiters: [] }];
+    peer.lockList = [{ name: 'x', holders: [view('b', '11')], waiters: [], queued: 1 }];
     const c = await open(url);
     await waitFor('the messages sent on connect', () => c.messages.length >= 2);
     expect(c.messages.map((m) => m.event)).toEqual(['activity', 'state']);
     expect(c.messages[1]?.data).toMatchObject({ locks: [{ name: 'x', holders: [{ peer: 'b', token: '11' }], waiters_total: 0 }], locks_total: 1 });
+    c.close();
+  });
+
+  it('reads only the first entries of each queue, and counts the waiters beyond them (a burst must not cost every push)', async () => {
+    peer.lockList = [{ name: 'x', holders: [view('b', '11')], waiters: [view('c', '12')], queued: 100_000 }];
+    const c = await open(url);
+    await waitFor('the messages sent on connect', () => c.messages.length >= 2);
+    peer.events.emit('changed');
+    env.advance(0);
+    await waitFor('the pushed state', () => count(c, 'state') === 2);
+    expect(c.messages[1]?.data).toMatchObject({ locks: [{ name: 'x', waiters_total: 99_999 }] });
+    expect(peer.asked.length).toBeGreaterThan(1);
+    expect(peer.asked.every((n) => n === limits.dashboardWaitersPerLockMax + limits.dashboardHoldersPerLockMax)).toBe(true);
     c.close();
   });
 
@@ -124,12 +141,12 @@ describe('dashboard feed', () => {
   it('reports local hold events exactly and remote queue changes by diff', async () => {
     const c = await open(url);
     await waitFor('the messages sent on connect', () => c.messages.length >= 2);
-    peer.lockList = [{ name: 'x', holders: [view('b', '21')], waiters: [view('c', '33')] }];
+    peer.lockList = [{ name: 'x', holders: [view('b', '21')], waiters: [view('c', '33')], queued: 2 }];
     peer.events.emit('changed');
     env.advance(0);
     await waitFor('the first activity push', () => count(c, 'activity') === 2);
     const hold: HoldEvent = { type: 'ended', lock: 'y', id: 'i', owner: 'me', mode: 'exclusive', token: '7', peer: 'a', reason: 'expired', at: 5 };
-    peer.lockList = [{ name: 'x', holders: [view('c', '33')], waiters: [] }];
+    peer.lockList = [{ name: 'x', holders: [view('c', '33')], waiters: [], queued: 1 }];
     peer.events.emit('hold', hold);
     env.advance(100);
     await waitFor('the second activity push', () => count(c, 'activity') === 3);

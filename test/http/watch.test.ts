@@ -20,13 +20,13 @@ class FakePeer {
   readonly events = new EventEmitter<PeerEvents>();
   queues = new Map<string, LockView>();
   lock(name: string): LockView {
-    return this.queues.get(name) ?? { name, holders: [], waiters: [] };
+    return this.queues.get(name) ?? { name, holders: [], waiters: [], queued: 0 };
   }
   locks(): LockView[] {
     return [...this.queues.values()];
   }
   set(name: string, holders: QueueView[], waiters: QueueView[] = []): void {
-    this.queues.set(name, { name, holders, waiters });
+    this.queues.set(name, { name, holders, waiters, queued: holders.length + waiters.length });
     this.events.emit('changed');
   }
 }

@@ -27,7 +27,7 @@ function problems(raw: unknown): string[] {
 
 describe('parseConfig', () => {
   it('accepts the example with the default timings', () => {
-    expect(parseConfig(good)).toMatchObject({ cluster: 'demo', heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000, tls: undefined });
+    expect(parseConfig(good)).toMatchObject({ cluster: 'demo', heartbeatMs: 200, leaseMs: 1000, evictMs: 1700, tls: undefined });
   });
 
   it('lets LAMPORT_SECRET override the secret', () => {

@@ -8,6 +8,7 @@ import { silentLogger } from '../../src/log.js';
 import type { AcquireOptions } from '../../src/runtime/holds.js';
 import type { PeerRuntime } from '../../src/runtime/peer.js';
 import { startRuntime } from '../../src/server.js';
+import { waitFor } from '../support/wait.js';
 
 const config: ClusterConfig = {
   cluster: 't', secret: 'test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:0', http: '127.0.0.1:0' }],
@@ -65,7 +66,11 @@ describe('PeerRuntime', () => {
     expect(runtime.requestState(handles[handles.length - 1]?.id ?? '')).toBe('waiting');
     expect(failures).toEqual([]);
     // Withdrawn from the back: each leaves the end of the queue, so this takes linear time.
+    // A closed connection is withdrawn at the end of the turn, limits.clientsGonePerTurnMax
+    // per turn (a burst of closes must not stall the event loop): none is in the first turn.
     for (const h of handles.reverse()) h.clientGone();
+    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    await waitFor('every withdrawal, a batch per turn', () => runtime.coreStats().queued === 1, 30_000);
     expect(runtime.coreStats()).toMatchObject({ queued: 1, own: 1 });
   }, 60_000);
 });

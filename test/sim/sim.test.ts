@@ -9,6 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { multiChanceOf, mutantNames } from './mutants.js';
@@ -40,12 +41,12 @@ function runSeeds(first: number, count: number, net: 'fifo' | 'link' = 'fifo'): 
  * FIFO network and 100,000 above that on the link network. `flags` are the CLI's for it
  * (null: the CLI has none, META's workload runs here only).
  */
-function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance'>, flags: string | null): { failures: string[]; results: RunResult[] } {
+function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance' | 'timing'>, flags: string | null, count = 60): { failures: string[]; results: RunResult[] } {
   const failures: string[] = [];
   const results: RunResult[] = [];
   for (const [first, net] of [[baseSeed + offset, 'fifo'], [baseSeed + offset + 100_000, 'link']] as const) {
-    if (flags !== null) console.log(`reproduce with: npm run sim -- --seed ${first} --seeds 60${flags}${net === 'link' ? ' --net link' : ''}`);
-    for (let seed = first; seed < first + 60; seed++) {
+    if (flags !== null) console.log(`reproduce with: npm run sim -- --seed ${first} --seeds ${count}${flags}${net === 'link' ? ' --net link' : ''}`);
+    for (let seed = first; seed < first + count; seed++) {
       const r = runSeed({ seed, net, ...extra });
       results.push(r);
       if (r.violations.length > 0) failures.push(`seed ${seed} --net ${net}: ${r.violations[0] ?? ''}`);
@@ -177,6 +178,14 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     const { failures, results } = runBothNetworks(400_000, { multiChance: 0.3 }, ' --multi 0.3');
     expect(failures).toEqual([]);
     expect(results.reduce((n, r) => n + r.multiGrants, 0)).toBeGreaterThan(300);
+  });
+
+  it('keeps every invariant at the default timings (heartbeat 200, lease 1000, evict 1700: issue 15), on both networks', () => {
+    // The drawn timings cover these ratios; this runs the defaults themselves, everything else drawn.
+    const { failures, results } = runBothNetworks(600_000, { timing: { ...timingDefaults } }, ' --timing defaults', 20);
+    expect(failures).toEqual([]);
+    expect(results.every((r) => r.scenario.evictMs === timingDefaults.evictMs)).toBe(true);
+    expect(results.reduce((n, r) => n + r.grants, 0)).toBeGreaterThan(40);
   });
 
   it('--jobs runs the same seeds in child processes and adds up the same summary, failing seeds included', () => {
