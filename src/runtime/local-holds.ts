@@ -104,6 +104,7 @@ export class LocalHolds {
    * refusal leaves no trace (no ended id, no acquire outcome).
    */
   onQueueFull(ref: number, lock: string): void {
+    if (this.#withdrawn.has(ref)) return;
     const req = this.#requests.byRef(ref);
     assert(req !== undefined && req.state === 'waiting', 'a request refused for a full queue is a local waiter');
     req.state = 'ended';
@@ -114,6 +115,7 @@ export class LocalHolds {
 
   /** The core granted request `ref`: it becomes a hold, with its TTL. */
   onGranted(ref: number, token: bigint): void {
+    if (this.#withdrawn.has(ref)) return; // Its client left; the pending release ends it in the core.
     const req = this.#requests.byRef(ref);
     assert(req !== undefined && req.state === 'waiting', 'granted request is a local waiter');
     const now = this.#env.wallMs();
@@ -141,6 +143,7 @@ export class LocalHolds {
 
   /** The core refused no-wait request `ref`: `ahead` others held or waited ahead of it. */
   onRefused(ref: number, ahead: number): void {
+    if (this.#withdrawn.has(ref)) return;
     const req = this.#requests.byRef(ref);
     assert(req !== undefined, 'refused request is local');
     this.#fail(req, this.#timeoutError(req, 'the lock is held or requested by others (timeout_ms 0 does not wait)', ahead), 'timeout', false);
@@ -173,10 +176,39 @@ export class LocalHolds {
     if (req.state === 'waiting') {
       this.#finish(req, 'cancelled');
       this.#host.metrics.onWaitFailed(req, 'cancelled', this.#env.monoMs());
-      this.#host.step({ type: 'release', ref: req.ref });
+      this.#withdrawSoon(req.ref);
     } else if (req.state === 'held' && req.opts.hold === 'connection') {
-      this.#end(req, 'released', false);
+      this.#end(req, 'released', false, true);
     }
+  }
+
+  /** Refs whose clients left: ended here at once, released in the core in batches. */
+  readonly #withdrawing: number[] = [];
+  readonly #withdrawn = new Set<number>();
+  #withdrawTimer: Timer | null = null;
+
+  /**
+   * Releases `ref` in the core at the end of the turn, at most limits.clientsGonePerTurnMax
+   * per turn (issue 15): when 57,000 waiting clients closed their connections at once, a
+   * core step per close in the turn that delivered them stalled the event loop for most of a
+   * second; no heartbeat left, no echo was read, and every peer lost its lease. Between
+   * batches the loop runs its timers and reads the links. The request is ended here at once:
+   * its callbacks hear nothing more, and a grant the core makes meanwhile goes to nobody and
+   * is released by the pending step.
+   */
+  #withdrawSoon(ref: number): void {
+    this.#withdrawn.add(ref);
+    this.#withdrawing.push(ref);
+    this.#withdrawTimer ??= this.#env.soon(() => this.#withdrawBatch());
+  }
+
+  #withdrawBatch(): void {
+    this.#withdrawTimer = null;
+    for (const ref of this.#withdrawing.splice(0, limits.clientsGonePerTurnMax)) {
+      this.#withdrawn.delete(ref);
+      this.#host.step({ type: 'release', ref });
+    }
+    if (this.#withdrawing.length > 0) this.#withdrawTimer = this.#env.soon(() => this.#withdrawBatch());
   }
 
   /** Ends a waiting request with an error; `cancel` tells the core to withdraw it. */
@@ -202,13 +234,14 @@ export class LocalHolds {
   }
 
   /** Ends a held hold for `reason`, releases it in the cluster, and tells its holder (unless it left). */
-  #end(req: LocalRequest, reason: EndReason, tell = true): void {
+  #end(req: LocalRequest, reason: EndReason, tell = true, later = false): void {
     if (req.state !== 'held') return;
     this.#finish(req, reason);
     this.#host.metrics.onHoldEnded(req, reason, this.#env.wallMs());
     this.#host.emitHold('ended', req, reason);
     if (reason !== 'released') this.#log.info({ lock: req.lock, id: req.id, owner: req.spec.owner, reason }, 'hold ended');
-    this.#host.step({ type: 'release', ref: req.ref });
+    if (later) this.#withdrawSoon(req.ref);
+    else this.#host.step({ type: 'release', ref: req.ref });
     if (tell) req.callbacks.ended(reason);
   }
 
@@ -234,6 +267,10 @@ export class LocalHolds {
 
   /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
   endAll(reason: EndReason, error: LockError): void {
+    // Withdrawals still pending go first, in full: a stopping peer sends its releases now.
+    while (this.#withdrawing.length > 0) this.#withdrawBatch();
+    this.#env.clear(this.#withdrawTimer);
+    this.#withdrawTimer = null;
     // Waiters first, the latest first: ending a hold first would release its lock to the
     // next local waiter, granted only to be ended at once (a TTL client would get its 200,
     // then a 404). Failing a waiter can grant none behind it: those are failed already.

@@ -15,7 +15,7 @@ import { clockRateMargin } from '../config.js';
 import type { EchoPromise } from '../core/membership.js';
 import type { EndReason, Incarnation, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
-import type { Env, Timer } from '../env.js';
+import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
@@ -381,35 +381,11 @@ export class PeerRuntime implements LockService {
     const handle = this.#holds.request(asks, opts, cb);
     return {
       id: handle.id,
-      clientGone: () => this.#whenGone(handle),
+      clientGone: () => {
+        this.#checkLease();
+        handle.clientGone();
+      },
     };
-  }
-
-  /** Requests whose clients went away, withdrawn at most limits.clientsGonePerTurnMax per event-loop turn. */
-  readonly #gone: RequestHandle[] = [];
-  #goneTimer: Timer | null = null;
-
-  /**
-   * A client went away: its request is withdrawn (or its connection-bound hold released) at
-   * the end of this turn, in a batch. When 57,000 waiting clients close at once, handling
-   * every close in the turn that delivers them stalled the event loop for most of a second:
-   * no heartbeat left, no echo was read, and every peer lost its lease (issue 15). Between
-   * batches the loop runs its timers and reads the links. A grant that comes meanwhile is
-   * released at once by its callback, which finds its client gone.
-   */
-  #whenGone(handle: RequestHandle): void {
-    this.#gone.push(handle);
-    this.#goneTimer ??= this.#env.soon(() => this.#withdrawGone());
-  }
-
-  #withdrawGone(): void {
-    this.#goneTimer = null;
-    const batch = this.#gone.splice(0, limits.clientsGonePerTurnMax);
-    for (const handle of batch) {
-      this.#checkLease();
-      handle.clientGone();
-    }
-    if (this.#gone.length > 0) this.#goneTimer = this.#env.soon(() => this.#withdrawGone());
   }
 
   #refusal(): LockError | null {

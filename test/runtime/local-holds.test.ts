@@ -305,17 +305,55 @@ describe('LocalHolds: waiting', () => {
     waiter.clientGone();
     expect(waiter.heard.failures).toEqual([]);
     expect(h.holds.stateOf(waiter.id)).toBe('cancelled');
+    // Ended here at once; released in the core at the end of the turn, in a batch.
+    expect(h.machine.queue('x')).toHaveLength(2);
+    h.env.advance(0);
     expect(h.machine.queue('x')).toHaveLength(1);
 
     const conn = h.request('c', { ttlMs: 0, hold: 'connection' });
     conn.clientGone();
     expect(conn.heard.ends).toEqual([]);
     expect(h.holds.stateOf(conn.id)).toBe('released');
+    h.env.advance(0);
     expect(h.machine.queue('c')).toEqual([]);
 
     const ttl = h.request('t');
     ttl.clientGone(); // A TTL hold outlives its HTTP request.
     expect(h.holds.stateOf(ttl.id)).toBe('held');
+  });
+});
+
+describe('LocalHolds: clients that leave in a burst (issue 15)', () => {
+  it('tells a waiter whose client left nothing, even when the core grants it before its release is stepped', () => {
+    const held = h.request('x');
+    const waiter = h.request('x');
+    waiter.clientGone();
+    h.holds.release('x', held.id); // The core grants the waiter: its withdrawal is still pending.
+    expect(waiter.heard.grants).toEqual([]);
+    expect(h.machine.stats()).toMatchObject({ own: 1, granted: 1 });
+    h.env.advance(0);
+    expect(h.machine.stats()).toMatchObject({ own: 0, granted: 0 });
+    expect(h.machine.queue('x')).toEqual([]);
+  });
+
+  it(`withdraws at most limits.clientsGonePerTurnMax (${limits.clientsGonePerTurnMax}) leavers per turn, the rest in the next turns`, () => {
+    h.request('x');
+    const waiters = Array.from({ length: limits.clientsGonePerTurnMax + 10 }, () => h.request('x'));
+    // Each end-of-turn task is run by hand, one turn at a time.
+    const turns: Array<() => void> = [];
+    h.env.soon = (fn) => {
+      turns.push(fn);
+      return h.env.after(3_600_000, () => undefined);
+    };
+    for (const w of waiters) w.clientGone();
+    expect(h.machine.queue('x')).toHaveLength(waiters.length + 1);
+    expect(turns).toHaveLength(1);
+    turns.shift()?.();
+    expect(h.machine.queue('x')).toHaveLength(11);
+    expect(turns).toHaveLength(1);
+    turns.shift()?.();
+    expect(h.machine.queue('x')).toHaveLength(1);
+    expect(turns).toHaveLength(0);
   });
 });
 

@@ -81,7 +81,7 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'keep-waiters-on-lease-loss': 16,
   'evict-unmet-incarnation': 254,
   'ack-while-unsynced': 93,
-  'evict-without-majority': { seed: 3, net: 'link' },
+  'evict-without-majority': { seed: 1, net: 'link' },
   'confirm-from-arrival': 18,
   'echo-despite-promise': 129,
   'hb-clock-while-pending': 511,
@@ -91,8 +91,6 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
   'join-on-older-eviction': { seed: 31, net: 'link' },
-  // Found by the sixth session's 7,000-seed link run; a scripted scenario catches it too.
-  'forget-echo-bound': { seed: 903454, net: 'link' },
   // Found by the seventh session's 100,000-seed run (as was 1143197 --net link); none of the
   // first 2000 seeds on either network catches it, a scripted scenario does too.
   'forget-incarnation-floor': 1043577,
