@@ -203,7 +203,7 @@ export class DashboardFeed {
     this.#lastPushMs = this.#clock.monoMs();
     // The first entries of each queue only: a burst of waiters (100,000 in the benchmark) must
     // not make every push walk them all, or the event loop stalls past the lease (issue 15).
-    const locks = this.#source.locks(this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax);
+    const locks = this.#source.locks(this.#entriesMax());
     const reported = new Set(this.#pending.map((a) => a.token));
     const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported)];
     this.#pending.length = 0;
@@ -234,7 +234,12 @@ export class DashboardFeed {
     if (over > 0) this.#activity.splice(0, over);
   }
 
-  #state(locks: LockView[] = this.#source.locks(this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax)): Record<string, unknown> {
+  /** Entries of each queue the feed reads: the holders and the waiters it may show. */
+  #entriesMax(): number {
+    return this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax;
+  }
+
+  #state(locks: LockView[] = this.#source.locks(this.#entriesMax())): Record<string, unknown> {
     const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({ ...lockJson(l, this.#opts.waitersPerLockMax), waiters_total: l.queued - l.holders.length }));
     const now = this.#clock.wallMs();
     return { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };

@@ -23,7 +23,7 @@ import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import { CurrentSession } from './current-session.js';
 import type { PlantedFaults } from './faults.js';
-import type { AcquireOptions, Grant, HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
+import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import type { HoldsHost } from './local-holds.js';
@@ -116,7 +116,6 @@ export class PeerRuntime implements LockService {
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
   readonly #sessions: CurrentSession;
-  readonly #requests: LocalRequests;
   readonly #holds: LocalHolds;
   readonly #views: StatusViews;
   #stopping = false;
@@ -159,7 +158,6 @@ export class PeerRuntime implements LockService {
       leaseNowMs: () => sessions.get().leaseNowMs(),
     }, opts.processMetrics ?? true);
     this.#sessions = sessions;
-    this.#requests = requests;
     this.#views = views;
     this.metrics = metrics;
     this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events }));
@@ -434,11 +432,6 @@ export class PeerRuntime implements LockService {
   /** The core ref of live local request `id` (for explanations). */
   refOf(id: string): number | undefined {
     return this.#holds.refOf(id);
-  }
-
-  /** The live local request with that core ref, if any (for the views). */
-  localRequest(ref: number): LocalRequest | undefined {
-    return this.#requests.byRef(ref);
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
