@@ -33,7 +33,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     .option('warmup-max', { type: 'number', default: z.warmupMaxMs / 1000, describe: 'no warm-up window starts past this, s (reported when reached)' })
     .option('settle', { type: 'number', default: z.settledWithin * 100, describe: 'settled: two consecutive windows\' CPU per op within this %' })
     .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, s' })
-    .option('profile', { type: 'string', describe: 'the peers write V8 CPU profiles into DIR when they stop (open them in Chrome\'s DevTools)' })
+    .option('profile', { type: 'string', describe: 'the peers and the floor\'s processes write V8 CPU profiles into DIR/lamport-lock and DIR/floor when they stop (open them in Chrome\'s DevTools, or summarise them with bench/profile-summary.ts)' })
     .option('json', { type: 'string', describe: 'also write the figures as JSON to FILE' })
     .strict()
     .help()
@@ -50,7 +50,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     latencyMs: args.latency * 1000,
     peerBin,
     progress,
-    ...(args.profile === undefined ? {} : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${resolve(args.profile)}`] }),
+    ...(args.profile === undefined ? {} : { profileDir: resolve(args.profile) }),
   };
   return { opts, json: args.json };
 }

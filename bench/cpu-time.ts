@@ -62,6 +62,35 @@ export function cpuMsOf(pids: readonly number[]): number {
   return ms;
 }
 
+/** Read and write system calls (read, readv, write, writev...) of processes so far. */
+export interface IoCalls {
+  readonly reads: number;
+  readonly writes: number;
+}
+
+/**
+ * The read- and write-family system calls the processes have made so far (`syscr` and
+ * `syscw` of /proc/<pid>/io, every thread); zero where the kernel does not expose them.
+ */
+export function ioCallsOf(pids: readonly number[]): IoCalls {
+  let reads = 0;
+  let writes = 0;
+  for (const pid of pids) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/io`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n')) {
+      const [key, value] = line.split(':');
+      if (key === 'syscr') reads += Number(value);
+      if (key === 'syscw') writes += Number(value);
+    }
+  }
+  return { reads, writes };
+}
+
 /** A field of the first processor's block in /proc/cpuinfo, or undefined. */
 function cpuinfoField(name: string): string | undefined {
   try {

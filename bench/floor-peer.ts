@@ -100,3 +100,5 @@ const server = createServer({ keepAliveTimeout: 30_000 }, (req: IncomingMessage,
   });
 });
 server.listen(httpPort, '127.0.0.1');
+// Exit normally on SIGTERM (ProcessGroup.stop), so `--cpu-prof` writes its profile.
+process.once('SIGTERM', () => process.exit(0));

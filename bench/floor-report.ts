@@ -32,11 +32,11 @@ function warmUpCell(r: SteadyRun): string {
 }
 
 function runRow(label: string, system: string, r: SteadyRun): string {
-  return `| ${label} | ${system} | ${warmUpCell(r)} | ${fmt(r.cpuMsPerOp)} | ${fmt(r.coresBusy)} | ${fmt(r.opsPerS)} | ${fmt(r.p50Ms)} |`;
+  return `| ${label} | ${system} | ${warmUpCell(r)} | ${fmt(r.cpuMsPerOp)} | ${fmt(r.readsPerOp)} / ${fmt(r.writesPerOp)} | ${fmt(r.coresBusy)} | ${fmt(r.opsPerS)} | ${fmt(r.p50Ms)} |`;
 }
 
 function medianRow(system: string, s: FloorSpreads): string {
-  return `| median | ${system} | | ${cell(s.cpuMsPerOp)} | | ${cell(s.opsPerS)} | ${cell(s.p50Ms)} |`;
+  return `| median | ${system} | | ${cell(s.cpuMsPerOp)} | | | ${cell(s.opsPerS)} | ${cell(s.p50Ms)} |`;
 }
 
 function howMeasured(g: FloorFigures): string {
@@ -67,8 +67,8 @@ export function floorSection(g: FloorFigures): string[] {
     '',
     `Absolute figures (on this CPU only):`,
     '',
-    '| round | system | warm-up (CPU ms per op of the last two windows, at the rate of the last; the measured window against the last) | CPU ms per op (3 processes) | cores busy | acquire+release/s | p50 ms (1 connection) |',
-    '|---|---|---|---|---|---|---|',
+    '| round | system | warm-up (CPU ms per op of the last two windows, at the rate of the last; the measured window against the last) | CPU ms per op (3 processes) | read / write system calls per op (3 processes) | cores busy | acquire+release/s | p50 ms (1 connection) |',
+    '|---|---|---|---|---|---|---|---|',
     ...g.rounds.flatMap((r) => {
       const rows = [runRow(String(r.round), 'lamport-lock', r.lamport), runRow(String(r.round), 'floor', r.floor)];
       return r.first === 'lamport-lock' ? rows : rows.reverse();

@@ -2,6 +2,7 @@
  * The two systems of issue 15's comparison, as load targets: a 3-peer lamport-lock cluster
  * and the 3-process floor of bench/floor-peer.ts (the same message pattern, no algorithm).
  */
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { call, closeEndpoint, endpoint } from './http-json.js';
 import { freePorts, logTail, waitUntil } from './procs.js';
@@ -23,7 +24,7 @@ export interface RunningTarget {
 }
 
 /** Starts the 3-process floor on free ports and waits until every process is ready. */
-export async function startFloor(group: ProcessGroup): Promise<RunningTarget> {
+export async function startFloor(group: ProcessGroup, opts: { readonly profileDir?: string } = {}): Promise<RunningTarget> {
   const ports = await freePorts(2 * floorProcessCount);
   const wsPorts = ports.slice(0, floorProcessCount);
   const httpPorts = ports.slice(floorProcessCount);
@@ -31,7 +32,7 @@ export async function startFloor(group: ProcessGroup): Promise<RunningTarget> {
   const procs = httpPorts.map((http, i) => group.spawn({
     label: `floor-${i}`,
     command: process.execPath,
-    args: [bin, '--index', String(i), '--http', String(http), '--ws', wsPorts.join(',')],
+    args: [...profileArgs(opts.profileDir, 'floor'), bin, '--index', String(i), '--http', String(http), '--ws', wsPorts.join(',')],
   }));
   const eps = httpPorts.map((http) => endpoint('127.0.0.1', http, socketsPerProcess));
   for (const [i, ep] of eps.entries()) {
@@ -50,14 +51,21 @@ export async function startFloor(group: ProcessGroup): Promise<RunningTarget> {
 /** Options of the lamport-lock side. */
 export interface PeerStart {
   readonly peerBin: string;
-  /** Node flags for the peers, e.g. `--cpu-prof` (npm run bench:floor -- --profile DIR). */
-  readonly nodeArgs?: readonly string[];
+  /**
+   * Both systems' processes write V8 CPU profiles into `DIR/lamport-lock` and `DIR/floor` when
+   * they stop (npm run bench:floor -- --profile DIR).
+   */
+  readonly profileDir?: string;
+}
+
+/** Node flags that make a process write its CPU profile into `dir/system` on exit. */
+function profileArgs(dir: string | undefined, system: string): string[] {
+  return dir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(dir, system)}`];
 }
 
 /** Starts a 3-peer lamport-lock cluster with one session per peer. */
 export async function startLamportTarget(group: ProcessGroup, opts: PeerStart): Promise<RunningTarget> {
-  const nodeArgs = opts.nodeArgs === undefined ? {} : { nodeArgs: opts.nodeArgs };
-  const cluster = await startLamport(group, { peerBin: opts.peerBin, peerCount: floorProcessCount, ...nodeArgs });
+  const cluster = await startLamport(group, { peerBin: opts.peerBin, peerCount: floorProcessCount, nodeArgs: profileArgs(opts.profileDir, 'lamport-lock') });
   const sessions = await Promise.all(cluster.peers.map((_, w) => cluster.openSession(w)));
   return {
     target: { name: 'lamport-lock', sessions, pids: cluster.peers.map((p) => p.proc.pid) },

@@ -98,7 +98,7 @@ async function measureRound(round: number, lamport: RunningTarget, floor: Runnin
 
 function figuresOf(opts: FloorOptions, rounds: readonly FloorRound[], loadStart: number): FloorFigures {
   const pick = (k: keyof FloorRatios): Spread => spread(rounds.map((r) => r.ratios[k]));
-  const { progress: _progress, peerBin: _peerBin, nodeArgs: _nodeArgs, ...sizes } = opts;
+  const { progress: _progress, peerBin: _peerBin, profileDir: _profileDir, ...sizes } = opts;
   return {
     cpu: hostCpuName(),
     cpuSource: cpuTimeSource,
@@ -120,7 +120,7 @@ export async function measureAgainstFloor(group: ProcessGroup, opts: FloorOption
   const loadStart = loadAverage1m();
   const lamport = await startLamportTarget(group, opts);
   try {
-    const floor = await startFloor(group);
+    const floor = await startFloor(group, opts);
     try {
       const rounds: FloorRound[] = [];
       for (let r = 1; r <= opts.rounds; r++) rounds.push(await measureRound(r, lamport, floor, opts));

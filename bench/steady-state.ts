@@ -4,7 +4,7 @@
  * connection's latency. CPU is the system's processes' (utime + stime), not the load
  * generator's.
  */
-import { cpuMsOf } from './cpu-time.js';
+import { cpuMsOf, ioCallsOf } from './cpu-time.js';
 import { percentile } from './stats.js';
 import type { LockSession } from './systems/types.js';
 
@@ -52,6 +52,9 @@ export interface SteadyRun {
   readonly cpuMsPerOp: number;
   /** CPU of the processes over wall time during the measured window: cores busy. */
   readonly coresBusy: number;
+  /** Read- and write-family system calls of all the processes per acquire+release (/proc/<pid>/io). */
+  readonly readsPerOp: number;
+  readonly writesPerOp: number;
   /** p50 of one connection's acquire+release, alone on the system. */
   readonly p50Ms: number;
 }
@@ -61,6 +64,8 @@ interface Window {
   readonly ops: number;
   readonly ms: number;
   readonly cpuMs: number;
+  readonly reads: number;
+  readonly writes: number;
 }
 
 /** Name of the Nth lock of loop `w`: every loop has its own names, so nothing contends. */
@@ -74,6 +79,7 @@ function lockName(tag: string, w: number, i: number): string {
  */
 async function loadWindow(target: LoadTarget, connections: number, ms: number, tag: string): Promise<Window> {
   const cpu0 = cpuMsOf(target.pids);
+  const io0 = ioCallsOf(target.pids);
   const start = performance.now();
   const end = start + ms;
   let ops = 0;
@@ -85,7 +91,8 @@ async function loadWindow(target: LoadTarget, connections: number, ms: number, t
       ops++;
     }
   }));
-  return { ops, ms: performance.now() - start, cpuMs: cpuMsOf(target.pids) - cpu0 };
+  const io = ioCallsOf(target.pids);
+  return { ops, ms: performance.now() - start, cpuMs: cpuMsOf(target.pids) - cpu0, reads: io.reads - io0.reads, writes: io.writes - io0.writes };
 }
 
 function cpuPerOp(w: Window): number {
@@ -134,5 +141,5 @@ export async function measureSteady(target: LoadTarget, opts: SteadyOptions): Pr
   const warmUp = await warmUntilSettled(target, opts);
   const w = await loadWindow(target, opts.connections, opts.measureMs, 'run');
   const p50Ms = await latencyP50(target, opts.latencyMs);
-  return { warmUp, ops: w.ops, opsPerS: (w.ops * 1000) / w.ms, cpuMsPerOp: cpuPerOp(w), coresBusy: w.cpuMs / w.ms, p50Ms };
+  return { warmUp, ops: w.ops, opsPerS: (w.ops * 1000) / w.ms, cpuMsPerOp: cpuPerOp(w), coresBusy: w.cpuMs / w.ms, readsPerOp: w.reads / w.ops, writesPerOp: w.writes / w.ops, p50Ms };
 }

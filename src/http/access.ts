@@ -112,13 +112,24 @@ export class AccessPolicy {
     return admin || this.#opts.unix ? 'admin' : 'client';
   }
 
+  /** The last `Host` header admitted, and the local port it came to: a keep-alive client sends the same one. */
+  #lastHost: { header: string; port: number } | null = null;
+
+  /** Whether `header` names this peer, reached on local `port`. */
+  #named(header: string, port: number): boolean {
+    const last = this.#lastHost;
+    if (last !== null && last.header === header && last.port === port) return true;
+    const host = splitHost(header);
+    const named = host !== null && ((host.port === port && (isLoopbackHost(host.name) || this.#names.has(host.name))) || this.#namesWithPort.has(`${host.name}:${host.port}`));
+    if (named) this.#lastHost = { header, port };
+    return named;
+  }
+
   /** Host names only this peer's addresses; Origin and fetch metadata say the request is not a foreign page's. */
   #checkBrowser(req: IncomingMessage): void {
     const header = req.headers.host ?? '';
-    const host = splitHost(header);
     const port = req.socket.localPort ?? -1;
-    const named = host !== null && ((host.port === port && (isLoopbackHost(host.name) || this.#names.has(host.name))) || this.#namesWithPort.has(`${host.name}:${host.port}`));
-    if (!named) {
+    if (!this.#named(header, port)) {
       throw new LockError(ErrorCode.HostRefused, `Host ${JSON.stringify(header)} is not a name this peer serves (a loopback name or address on port ${port}, or one given with --http-allow-host); a DNS name rebound to this host is refused`);
     }
     const origin = req.headers.origin;

@@ -31,9 +31,10 @@ function grantAllJson(g: Grant): Record<string, unknown> {
   return { ...grantJson(g), locks: g.locks.map((l) => ({ lock: l.lock, mode: l.mode, token })) };
 }
 
-function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function send(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  const length = Buffer.byteLength(text);
+  res.writeHead(status, headers === undefined ? { 'content-type': 'application/json', 'content-length': length } : { ...headers, 'content-type': 'application/json', 'content-length': length });
   res.end(text);
 }
 
@@ -51,7 +52,9 @@ function sendError(res: ServerResponse, err: LockError): void {
  * without a CORS preflight, which this API never grants.
  */
 function checkJsonBody(req: IncomingMessage): void {
-  const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  const header = req.headers['content-type'];
+  if (header === 'application/json') return;
+  const type = (header ?? '').split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') {
     throw new LockError(ErrorCode.UnsupportedMediaType, `a POST body must be sent as content-type application/json (got ${JSON.stringify(req.headers['content-type'] ?? 'none')})`);
   }
@@ -80,6 +83,29 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/**
+ * A request target that is a path WHATWG URL parsing leaves as it is: it starts with `/`,
+ * has only unreserved characters, sub-delimiters, `:`, `@`, `/` and percent escapes, no
+ * query, does not start with `//` (a host to URL), and has no segment that starts with a dot
+ * (`.` and `..` segments are resolved by URL, `%2e` is a dot to it too).
+ */
+const plainPath = /^(?!\/\/|.*(?:\/\.|%2e))\/[\w.\-~%!$&'()*+,;=:@/]*$/i;
+
+/**
+ * The path and query of a request target, as WHATWG URL parses them; a plain path (most
+ * requests) is taken as it is, without building a URL. One URL cannot parse (`//`) is a 400.
+ */
+export function requestTarget(raw: string): { path: string; query: URLSearchParams | null } {
+  if (plainPath.test(raw)) return { path: raw, query: null };
+  let url: URL;
+  try {
+    url = new URL(raw, 'http://localhost');
+  } catch {
+    throw new LockError(ErrorCode.BadRequest, `the request target ${JSON.stringify(raw.slice(0, 200))} is not a valid path`);
+  }
+  return { path: url.pathname, query: url.searchParams };
 }
 
 /** Extra routes served beside the API (metrics, dashboard), keyed by exact path. */
@@ -198,8 +224,7 @@ export class HttpApi {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const path = url.pathname;
+    const { path, query } = requestTarget(req.url ?? '/');
     const access = this.#access.admit(req, path);
     if (req.method === 'POST') checkJsonBody(req);
     const extra = this.#extra.get(path);
@@ -211,10 +236,10 @@ export class HttpApi {
     }
     if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, clusterJson(this.#peer.cluster()));
     if (path === '/v1/locks' && req.method === 'GET') {
-      const prefix = checkPrefix(url.searchParams.get('prefix'));
+      const prefix = checkPrefix(query?.get('prefix') ?? null);
       return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
     }
-    if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(url.searchParams.get('prefix')) });
+    if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(query?.get('prefix') ?? null) });
     const h = /^\/v1\/(acquire|release|refresh)$/.exec(path);
     if (h !== null) return this.#holdRoute(req, res, h[1] ?? '');
     const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|proclaim|observe))?$/.exec(path);

@@ -41,7 +41,7 @@ function intField(body: Record<string, unknown>, key: string, min: number, max: 
 }
 
 function checkKeys(body: Record<string, unknown>, allowed: readonly string[]): void {
-  for (const key of Object.keys(body)) {
+  for (const key in body) {
     if (!allowed.includes(key)) throw bad(`unknown field ${JSON.stringify(key)}; allowed: ${allowed.join(', ')}`);
   }
 }
@@ -99,15 +99,22 @@ function parseHold(body: Record<string, unknown>): HoldOptions {
   const ttlMs = intField(body, 'ttl_ms', 0, limits.ttlMsMax) ?? acquireDefaults.ttlMs;
   if (ttlMs === 0 && hold !== 'connection') throw bad('ttl_ms 0 (no TTL) is only allowed with hold "connection"');
   const expectedMs = intField(body, 'expected_ms', 1, limits.ttlMsMax) ?? null;
-  return { timeoutMs, ttlMs, ...checkOwnerMeta(body), hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
+  const { owner, meta } = checkOwnerMeta(body);
+  return { timeoutMs, ttlMs, owner, meta, hold: hold === 'connection' ? 'connection' : 'ttl', expectedMs };
 }
 
 /** Validates an acquire body (docs/design.md section 6). */
 export function parseAcquire(body: Record<string, unknown>): AcquireOptions {
-  checkKeys(body, ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms']);
+  checkKeys(body, acquireKeys);
   const hold = parseHold(body);
-  return { ...hold, ...parseAsk(body) };
+  const ask = parseAsk(body);
+  return {
+    timeoutMs: hold.timeoutMs, ttlMs: hold.ttlMs, owner: hold.owner, meta: hold.meta, hold: hold.hold, expectedMs: hold.expectedMs,
+    mode: ask.mode, limit: ask.limit, permits: ask.permits,
+  };
 }
+
+const acquireKeys: readonly string[] = ['timeout_ms', 'ttl_ms', 'mode', 'limit', 'permits', 'owner', 'meta', 'hold', 'expected_ms'];
 
 /**
  * Validates an all-or-nothing acquire body (docs/design.md section 6, "Multi-lock"):

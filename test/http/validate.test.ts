@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPacket } from '../../src/core/messages.js';
 import { LockError } from '../../src/errors.js';
+import { requestTarget } from '../../src/http/api.js';
 import { acquireDefaults, checkLockName, parseAcquire, parseBody, parseRefresh, parseRelease } from '../../src/http/validate.js';
 import { limits } from '../../src/limits.js';
 import { testSeed } from '../support/seed.js';
@@ -172,5 +173,40 @@ describe('lock names', () => {
       }),
       { seed, numRuns: 3000 },
     );
+  });
+});
+
+describe('requestTarget', () => {
+  const parsed = (raw: string): string => {
+    try {
+      return new URL(raw, 'http://localhost').pathname;
+    } catch {
+      return 'invalid';
+    }
+  };
+  const taken = (raw: string): string => {
+    try {
+      return requestTarget(raw).path;
+    } catch (err) {
+      expect((err as LockError).code).toBe('ERR_BAD_REQUEST');
+      return 'invalid';
+    }
+  };
+
+  it('takes a plain path as it is, and parses the rest', () => {
+    expect(requestTarget('/v1/locks/a.b-c_d~%C3%A4/acquire')).toEqual({ path: '/v1/locks/a.b-c_d~%C3%A4/acquire', query: null });
+    expect(requestTarget('/v1/locks/x/../y/acquire').path).toBe('/v1/locks/y/acquire');
+    expect(requestTarget('/v1/locks/%2E%2e/acquire').path).toBe('/v1/acquire');
+    expect(requestTarget('//evil/v1/locks').path).toBe('/v1/locks');
+    expect(requestTarget('/v1/locks?prefix=a').query?.get('prefix')).toBe('a');
+    expect(() => requestTarget('//')).toThrow('is not a valid path');
+  });
+
+  it('gives the path WHATWG URL gives, for any target, and a 400 where URL fails', () => {
+    const piece = fc.constantFrom('/', '.', '..', '%2e', '%2E', '%41', '%', '?', '#', '\\', ' ', 'a', 'Z', '9', '-', '_', '~', ':', '@', '!', '$', '&', "'", '(', '*', '+', ',', ';', '=', 'ä', '\t', '"', '<', '{');
+    fc.assert(fc.property(fc.array(piece, { maxLength: 12 }), (pieces) => {
+      const raw = `/${pieces.join('')}`;
+      expect(taken(raw)).toBe(parsed(raw));
+    }), { seed: testSeed('request targets, plain path against URL'), numRuns: 5000 });
   });
 });
