@@ -52,6 +52,12 @@ export const limits = {
   linkUnackedBytesMax: 64 * 1024 * 1024,
   /** Messages in one frame between peers. */
   frameMessagesMax: 4096,
+  /**
+   * Messages one packet may gather when consecutive packets for a peer are merged before
+   * they are framed (core/messages.ts `mergePackets`): at most 128 requests of the largest
+   * size (name, owner and meta at their limits) stay well inside frameBytesMax.
+   */
+  packetMessagesMergedMax: 128,
   /** Longest wait a client may ask for. */
   timeoutMsMax: 24 * 3600 * 1000,
   /** Longest TTL a client may ask for. */
@@ -131,6 +137,7 @@ export const limits = {
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
 assert(limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax < limits.frameBytesMax, 'one request must fit in a frame');
+assert(limits.packetMessagesMergedMax * (limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax + 64) < limits.frameBytesMax, 'a merged packet fits in a frame');
 assert(limits.httpBodyBytesMax < limits.httpBodyDrainBytesMax, 'an oversized body is drained past the limit before the cut');
 assert(limits.apiTokenBytesMin < limits.apiTokenBytesMax, 'token length bounds are ordered');
 assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');

@@ -51,6 +51,23 @@ export interface Packet {
   readonly u?: true;
 }
 
+/**
+ * Two packets for one peer, queued one after the other and neither sent yet, as one: the
+ * later clock and both message lists in order (docs/design.md section 4). The receiver
+ * could have been handed both at once: by FIFO it processes `earlier` first either way,
+ * the later clock acks everything in both (each message's timestamp is at most its
+ * packet's clock, and `earlier.c <= later.c`), and a request granted after `earlier` alone
+ * is granted after both, since `later` adds only requests above `earlier.c` and releases.
+ * Null when they must travel apart: one is marked unready and the other is not (an unready
+ * clock acks nothing, a ready one does), or the merged list would pass
+ * limits.packetMessagesMergedMax (a packet must fit in a frame).
+ */
+export function mergePackets(earlier: Packet, later: Packet): Packet | null {
+  if (earlier.u !== later.u || earlier.m.length + later.m.length > limits.packetMessagesMergedMax) return null;
+  const m = earlier.m.length === 0 ? later.m : later.m.length === 0 ? earlier.m : [...earlier.m, ...later.m];
+  return later.u === true ? { c: later.c, m, u: true } : { c: later.c, m };
+}
+
 /** The REQUEST message that announces a queued request of ours. */
 export function toRequestMessage(r: QueuedRequest): RequestMessage {
   return { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta, at: r.requestedAtMs };

@@ -18,7 +18,7 @@ import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
 import type { EchoPromise, MembershipEffect, MembershipMessage } from '../core/membership.js';
 import type { Packet } from '../core/messages.js';
-import { isPacket } from '../core/messages.js';
+import { isPacket, mergePackets } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
 import { compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
@@ -257,6 +257,7 @@ export class Session {
         mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
         incarnations: this.#incarnations,
+        mergePayloads: (a, b) => ('t' in a || 't' in b ? null : mergePackets(a, b)),
       },
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),

@@ -57,6 +57,12 @@ export interface MeshOptions<P> {
   /** Each link's resend buffer bound; default limits.linkUnackedBytesMax. */
   readonly linkUnackedBytesMax?: number | undefined;
   /**
+   * Two payloads queued for one peer one after the other, neither framed yet, as the one
+   * payload that says the same (the runtime's rule: consecutive core packets), or null to
+   * send both. Default: every payload travels as queued.
+   */
+  readonly mergePayloads?: ((earlier: P, later: P) => P | null) | undefined;
+  /**
    * The session's IncarnationBook (src/core/incarnations.ts), which its Membership shares:
    * the mesh admits and refuses incarnations in it. Default: a book of the mesh's own.
    */

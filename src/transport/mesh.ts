@@ -82,7 +82,7 @@ export class Mesh<P> {
     this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
     const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
     for (const peer of opts.peers) {
-      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log });
+      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log, merge: opts.mergePayloads });
       this.#indexOfId.set(peer.id, peer.index);
     }
     const identity: HandshakeIdentity = {

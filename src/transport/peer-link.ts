@@ -20,13 +20,15 @@ import type { MeshPeer } from './mesh-options.js';
 import type { MeshCounters } from './mesh-stats.js';
 
 /** What a PeerLink is built with. */
-export interface PeerLinkOptions {
+export interface PeerLinkOptions<P> {
   readonly peer: MeshPeer;
   /** Our stream's resend buffer bound (limits.linkUnackedBytesMax in production). */
   readonly unackedBytesMax: number;
   /** The mesh's counters: every frame the link writes is counted there. */
   readonly counters: MeshCounters;
   readonly logger: Logger;
+  /** MeshOptions.mergePayloads: two consecutive payloads not yet framed, sent as one (or null). */
+  readonly merge?: ((earlier: P, later: P) => P | null) | undefined;
 }
 
 /** The link with one other peer: its two streams and the sockets that carry them. */
@@ -54,8 +56,9 @@ export class PeerLink<P> {
   #closedHeardMs: number | null = null;
   #rttMs: number | null = null;
 
-  constructor(options: PeerLinkOptions) {
+  constructor(options: PeerLinkOptions<P>) {
     this.peer = options.peer;
+    this.#merge = options.merge ?? null;
     this.#sender = new LinkSender<P>({ unackedBytesMax: options.unackedBytesMax });
     this.#counters = options.counters;
     this.#log = options.logger;
@@ -109,12 +112,21 @@ export class PeerLink<P> {
 
   // ---- our stream ---------------------------------------------------------------------
 
-  /** Queues one payload for the end of the turn; throws ERR_LINK_BUFFER_FULL (backpressure). */
+  readonly #merge: ((earlier: P, later: P) => P | null) | null;
+
+  /**
+   * Queues one payload for the end of the turn; throws ERR_LINK_BUFFER_FULL (backpressure).
+   * When the payload queued just before it is not framed yet and the mesh's `mergePayloads`
+   * joins the two, they travel as one.
+   */
   queue(payload: P): void {
     if (this.#sender.full) {
       throw new LockError(ErrorCode.LinkBufferFull, `link to ${this.peer.id} holds ${this.#sender.unackedBytes} unacknowledged bytes`, { peer: this.peer.index });
     }
-    this.#pending.push(payload);
+    const last = this.#pending.length - 1;
+    const merged = last >= 0 && this.#merge !== null ? this.#merge(this.#pending[last] as P, payload) : null;
+    if (merged === null) this.#pending.push(payload);
+    else this.#pending[last] = merged;
   }
 
   /**

@@ -7,6 +7,7 @@ import type { Effect, MachineEvent } from '../../src/core/machine.js';
 import { Machine } from '../../src/core/machine.js';
 import type { MachineFaults } from '../../src/core/faults.js';
 import type { Packet } from '../../src/core/messages.js';
+import { mergePackets } from '../../src/core/messages.js';
 import type { Incarnation, Mode, RequestSpec } from '../../src/core/types.js';
 
 /** A request spec with defaults: exclusive, one permit. */
@@ -30,11 +31,15 @@ export class Net {
   readonly machines: Machine[];
   readonly incs: Incarnation[];
   readonly #queues = new Map<string, Packet[]>();
-  readonly #opts: { faults?: Partial<MachineFaults>; clockFloor: number };
+  readonly #opts: { faults?: Partial<MachineFaults>; clockFloor: number; merge: boolean };
   readonly #peers: number;
 
-  constructor(peers: number, opts: { faults?: Partial<MachineFaults>; clockFloor?: number } = {}) {
-    this.#opts = { ...opts, clockFloor: opts.clockFloor ?? 0 };
+  /**
+   * `merge`: a packet queued behind one not delivered yet is merged into it, as the runtime's
+   * links do within a turn (core/messages.ts `mergePackets`).
+   */
+  constructor(peers: number, opts: { faults?: Partial<MachineFaults>; clockFloor?: number; merge?: boolean } = {}) {
+    this.#opts = { ...opts, clockFloor: opts.clockFloor ?? 0, merge: opts.merge ?? false };
     this.#peers = peers;
     this.machines = [];
     this.incs = [];
@@ -73,7 +78,10 @@ export class Net {
       if (f.type !== 'send') continue;
       const key = `${peer}>${f.to}`;
       const q = this.#queues.get(key) ?? [];
-      q.push(f.packet);
+      const last = q[q.length - 1];
+      const merged = this.#opts.merge && last !== undefined ? mergePackets(last, f.packet) : null;
+      if (merged === null) q.push(f.packet);
+      else q[q.length - 1] = merged;
       this.#queues.set(key, q);
     }
     return effects;
