@@ -248,7 +248,7 @@ export class Membership {
     // confirmations of a LATER silence into a "majority" that never was silent at once
     // (found by the fault test, seed 20261122: a 2|2 bridge partition evicted two live
     // peers with the bridge's confirmation from an earlier partition, and both sides granted).
-    t.confirmations.clear();
+    if (t.confirmations.size > 0) t.confirmations.clear();
     t.lastHeardMs = Math.max(t.lastHeardMs, nowMs);
   }
 

@@ -84,9 +84,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'evict-without-majority': { seed: 1, net: 'link' },
   'confirm-from-arrival': 18,
   'echo-despite-promise': 129,
-  'hb-clock-while-pending': 511,
+  'hb-clock-while-pending': { seed: 1236, net: 'link' },
   'forget-predecessor': 1,
-  'no-lease-check-before-event': { seed: 5, net: 'link' },
+  'no-lease-check-before-event': 14,
   'lease-from-arrival': { seed: 85, net: 'link' },
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
