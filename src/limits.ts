@@ -100,6 +100,12 @@ export const limits = {
   dashboardHoldersPerLockMax: 100,
   /** Clients gone (closed connections) whose requests a peer withdraws in one event-loop turn; the rest wait for the next turns. */
   clientsGonePerTurnMax: 256,
+  /**
+   * Waiters a peer answers in one event-loop turn after the core ended them (a lease lost);
+   * the rest are answered in the next turns. Each answer is an HTTP response written and a
+   * connection ended; 19,000 of them in one turn kept the heartbeats waiting for seconds.
+   */
+  waitersFailedPerTurnMax: 256,
   /** How far back the dashboard's timeline reaches. */
   dashboardTimelineMs: 5 * 60_000,
   /** Locks the dashboard's timeline draws (those with the latest activity). */

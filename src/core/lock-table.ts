@@ -105,6 +105,34 @@ export class LockTable {
     for (const { lock } of own.parts) this.remove(lock, own.ts, this.#self);
   }
 
+  /**
+   * Forgets many requests of ours at once, as `dropOwn` would each (a lease lost), with one
+   * pass over each queue they are in rather than one removal per request.
+   */
+  dropOwnAll(owns: readonly OwnRequest[]): void {
+    const stamps = new Map<string, Set<number>>();
+    for (const own of owns) {
+      if (own.state === 'pending') {
+        this.dropOwn(own);
+        continue;
+      }
+      this.#own.delete(own.ref);
+      if (own.state === 'waiting') this.stopWaiting(own);
+      this.#ownByTs.delete(own.ts);
+      for (const { lock } of own.parts) {
+        const set = stamps.get(lock) ?? new Set<number>();
+        set.add(own.ts);
+        stamps.set(lock, set);
+      }
+    }
+    for (const [lock, set] of stamps) {
+      const queue = this.#queues.get(lock);
+      if (queue === undefined) continue;
+      queue.removeStamps(this.#self, set);
+      if (queue.size === 0) this.#queues.delete(lock);
+    }
+  }
+
   /** Queues a request of ours just issued (rule 1), in every lock it names, and counts it as waiting; returns its queue entries. */
   enqueueOwn(own: OwnRequest): QueuedRequest[] {
     this.#ownByTs.set(own.ts, own);

@@ -313,10 +313,12 @@ export class Machine {
     // requests, granted later on acks it heard before the eviction, would sort below grants
     // the majority made meanwhile (simulator seed 216761: a zombie regained a lease through
     // peers that restarted after evicting it, and granted a request older than their grants).
-    for (const own of this.#locks.ownRequests()) {
-      if (own.state === 'pending' || (own.state === 'waiting' && this.#faults.keepWaitersOnLeaseLoss)) continue;
+    const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending' && !(own.state === 'waiting' && this.#faults.keepWaitersOnLeaseLoss));
+    this.#locks.dropOwnAll(dropped);
+    for (const own of dropped) {
       this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
-      this.#dropOwn(own);
+      this.#clock += 1;
+      for (const { lock } of own.parts) this.#broadcast({ t: 'rel', lock, ts: own.ts });
     }
   }
 

@@ -173,6 +173,7 @@ export class LocalHolds {
   }
 
   #onClientGone(req: LocalRequest): void {
+    if (this.#untold.delete(req)) return; // Ended, not told yet: nobody is left to tell.
     if (req.state === 'waiting') {
       this.#finish(req, 'cancelled');
       this.#host.metrics.onWaitFailed(req, 'cancelled', this.#env.monoMs());
@@ -253,9 +254,9 @@ export class LocalHolds {
     const req = this.#requests.byRef(ref);
     if (req === undefined || req.state === 'ended') return;
     if (req.state === 'waiting') {
-      const silent = this.#host.leaseSilentPeers();
-      const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
-      this.#fail(req, new LockError(ErrorCode.LeaseLost, message, { unreachablePeers: silent }), reason, false);
+      this.#finish(req, reason);
+      this.#host.metrics.onWaitFailed(req, reason, this.#env.monoMs());
+      this.#tellSoon(req, this.#leaseLostError());
       return;
     }
     this.#finish(req, reason);
@@ -265,12 +266,60 @@ export class LocalHolds {
     req.callbacks.ended(reason);
   }
 
+  /**
+   * The error of every waiter that a lease loss ends in this turn: one object, built once
+   * (issue 15: a LockError with its stack trace per waiter was a tenth of the stall when a
+   * lease lapsed under 19,000 local waiters). The peers named are those silent now.
+   */
+  #leaseLostError(): LockError {
+    if (this.#lostError === null) {
+      const silent = this.#host.leaseSilentPeers();
+      const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
+      this.#lostError = new LockError(ErrorCode.LeaseLost, message, { unreachablePeers: silent });
+    }
+    return this.#lostError;
+  }
+
+  /** Waiters ended here already, whose clients are told at the end of the turn, in batches. */
+  readonly #telling: Array<{ readonly req: LocalRequest; readonly error: LockError }> = [];
+  /** The requests of `#telling` whose clients are still there. */
+  readonly #untold = new Set<LocalRequest>();
+  #tellTimer: Timer | null = null;
+  #lostError: LockError | null = null;
+
+  /**
+   * Tells `req`'s client `error` at the end of the turn, at most limits.waitersFailedPerTurnMax
+   * per turn (issue 15): a lease that lapses under 19,000 local waiters ends them all in one
+   * core step, and answering each (a 503 written and its connection ended) in that turn
+   * stalled the loop for seconds, so long that the others evicted this peer. The request is
+   * ended already (its state, the metrics, the core): only the answer waits, and a client
+   * that leaves meanwhile is not answered (`clientGone` promises that `failed` is not called).
+   */
+  #tellSoon(req: LocalRequest, error: LockError): void {
+    this.#telling.push({ req, error });
+    this.#untold.add(req);
+    this.#tellTimer ??= this.#env.soon(() => this.#tellBatch());
+  }
+
+  #tellBatch(): void {
+    this.#tellTimer = null;
+    this.#lostError = null;
+    for (const { req, error } of this.#telling.splice(0, limits.waitersFailedPerTurnMax)) {
+      if (this.#untold.delete(req)) req.callbacks.failed(error);
+    }
+    if (this.#telling.length > 0) this.#tellTimer = this.#env.soon(() => this.#tellBatch());
+  }
+
   /** Ends every local hold (told `reason`) and fails every waiter with `error`. */
   endAll(reason: EndReason, error: LockError): void {
     // Withdrawals still pending go first, in full: a stopping peer sends its releases now.
     while (this.#withdrawing.length > 0) this.#withdrawBatch();
     this.#env.clear(this.#withdrawTimer);
     this.#withdrawTimer = null;
+    // Waiters the core ended already are told now, in full: nothing after this turn would.
+    while (this.#telling.length > 0) this.#tellBatch();
+    this.#env.clear(this.#tellTimer);
+    this.#tellTimer = null;
     // Waiters first, the latest first: ending a hold first would release its lock to the
     // next local waiter, granted only to be ended at once (a TTL client would get its 200,
     // then a 404). Failing a waiter can grant none behind it: those are failed already.

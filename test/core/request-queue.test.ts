@@ -11,7 +11,8 @@ import { testSeed } from '../support/seed.js';
 type Op =
   | { readonly op: 'insert'; readonly ts: number; readonly peer: number }
   | { readonly op: 'remove'; readonly ts: number; readonly peer: number }
-  | { readonly op: 'removePeer'; readonly peer: number };
+  | { readonly op: 'removePeer'; readonly peer: number }
+  | { readonly op: 'removeStamps'; readonly peer: number; readonly stamps: readonly number[] };
 
 // Small ranges so that duplicates, ties and hits on removal are frequent.
 const ts = fc.integer({ min: 0, max: 12 });
@@ -20,6 +21,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ op: fc.constant('insert' as const), ts, peer }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('remove' as const), ts, peer }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('removePeer' as const), peer }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('removeStamps' as const), peer, stamps: fc.array(ts, { maxLength: 6 }) }) },
 );
 
 function request(t: number, p: number): QueuedRequest {
@@ -48,6 +50,12 @@ function modelApply(model: Array<[number, number]>, op: Op): unknown {
       model.splice(0, model.length, ...kept);
       return before - kept.length;
     }
+    case 'removeStamps': {
+      const before = model.length;
+      const kept = model.filter(([t, p]) => p !== op.peer || !op.stamps.includes(t));
+      model.splice(0, model.length, ...kept);
+      return before - kept.length;
+    }
   }
 }
 
@@ -61,6 +69,8 @@ function queueApply(q: RequestQueue, op: Op): unknown {
     }
     case 'removePeer':
       return q.removePeer(op.peer);
+    case 'removeStamps':
+      return q.removeStamps(op.peer, new Set(op.stamps));
   }
 }
 

@@ -364,9 +364,59 @@ describe('LocalHolds: ends it does not choose', () => {
     h.silentPeers = ['b', 'c'];
     h.step({ type: 'lease', valid: false });
     expect(held.heard.ends).toEqual(['lease_lost']);
+    expect(h.holds.stateOf(waiter.id)).toBe('lease_lost');
+    h.env.advance(0); // The waiter is answered at the end of the turn.
     expect(waiter.heard.failures[0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachablePeers: ['b', 'c'] } });
     expect(h.emitted).toEqual([`granted ${held.id}`, `ended ${held.id} lease_lost`]);
     expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
+  });
+
+  it(`answers at most limits.waitersFailedPerTurnMax (${limits.waitersFailedPerTurnMax}) waiters per turn when the lease lapses, all with one error`, () => {
+    const held = h.request('x');
+    const waiters = Array.from({ length: limits.waitersFailedPerTurnMax + 10 }, () => h.request('x'));
+    const turns: Array<() => void> = [];
+    h.env.soon = (fn) => {
+      turns.push(fn);
+      return h.env.after(3_600_000, () => undefined);
+    };
+    h.silentPeers = ['b'];
+    h.step({ type: 'lease', valid: false });
+    // Ended at once, in the core and here; only the answers wait.
+    expect(held.heard.ends).toEqual(['lease_lost']);
+    expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
+    expect(waiters.every((w) => h.holds.stateOf(w.id) === 'lease_lost')).toBe(true);
+    const told = (): number => waiters.filter((w) => w.heard.failures.length === 1).length;
+    expect(told()).toBe(0);
+    expect(turns).toHaveLength(1);
+    turns.shift()?.();
+    expect(told()).toBe(limits.waitersFailedPerTurnMax);
+    expect(turns).toHaveLength(1);
+    turns.shift()?.();
+    expect(told()).toBe(waiters.length);
+    expect(turns).toHaveLength(0);
+    const errors = new Set(waiters.map((w) => w.heard.failures[0]));
+    expect(errors.size).toBe(1);
+    expect([...errors][0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachablePeers: ['b'] } });
+  });
+
+  it('does not answer a waiter the lease loss ended whose client left before the answer', () => {
+    h.request('x');
+    const waiter = h.request('x');
+    h.step({ type: 'lease', valid: false });
+    waiter.clientGone();
+    h.env.advance(0);
+    expect(waiter.heard.failures).toEqual([]);
+    expect(h.holds.stateOf(waiter.id)).toBe('lease_lost');
+  });
+
+  it('answers the waiters a lapsed lease ended before endAll returns, once each', () => {
+    h.request('x');
+    const waiter = h.request('x');
+    h.step({ type: 'lease', valid: false });
+    h.holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'stopping'));
+    expect(waiter.heard.failures.map((e) => e.code)).toEqual(['ERR_LEASE_LOST']);
+    h.env.advance(0);
+    expect(waiter.heard.failures).toHaveLength(1);
   });
 
   it('ends every hold and fails every waiter on endAll, withdrawing them all', () => {
