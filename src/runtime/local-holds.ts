@@ -254,9 +254,10 @@ export class LocalHolds {
     const req = this.#requests.byRef(ref);
     if (req === undefined || req.state === 'ended') return;
     if (req.state === 'waiting') {
-      this.#finish(req, reason);
-      this.#host.metrics.onWaitFailed(req, reason, this.#env.monoMs());
-      this.#tellSoon(req, this.#leaseLostError());
+      // Ended here at once (nothing may grant or withdraw it: the core dropped it); the rest
+      // of its end, like its answer, waits for its batch.
+      req.state = 'ended';
+      this.#tellSoon(req, reason, this.#leaseLostError());
       return;
     }
     this.#finish(req, reason);
@@ -281,7 +282,7 @@ export class LocalHolds {
   }
 
   /** Waiters ended here already, whose clients are told at the end of the turn, in batches. */
-  readonly #telling: Array<{ readonly req: LocalRequest; readonly error: LockError }> = [];
+  readonly #telling: Array<{ readonly req: LocalRequest; readonly reason: EndReason; readonly error: LockError }> = [];
   /** The requests of `#telling` whose clients are still there. */
   readonly #untold = new Set<LocalRequest>();
   #tellTimer: Timer | null = null;
@@ -292,11 +293,12 @@ export class LocalHolds {
    * per turn (issue 15): a lease that lapses under 19,000 local waiters ends them all in one
    * core step, and answering each (a 503 written and its connection ended) in that turn
    * stalled the loop for seconds, so long that the others evicted this peer. The request is
-   * ended already (its state, the metrics, the core): only the answer waits, and a client
-   * that leaves meanwhile is not answered (`clientGone` promises that `failed` is not called).
+   * ended already in the core and marked ended here: its timers, the registry, the metrics
+   * and the answer wait for its batch, and a client that leaves meanwhile is not answered
+   * (`clientGone` promises that `failed` is not called).
    */
-  #tellSoon(req: LocalRequest, error: LockError): void {
-    this.#telling.push({ req, error });
+  #tellSoon(req: LocalRequest, reason: EndReason, error: LockError): void {
+    this.#telling.push({ req, reason, error });
     this.#untold.add(req);
     this.#tellTimer ??= this.#env.soon(() => this.#tellBatch());
   }
@@ -304,7 +306,9 @@ export class LocalHolds {
   #tellBatch(): void {
     this.#tellTimer = null;
     this.#lostError = null;
-    for (const { req, error } of this.#telling.splice(0, limits.waitersFailedPerTurnMax)) {
+    for (const { req, reason, error } of this.#telling.splice(0, limits.waitersFailedPerTurnMax)) {
+      this.#finish(req, reason);
+      this.#host.metrics.onWaitFailed(req, reason, this.#env.monoMs());
       if (this.#untold.delete(req)) req.callbacks.failed(error);
     }
     if (this.#telling.length > 0) this.#tellTimer = this.#env.soon(() => this.#tellBatch());

@@ -364,8 +364,9 @@ describe('LocalHolds: ends it does not choose', () => {
     h.silentPeers = ['b', 'c'];
     h.step({ type: 'lease', valid: false });
     expect(held.heard.ends).toEqual(['lease_lost']);
-    expect(h.holds.stateOf(waiter.id)).toBe('lease_lost');
+    expect(h.holds.stateOf(waiter.id)).not.toBe('waiting');
     h.env.advance(0); // The waiter is answered at the end of the turn.
+    expect(h.holds.stateOf(waiter.id)).toBe('lease_lost');
     expect(waiter.heard.failures[0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachablePeers: ['b', 'c'] } });
     expect(h.emitted).toEqual([`granted ${held.id}`, `ended ${held.id} lease_lost`]);
     expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
@@ -384,7 +385,7 @@ describe('LocalHolds: ends it does not choose', () => {
     // Ended at once, in the core and here; only the answers wait.
     expect(held.heard.ends).toEqual(['lease_lost']);
     expect(h.machine.stats()).toMatchObject({ own: 0, queued: 0 });
-    expect(waiters.every((w) => h.holds.stateOf(w.id) === 'lease_lost')).toBe(true);
+    expect(waiters.some((w) => h.holds.stateOf(w.id) === 'waiting')).toBe(false);
     const told = (): number => waiters.filter((w) => w.heard.failures.length === 1).length;
     expect(told()).toBe(0);
     expect(turns).toHaveLength(1);
@@ -394,6 +395,7 @@ describe('LocalHolds: ends it does not choose', () => {
     turns.shift()?.();
     expect(told()).toBe(waiters.length);
     expect(turns).toHaveLength(0);
+    expect(waiters.every((w) => h.holds.stateOf(w.id) === 'lease_lost')).toBe(true);
     const errors = new Set(waiters.map((w) => w.heard.failures[0]));
     expect(errors.size).toBe(1);
     expect([...errors][0]).toMatchObject({ code: 'ERR_LEASE_LOST', details: { unreachablePeers: ['b'] } });
