@@ -9,6 +9,18 @@ import type { EndReason, Mode } from '../core/types.js';
 import { modes } from '../core/types.js';
 import type { LocalRequest } from './holds.js';
 
+/**
+ * Default metrics of prom-client that list every libuv handle, request or resource of the
+ * process at each scrape: with 19,000 waiting clients (one socket each) a scrape took 100-200
+ * ms of the event loop, long enough, repeated, to cost the peer its 1 s lease (issue 15). The
+ * peer's own gauges count its waiters and holders; process_open_fds counts its sockets.
+ */
+const handleWalkingMetrics = [
+  'nodejs_active_handles', 'nodejs_active_handles_total',
+  'nodejs_active_requests', 'nodejs_active_requests_total',
+  'nodejs_active_resources', 'nodejs_active_resources_total',
+] as const;
+
 /** The read-only view of a peer that the collectors need. */
 export interface MetricsSource {
   readonly id: string;
@@ -68,7 +80,10 @@ export class PeerMetrics {
   /** `processMetrics`: Node's default process metrics too (one process, one peer; not in the simulator). */
   constructor(source: MetricsSource, processMetrics = true) {
     const registers = [this.registry];
-    if (processMetrics) collectDefaultMetrics({ register: this.registry });
+    if (processMetrics) {
+      collectDefaultMetrics({ register: this.registry });
+      for (const name of handleWalkingMetrics) this.registry.removeSingleMetric(name);
+    }
     this.acquireDuration = new Histogram({
       name: 'lamport_lock_acquire_duration_seconds', help: 'Time from a local acquire to its grant, or to its failure (outcome = timeout, cancelled, shutdown ...).',
       labelNames: ['mode', 'outcome'], buckets: acquireBucketsSeconds, registers,

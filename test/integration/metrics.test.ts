@@ -80,6 +80,11 @@ describe('GET /metrics', () => {
       nodejs_heap_size_used_bytes: 'gauge',
     };
     expect(Object.fromEntries([...Object.keys(expected)].map((n) => [n, s.types.get(n)]))).toEqual(expected);
+    // Not the defaults that walk every socket of the process at each scrape (issue 15).
+    for (const walking of ['nodejs_active_handles', 'nodejs_active_handles_total', 'nodejs_active_requests', 'nodejs_active_resources_total']) {
+      expect(s.types.has(walking), walking).toBe(false);
+    }
+    expect(s.types.get('process_open_fds')).toBe('gauge');
     for (const reason of ['released', 'expired', 'lease_lost', 'evicted', 'shutdown']) {
       expect(s.samples.has(`lamport_lock_holds_ended_total{reason="${reason}"}`)).toBe(true);
     }
