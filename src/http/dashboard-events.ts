@@ -196,9 +196,15 @@ export class DashboardFeed {
     this.#pending.push(activityOfHold(e));
     // Trimmed to the last activityMax once it holds twice that: a shift per event would move
     // the whole list on every grant and end of a busy peer.
-    if (this.#pending.length >= 2 * this.#opts.activityMax) this.#pending.splice(0, this.#pending.length - this.#opts.activityMax);
+    if (this.#pending.length >= 2 * this.#opts.activityMax) this.#keepLastPending();
     this.#onChanged();
   };
+
+  /** Drops all but the last activityMax pending activities (the older ones would be cut from the list anyway). */
+  #keepLastPending(): void {
+    const over = this.#pending.length - this.#opts.activityMax;
+    if (over > 0) this.#pending.splice(0, over);
+  }
 
   readonly #push = (): void => {
     this.#pushTimer = null;
@@ -206,7 +212,7 @@ export class DashboardFeed {
     // The first entries of each queue only: a burst of waiters (100,000 in the benchmark) must
     // not make every push walk them all, or the event loop stalls past the lease (issue 15).
     const locks = this.#source.locks(this.#entriesMax());
-    if (this.#pending.length > this.#opts.activityMax) this.#pending.splice(0, this.#pending.length - this.#opts.activityMax);
+    this.#keepLastPending();
     const reported = new Set(this.#pending.map((a) => a.token));
     const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported)];
     this.#pending.length = 0;
