@@ -204,6 +204,11 @@ export class Machine {
 
   #dropOwn(own: OwnRequest): void {
     this.#locks.dropOwn(own);
+    this.#announceRelease(own);
+  }
+
+  /** Rule 4's RELEASE of a request of ours that left our queues, for every lock it names (none for one never issued). */
+  #announceRelease(own: OwnRequest): void {
     if (own.state === 'pending') return;
     this.#clock += 1;
     for (const { lock } of own.parts) this.#broadcast({ t: 'rel', lock, ts: own.ts });
@@ -317,8 +322,7 @@ export class Machine {
     this.#locks.dropOwnAll(dropped);
     for (const own of dropped) {
       this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
-      this.#clock += 1;
-      for (const { lock } of own.parts) this.#broadcast({ t: 'rel', lock, ts: own.ts });
+      this.#announceRelease(own);
     }
   }
 
