@@ -38,6 +38,18 @@ function send(res: ServerResponse, status: number, body: unknown, headers?: Reco
   res.end(text);
 }
 
+/**
+ * The answer to a release. When others wait for a lock it freed, it leaves at the end of the
+ * turn, after the frames that tell the other peers (the mesh frames its queues in a
+ * `setImmediate` queued when the release stepped the core, so before this one): the next
+ * holder's grant waits for those frames, the releaser's answer does not need to go first
+ * (a hot lock's handoffs, issue 15). Otherwise it leaves at once.
+ */
+function answerRelease(res: ServerResponse, othersWait: boolean, body: Record<string, unknown>): void {
+  if (othersWait) setImmediate(send, res, 200, body);
+  else send(res, 200, body);
+}
+
 /** Codes that refuse a caller rather than a request's content: each gets a log line. */
 const refusals: ReadonlySet<ErrorCode> = new Set([ErrorCode.HostRefused, ErrorCode.OriginRefused, ErrorCode.Unauthorized, ErrorCode.AdminRequired, ErrorCode.UnsupportedMediaType, ErrorCode.BodyTooLarge]);
 
@@ -263,8 +275,7 @@ export class HttpApi {
     if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/elections/{name}/${action}`);
     const body = parseBody(await readBody(req));
     if (action === 'resign') {
-      this.#peer.release(name, parseRelease(body).id);
-      return send(res, 200, { resigned: true });
+      return answerRelease(res, this.#peer.release(name, parseRelease(body).id), { resigned: true });
     }
     if (action === 'proclaim') {
       const { id, value } = parseProclaim(body);
@@ -288,8 +299,7 @@ export class HttpApi {
       return this.#acquire(res, opts.hold, (cb) => this.#peer.requestAll(asks, opts, cb), grantAllJson);
     }
     if (action === 'release') {
-      this.#peer.release(null, parseRelease(body).id);
-      return send(res, 200, { released: true });
+      return answerRelease(res, this.#peer.release(null, parseRelease(body).id), { released: true });
     }
     const { id, ttlMs } = parseRefresh(body);
     return send(res, 200, { expires_at: this.#peer.refresh(null, id, ttlMs) });
@@ -314,8 +324,7 @@ export class HttpApi {
       return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb));
     }
     if (action === 'release') {
-      this.#peer.release(name, parseRelease(body).id);
-      return send(res, 200, { released: true });
+      return answerRelease(res, this.#peer.release(name, parseRelease(body).id), { released: true });
     }
     const { id, ttlMs } = parseRefresh(body);
     return send(res, 200, { expires_at: this.#peer.refresh(name, id, ttlMs) });

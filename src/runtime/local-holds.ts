@@ -7,7 +7,7 @@
 import { assert } from '../assert.js';
 import type { MachineEvent } from '../core/machine.js';
 import type { Explanation } from '../core/effects.js';
-import type { EndReason, Meta } from '../core/types.js';
+import type { EndReason, Meta, RequestPart } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -349,11 +349,13 @@ export class LocalHolds {
   }
 
   /**
-   * Releases a live hold, every lock it names (`lock`: one of them, or null); throws
-   * ERR_NOT_HELD (404) with the reason otherwise.
+   * Releases a live hold, every lock it names (`lock`: one of them, or null), and returns
+   * those; throws ERR_NOT_HELD (404) with the reason otherwise.
    */
-  release(lock: string | null, id: string): void {
-    this.#end(this.#liveHold(lock, id), 'released');
+  release(lock: string | null, id: string): readonly RequestPart[] {
+    const req = this.#liveHold(lock, id);
+    this.#end(req, 'released');
+    return req.parts;
   }
 
   /** Announces new meta for a live hold, on every peer (a leader's new value). */

@@ -46,8 +46,12 @@ export interface LockService {
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
   /** Starts an all-or-nothing request for several locks (names distinct); as `request`. */
   requestAll(asks: readonly LockAsk[], opts: HoldOptions, cb: RequestCallbacks): RequestHandle;
-  /** Releases a live hold (`lock`: one it names, or null: by id alone); throws ERR_NOT_HELD (404) with the reason otherwise. */
-  release(lock: string | null, id: string): void;
+  /**
+   * Releases a live hold (`lock`: one it names, or null: by id alone); throws ERR_NOT_HELD
+   * (404) with the reason otherwise. True when a lock it named still has requests queued
+   * (someone waits for it, here or on another peer).
+   */
+  release(lock: string | null, id: string): boolean;
   /** Extends a live hold's TTL (`lock` as for `release`); returns the new expiry (epoch ms). */
   refresh(lock: string | null, id: string, ttlMs?: number): number | null;
   /** Announces new meta for a live hold on every peer (a leader's new value). */
@@ -407,9 +411,11 @@ export class PeerRuntime implements LockService {
   }
 
   /** Releases a live hold (`lock`: one it names, or null); throws ERR_NOT_HELD (404) with the reason otherwise. */
-  release(lock: string | null, id: string): void {
+  release(lock: string | null, id: string): boolean {
     this.#checkLease();
-    this.#holds.release(lock, id);
+    const machine = this.session().machine;
+    for (const part of this.#holds.release(lock, id)) if (machine.queueSize(part.lock) > 0) return true;
+    return false;
   }
 
   /** Announces new meta for a live hold on every peer (a leader's new value); ERR_NOT_HELD otherwise. */

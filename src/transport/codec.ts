@@ -26,9 +26,11 @@ export type { DataFrame } from './link.js';
  * 5: a packet sent before its sender may ack is marked `u` (a peer of version 4 would take
  * its clock as an ack and a sync); a refusal of an evicted incarnation says whether the
  * newest one it names is evicted too (`knownEvicted`). 6: META changes a queued request's
- * meta (a leader's new value; a peer of version 5 would refuse the packet).
+ * meta (a leader's new value; a peer of version 5 would refuse the packet). 7: a data frame
+ * may carry `ack`, the cumulative ack of the stream its receiver sends (a peer of version 6
+ * would keep its resend buffer until the next ack frame).
  */
-export const protocolVersion = 6;
+export const protocolVersion = 7;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;
@@ -190,8 +192,9 @@ function frameProblem<P>(value: unknown, isPayload: PayloadGuard<P>): string | n
 }
 
 function dataProblem<P>(f: Rec, isPayload: PayloadGuard<P>): string | null {
-  const { seq, payloads } = f;
+  const { seq, payloads, ack } = f;
   if (!isCount(seq) || seq < 1) return 'data frame has no valid seq';
+  if (ack !== undefined && !isCount(ack)) return 'data frame has a malformed ack';
   if (!Array.isArray(payloads) || payloads.length === 0) return 'data frame has no payloads';
   if (payloads.length > limits.frameMessagesMax) {
     return `data frame carries ${payloads.length} payloads, the limit is ${limits.frameMessagesMax}`;

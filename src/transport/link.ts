@@ -29,11 +29,16 @@
 import { assert } from '../assert.js';
 import { ErrorCode, LockError } from '../errors.js';
 
-/** A batch of payloads on the wire: payload k has sequence number `seq + k`. */
+/**
+ * A batch of payloads on the wire: payload k has sequence number `seq + k`. `ack`, when
+ * present, is the sender's cumulative ack of the other direction's stream (the one its peer
+ * sends on the other socket): a link ack that rides on data instead of a frame of its own.
+ */
 export interface DataFrame<P> {
   readonly t: 'data';
   readonly seq: number;
   readonly payloads: readonly P[];
+  readonly ack?: number;
 }
 
 /** Bounds of one sender, from limits.ts in production and small in tests. */

@@ -98,6 +98,8 @@ export class MeshAcceptor<P> {
     const inc = this.#mesh.book.known(link.peer.index);
     assert(inc !== null, 'an inbound stream belongs to a known incarnation');
     if (frame.t === 'data') {
+      // An ack of our stream riding on the peer's data (protocol 7; PeerLink.flush).
+      if (frame.ack !== undefined && link.ackReceived(frame.ack)) this.#mesh.flusher.markDirty(link);
       for (const payload of link.receive(frame)) {
         this.#events.onPayload(link.peer.index, inc, payload);
         if (link.in !== sock) return; // the runtime evicted that peer meanwhile

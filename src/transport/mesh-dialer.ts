@@ -123,8 +123,7 @@ export class MeshDialer<P> {
     this.#mesh.counters.frameReceived();
     if (link.out !== sock) return;
     if (frame.t === 'ack') {
-      link.ackReceived(frame.ack);
-      if (!link.allSent) this.#mesh.flusher.markDirty(link);
+      if (link.ackReceived(frame.ack)) this.#mesh.flusher.markDirty(link);
     } else if (frame.t === 'hbEcho') {
       const rttMs = this.#opts.env.monoMs() - frame.sentAtMs;
       if (rttMs < 0) throw new LockError(ErrorCode.FrameInvalid, 'heartbeat echo from the future');

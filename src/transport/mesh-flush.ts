@@ -1,8 +1,9 @@
 /**
  * When a mesh writes (docs/design.md section 4: messages produced in one turn of the event
  * loop for one peer go in one frame). `Mesh.send` only queues on the peer's link; one
- * `setImmediate` per turn asks every link with a queue to frame it (`PeerLink.flush`). The
- * link acks owed on inbound streams leave on a timer of limits.linkAckDelayMs, one
+ * `setImmediate` per turn asks every link with a queue to frame it (`PeerLink.flush`). A
+ * link ack owed on an inbound stream rides on the next data frame to that peer when there is
+ * one (`PeerLink.flush`); what is still owed leaves on a timer of limits.linkAckDelayMs, one
  * cumulative ack per window (`PeerLink.sendAck`). This class owns the two timers and which
  * links wait for them; what goes in a frame is the link's.
  */

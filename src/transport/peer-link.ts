@@ -45,7 +45,7 @@ export class PeerLink<P> {
    * over when the resend buffer was full (they wait for acks to free it).
    */
   #pending: P[] = [];
-  /** A cumulative ack for `in` is owed: it leaves on the flusher's ack timer (limits.linkAckDelayMs). */
+  /** A cumulative ack for `in` is owed: it rides on our next data frame, or leaves on the flusher's ack timer (limits.linkAckDelayMs). */
   #ackDue = false;
   #out: FrameSocket<P> | null = null;
   #in: FrameSocket<P> | null = null;
@@ -137,7 +137,11 @@ export class PeerLink<P> {
     const pending = this.#pending;
     let taken = 0;
     while (taken < pending.length) {
-      const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq);
+      // The ack we owe on `in` rides on the first frame `out` carries (protocol 7): the
+      // flusher's ack timer then finds nothing owed. A frame kept for resend is re-encoded
+      // without it (LinkSender.resume), so an old ack is never replayed as new.
+      const ack = this.#ackDue && this.#out !== null ? this.#receiver.lastDelivered : undefined;
+      const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq, ack);
       const count = payloads.length;
       try {
         this.#sender.send(payloads, bytes.length);
@@ -147,14 +151,18 @@ export class PeerLink<P> {
         break;
       }
       taken += count;
-      if (this.#out !== null) this.#write(this.#out, bytes, count);
+      if (this.#out !== null && this.#write(this.#out, bytes, count) && ack !== undefined) this.#ackDue = false;
     }
     this.#pending = taken === pending.length ? [] : pending.slice(taken);
   }
 
-  /** The peer acknowledged our stream up to `upTo` (cumulative): frees the resend buffer. */
-  ackReceived(upTo: number): void {
+  /**
+   * The peer acknowledged our stream up to `upTo` (cumulative), in an ack frame or on one of
+   * its data frames: frees the resend buffer. True when payloads wait unframed (for that room).
+   */
+  ackReceived(upTo: number): boolean {
     this.#sender.ack(upTo);
+    return this.#pending.length > 0;
   }
 
   /** Round trip of a heartbeat echo. */
@@ -242,18 +250,22 @@ export class PeerLink<P> {
     this.#in?.close(1000, 'peer incarnation changed');
   }
 
-  #write(sock: FrameSocket<P>, bytes: Uint8Array, messages: number): void {
-    if (sock.sendEncoded(bytes)) this.#counters.frameSent(bytes.length, messages);
+  /** Writes one encoded frame on `sock`; false when the socket was no longer open. */
+  #write(sock: FrameSocket<P>, bytes: Uint8Array, messages: number): boolean {
+    if (!sock.sendEncoded(bytes)) return false;
+    this.#counters.frameSent(bytes.length, messages);
+    return true;
   }
 }
 
-/** The largest prefix of `pending[from..]` that fits the frame limits, encoded. */
-function cutFrame<P>(pending: readonly P[], from: number, seq: number): { payloads: readonly P[]; bytes: Buffer } {
+/** The largest prefix of `pending[from..]` that fits the frame limits, encoded (with `ack` when given). */
+function cutFrame<P>(pending: readonly P[], from: number, seq: number, ack: number | undefined): { payloads: readonly P[]; bytes: Buffer } {
   let count = Math.min(pending.length - from, limits.frameMessagesMax);
   for (;;) {
-    const frame: DataFrame<P> = { t: 'data', seq, payloads: pending.slice(from, from + count) };
+    const payloads = pending.slice(from, from + count);
+    const frame: DataFrame<P> = ack === undefined ? { t: 'data', seq, payloads } : { t: 'data', seq, payloads, ack };
     const bytes = encodeFrame(frame);
-    if (bytes.length <= limits.frameBytesMax) return { payloads: frame.payloads, bytes };
+    if (bytes.length <= limits.frameBytesMax) return { payloads, bytes };
     assert(count > 1, `one payload encodes to ${bytes.length} bytes, over limits.frameBytesMax: the runtime must split it`);
     count = Math.ceil(count / 2);
   }

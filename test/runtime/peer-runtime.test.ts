@@ -39,6 +39,17 @@ describe('PeerRuntime', () => {
     expect(runtime.locks()).toEqual([]);
   });
 
+  it('says whether a release leaves others waiting for a lock it freed (the HTTP answer waits for the frames then)', async () => {
+    const runtime = await start();
+    const first = await runtime.acquire('contended', opts);
+    const second = runtime.acquire('contended', opts);
+    expect(runtime.release('contended', first.id)).toBe(true);
+    const next = await second;
+    expect(runtime.release(null, next.id)).toBe(false);
+    const alone = await runtime.acquire('alone', opts);
+    expect(runtime.release('alone', alone.id)).toBe(false);
+  });
+
   it('ends a waiter that times out, and forgets it', async () => {
     const runtime = await start();
     const held = await runtime.acquire('x', opts);

@@ -59,6 +59,39 @@ describe('mesh', () => {
     }
   });
 
+  it('acks a stream on the data frames going the other way, with no ack frame of their own', async () => {
+    cluster = await startCluster(2);
+    const c = cluster;
+    await waitAllConnected(c);
+    const [m0, m1] = c.meshes;
+    const [r0, r1] = c.recs;
+    if (m0 === undefined || m1 === undefined || r0 === undefined || r1 === undefined) throw new Error('two meshes');
+    // p1 answers each payload in the turn it arrives, as a peer answers a REQUEST with an ACK.
+    const deliver1 = r1.onPayload.bind(r1);
+    r1.onPayload = (from, inc, payload) => {
+      deliver1(from, inc, payload);
+      m1.send(0, { n: payload.n });
+    };
+    // What p0 still held for resend when each answer reached it: the answer's frame carries
+    // p1's ack of p0's stream and is applied before its payloads, so nothing; an ack frame
+    // would come only on p1's timer, limits.linkAckDelayMs after the answer left.
+    const unackedAtAnswer: number[] = [];
+    const deliver0 = r0.onPayload.bind(r0);
+    r0.onPayload = (from, inc, payload) => {
+      deliver0(from, inc, payload);
+      unackedAtAnswer.push(m0.status()[0]?.unackedBytes ?? -1);
+    };
+    const framesBefore = m1.stats().framesSent;
+    for (let n = 0; n < 20; n++) {
+      m0.send(1, { n });
+      await waitFor(`answer ${n}`, () => r0.count(1) === n + 1);
+    }
+    expect(unackedAtAnswer).toEqual(Array.from({ length: 20 }, () => 0));
+    // p1's ack timers fired meanwhile and found nothing owed: its frames were its 20 answers.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(m1.stats().framesSent - framesBefore).toBe(20);
+  });
+
   it('signals backpressure with ERR_LINK_BUFFER_FULL rather than dropping', async () => {
     cluster = await startCluster(2);
     const c = cluster;

@@ -1,0 +1,69 @@
+/**
+ * The answer to a release that leaves others waiting leaves after the frames that tell the
+ * other peers (issue 15, a hot lock's handoffs): the mesh frames its queues in a
+ * `setImmediate` queued while the release steps the core, and the answer is written in one
+ * queued after it. A release nobody waits behind is answered at once. This stub runtime
+ * queues its "frames" as the mesh does and says whether others wait.
+ */
+import { ServerResponse, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { HttpApi } from '../../src/http/api.js';
+import { silentLogger } from '../../src/log.js';
+import type { PeerRuntime } from '../../src/runtime/peer.js';
+
+let api: HttpApi | null = null;
+afterEach(async () => {
+  vi.restoreAllMocks();
+  const a = api;
+  api = null;
+  if (a !== null) {
+    a.closeAll();
+    await a.close();
+  }
+});
+
+/** A runtime whose release queues its frames for the end of the turn and reports `othersWait`. */
+function releasing(othersWait: boolean, order: string[]): PeerRuntime {
+  const stub = {
+    release(): boolean {
+      setImmediate(() => order.push('frames'));
+      return othersWait;
+    },
+  };
+  return stub as unknown as PeerRuntime;
+}
+
+function post(port: number, path: string, body: unknown): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+describe('the answer to a release', () => {
+  it.each([
+    [true, '/v1/locks/x/release', ['frames', 'answer']],
+    [true, '/v1/release', ['frames', 'answer']],
+    [false, '/v1/locks/x/release', ['answer', 'frames']],
+  ] as const)('with others waiting %s (%s): %j', async (othersWait, path, expected) => {
+    const order: string[] = [];
+    const writeHead = ServerResponse.prototype.writeHead;
+    vi.spyOn(ServerResponse.prototype, 'writeHead').mockImplementation(function (this: ServerResponse, ...args: Parameters<typeof writeHead>) {
+      order.push('answer');
+      return writeHead.apply(this, args);
+    });
+    api = new HttpApi(releasing(othersWait, order), silentLogger());
+    const bound: AddressInfo = await api.listen('127.0.0.1', 0);
+    const res = await post(bound.port, path, { id: 'h1' });
+    expect(res).toEqual({ status: 200, text: JSON.stringify({ released: true }) });
+    expect(order).toEqual(expected);
+  });
+});
