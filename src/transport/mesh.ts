@@ -122,10 +122,12 @@ export class Mesh<P> {
 
   /**
    * Queues `payload` for `to`. Everything queued for one peer in one event-loop turn goes
-   * in one frame (split only by limits.frameMessagesMax / frameBytesMax). Throws
+   * in one frame (split only by limits.frameMessagesMax / frameBytesMax). A `lazy` payload
+   * may wait: it leaves with the next payload for that peer that may not, or after
+   * limits.linkAckDelayMs (MeshFlusher.lazyDue); order is kept either way. Throws
    * ERR_LINK_BUFFER_FULL when that link's resend buffer is full (backpressure).
    */
-  send(to: number, payload: P): void {
+  send(to: number, payload: P, lazy = false): void {
     const link = this.#link(to);
     const inc = this.#book.known(to);
     if (inc === null || this.#book.isRefused(to, inc)) {
@@ -133,7 +135,13 @@ export class Mesh<P> {
       return;
     }
     link.queue(payload);
-    this.#flusher.markDirty(link);
+    if (lazy) this.#flusher.lazyDue(link);
+    else this.#flusher.markDirty(link);
+  }
+
+  /** Frames everything queued for every peer now, lazy payloads included (before a drain). */
+  flushNow(): void {
+    this.#flusher.flushNow();
   }
 
   /** Refuses `inc` of `peer` and every older incarnation forever (eviction, docs/design.md section 5). */

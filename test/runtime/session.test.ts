@@ -12,6 +12,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ClusterConfig } from '../../src/config.js';
 import type { Incarnation, RequestSpec } from '../../src/core/types.js';
+import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import { Session } from '../../src/runtime/session.js';
 import type { LocalEffect, SessionHooks, SessionOptions } from '../../src/runtime/session.js';
@@ -457,5 +458,62 @@ describe('Session: one step at a time (issue 13: no re-entrant grant loop)', () 
     // and grants 2 in its own step.
     expect(seen).toEqual(['granted 1', 'release of 1 asked, holders now 1', 'granted 2']);
     expect(a.session.machine.stats()).toMatchObject({ own: 1, granted: 1 });
+  });
+});
+
+describe('Session: a release nobody waits for may wait for the next packet (docs/design.md "Batching")', () => {
+  /** The core packets `p` sent to `to` that carry a message of type `t` for `lock`, and when. */
+  function packetsWith(p: Peer, to: number, t: string, lock: string): { atMs: number; m: unknown[] }[] {
+    return p.sent.flatMap((s) => (s.to === to && s.frame.t === 'data' ? s.frame.payloads.filter(isCorePacket).map((pk) => ({ atMs: s.atMs, m: (pk as { m: { t: string; lock: string }[] }).m })) : []))
+      .filter((pk) => pk.m.some((msg) => (msg as { t: string; lock: string }).t === t && (msg as { lock: string }).lock === lock));
+  }
+
+  it('holds back a release of a lock with an empty queue until the next packet to that peer, which carries it first', () => {
+    const { env, peers } = world([{}, {}]);
+    const a = peerAt(peers, 0);
+    advanceTo(env, 1500);
+    expect(a.session.machine.synced && a.session.machine.leaseValid).toBe(true);
+    a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 1510);
+    expect(a.session.machine.stats()).toMatchObject({ granted: 1 });
+    a.session.step({ type: 'release', ref: 1 });
+    env.advance(0);
+    expect(packetsWith(a, 1, 'rel', 'L')).toEqual([]);
+    // The next request to that peer takes the release along, ahead of it, in one packet.
+    a.session.step({ type: 'acquire', ref: 2, parts: [{ lock: 'M', spec }], noWait: false });
+    env.advance(0);
+    expect(packetsWith(a, 1, 'rel', 'L').map((pk) => [pk.atMs, pk.m.map((msg) => (msg as { t: string }).t)])).toEqual([[1510, ['rel', 'req']]]);
+  });
+
+  it('sends such a release on its own within limits.linkAckDelayMs when nothing else goes to that peer', () => {
+    const { env, peers } = world([{}, {}]);
+    const a = peerAt(peers, 0);
+    advanceTo(env, 1500);
+    a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 1510);
+    a.session.step({ type: 'release', ref: 1 });
+    env.advance(0);
+    expect(packetsWith(a, 1, 'rel', 'L')).toEqual([]);
+    advanceTo(env, 1510 + limits.linkAckDelayMs);
+    const sent = packetsWith(a, 1, 'rel', 'L').map((pk) => pk.atMs);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toBeGreaterThan(1510);
+    advanceTo(env, 1510 + limits.linkAckDelayMs + 1);
+    expect(peerAt(peers, 1).session.machine.queueSize('L')).toBe(0);
+  });
+
+  it('sends a release at the end of its turn when a request of the other peer waits for that lock', () => {
+    const { env, peers } = world([{}, {}]);
+    const a = peerAt(peers, 0);
+    const b = peerAt(peers, 1);
+    advanceTo(env, 1500);
+    a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 1510);
+    b.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 1520);
+    expect(a.session.machine.queueSize('L')).toBe(2);
+    a.session.step({ type: 'release', ref: 1 });
+    env.advance(0);
+    expect(packetsWith(a, 1, 'rel', 'L').map((pk) => pk.atMs)).toEqual([1520]);
   });
 });
