@@ -48,7 +48,7 @@ export class MeshFlusher<P> {
   }
 
   /**
-   * That peer has a payload that may wait (MeshSend `lazy`): it leaves with the next payload
+   * That peer has a payload that may wait (`lazy` of `Mesh.send`): it leaves with the next payload
    * that may not, in the same frame, or on the delay timer (limits.linkAckDelayMs), whichever
    * comes first.
    */
