@@ -5,13 +5,13 @@
  * held the lock. Requests now take their callbacks when made; this stub runtime grants and
  * ends in one turn, as a lease found lapsed by a later frame of the same socket read does.
  */
-import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { HttpApi } from '../../src/http/api.js';
 import { silentLogger } from '../../src/log.js';
 import type { RequestCallbacks, RequestHandle } from '../../src/runtime/holds.js';
 import type { PeerRuntime } from '../../src/runtime/peer.js';
+import { post } from './post.js';
 
 let api: HttpApi | null = null;
 afterEach(async () => {
@@ -34,20 +34,6 @@ function grantAndEndAtOnce(): PeerRuntime {
     },
   };
   return stub as unknown as PeerRuntime;
-}
-
-function post(port: number, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
 }
 
 describe('a connection-bound hold that ends in the turn of its grant', () => {

@@ -5,12 +5,13 @@
  * queued after it. A release nobody waits behind is answered at once. This stub runtime
  * queues its "frames" as the mesh does and says whether others wait.
  */
-import { ServerResponse, request } from 'node:http';
+import { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HttpApi } from '../../src/http/api.js';
 import { silentLogger } from '../../src/log.js';
 import type { PeerRuntime } from '../../src/runtime/peer.js';
+import { post } from './post.js';
 
 let api: HttpApi | null = null;
 afterEach(async () => {
@@ -32,20 +33,6 @@ function releasing(othersWait: boolean, order: string[]): PeerRuntime {
     },
   };
   return stub as unknown as PeerRuntime;
-}
-
-function post(port: number, path: string, body: unknown): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject);
-    req.end(data);
-  });
 }
 
 describe('the answer to a release', () => {
