@@ -45,7 +45,7 @@ export class PeerLink<P> {
    * over when the resend buffer was full (they wait for acks to free it).
    */
   #pending: P[] = [];
-  /** A cumulative ack for `in` is owed: it rides on our next data frame, or leaves on the flusher's ack timer (limits.linkAckDelayMs). */
+  /** A cumulative ack for `in` is owed: it rides on our next data frame, or leaves on the flusher's delay timer (limits.linkAckDelayMs). */
   #ackDue = false;
   #out: FrameSocket<P> | null = null;
   #in: FrameSocket<P> | null = null;
@@ -138,7 +138,7 @@ export class PeerLink<P> {
     let taken = 0;
     while (taken < pending.length) {
       // The ack we owe on `in` rides on the first frame `out` carries (protocol 7): the
-      // flusher's ack timer then finds nothing owed. A frame kept for resend is re-encoded
+      // flusher's delay timer then finds nothing owed. A frame kept for resend is re-encoded
       // without it (LinkSender.resume), so an old ack is never replayed as new.
       const ack = this.#ackDue && this.#out !== null ? this.#receiver.lastDelivered : undefined;
       const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq, ack);
