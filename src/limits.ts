@@ -106,6 +106,20 @@ export const limits = {
    * connection ended; 19,000 of them in one turn kept the heartbeats waiting for seconds.
    */
   waitersFailedPerTurnMax: 256,
+  /**
+   * Connections of waiting requests a peer reads as usual; past this many, the others are
+   * paused and swept (src/http/parked-sockets.ts): 19,000 waiting clients closing at once
+   * were one event-loop turn of about a second per peer, and every peer lost its lease. A
+   * burst of this many ends costs tens of milliseconds.
+   */
+  waitingSocketsLiveMax: 1024,
+  /** Parked connections read in one sweep: the ends a sweep can bring into one turn. */
+  parkedSocketsSweptPerTurnMax: 512,
+  /**
+   * Interval of the sweeps. With 19,000 parked connections a client that left is noticed
+   * within about 19,000 / 512 * 50 ms = 1.9 s; each sweep resumes and pauses 512 sockets.
+   */
+  parkedSocketsSweepMs: 50,
   /** How far back the dashboard's timeline reaches. */
   dashboardTimelineMs: 5 * 60_000,
   /** Locks the dashboard's timeline draws (those with the latest activity). */

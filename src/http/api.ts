@@ -17,6 +17,7 @@ import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
+import { ParkedSockets } from './parked-sockets.js';
 import { applySocketAccess } from './listen-target.js';
 import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
 
@@ -140,6 +141,8 @@ export class HttpApi {
   readonly #server: Server;
   readonly #extra = new Map<string, ExtraRoute>();
   readonly #access: AccessPolicy;
+  /** Connections of waiting requests, past a bound paused and swept (issue 15: a burst of them closing stalled the loop). */
+  readonly #parked = new ParkedSockets();
 
   constructor(peer: LockService, logger: Logger, access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null })) {
     this.#peer = peer;
@@ -210,6 +213,7 @@ export class HttpApi {
 
   /** Stops accepting new connections; `closeAll` then ends the ones still open. */
   close(): Promise<void> {
+    this.#parked.close();
     return new Promise((resolve) => {
       this.#server.close(() => resolve());
       this.#server.closeIdleConnections();
@@ -350,8 +354,15 @@ export class HttpApi {
     return new Promise<void>((done) => {
       let grant: Grant | null = null;
       let ended = false;
+      let answered = false;
+      const socket = res.socket;
+      const markAnswered = (): void => {
+        answered = true;
+        if (socket !== null) this.#parked.unpark(socket);
+      };
       const handle = start({
         granted: (g) => {
+          markAnswered();
           grant = g;
           done();
           if (res.destroyed || res.writableEnded) {
@@ -364,6 +375,7 @@ export class HttpApi {
           res.write(`${JSON.stringify(answer(g))}\n`);
         },
         failed: (err) => {
+          markAnswered();
           done();
           if (!res.headersSent) sendError(res, err);
         },
@@ -375,8 +387,10 @@ export class HttpApi {
       // A waiting request whose client left is withdrawn; a connection-bound hold whose
       // connection closed is released (a TTL hold lives on after its answer).
       res.on('close', () => {
+        if (socket !== null) this.#parked.unpark(socket);
         if (!ended && (grant === null || hold === 'connection')) handle.clientGone();
       });
+      if (!answered && socket !== null) this.#parked.park(socket);
     });
   }
 }

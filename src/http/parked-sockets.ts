@@ -1,0 +1,121 @@
+/**
+ * The connections of waiting requests, parked so that a burst of them closing cannot stall
+ * the event loop (issue 15). A waiting request's client sends nothing more until it leaves,
+ * so its socket is read only to see it leave. With one socket read per waiter, 19,000
+ * clients that close at once are 19,000 ends handled in one event-loop turn (libuv handles
+ * every ready socket of a poll in that turn, and Node ends and closes each: ~1 s of CPU per
+ * peer in bench (f)), during which no heartbeat leaves and no echo is read: every peer lost
+ * its lease. So past `liveMax` waiting connections, the rest are paused (not read: the
+ * kernel holds their ends) and swept: every `sweepEveryMs`, `sweepSocketsMax` of them are
+ * read for one turn and paused again, so at most that many ends are handled per turn. A
+ * client that leaves is noticed within `parked / sweepSocketsMax * sweepEveryMs` instead of
+ * at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then).
+ */
+import type { Timer } from '../env.js';
+import { limits } from '../limits.js';
+
+/** The timers parking uses: Node's (unref'd) in production, virtual ones in its tests. */
+export interface ParkingClock {
+  every(ms: number, fn: () => void): Timer;
+  /** Runs `fn` at the end of the turn, after the sockets resumed in it were read. */
+  soon(fn: () => void): void;
+  clear(timer: Timer | null): void;
+}
+
+/** The part of a socket parking uses (a net.Socket's pause and resume, whose results it ignores). */
+export interface ParkableSocket {
+  pause(): unknown;
+  resume(): unknown;
+}
+
+/** Bounds of parking (limits.ts). */
+export interface ParkingOptions {
+  readonly liveMax: number;
+  readonly sweepSocketsMax: number;
+  readonly sweepEveryMs: number;
+  readonly clock: ParkingClock;
+}
+
+const nodeParkingClock: ParkingClock = {
+  every: (ms, fn) => setInterval(fn, ms).unref() as unknown as Timer,
+  soon: (fn) => void setImmediate(fn),
+  clear: (timer) => {
+    if (timer !== null) clearInterval(timer as unknown as NodeJS.Timeout);
+  },
+};
+
+/** The defaults of a peer's HTTP API. */
+export const parkingDefaults: ParkingOptions = {
+  liveMax: limits.waitingSocketsLiveMax,
+  sweepSocketsMax: limits.parkedSocketsSweptPerTurnMax,
+  sweepEveryMs: limits.parkedSocketsSweepMs,
+  clock: nodeParkingClock,
+};
+
+/** The sockets of waiting requests: read at once up to `liveMax`, past it paused and swept. */
+export class ParkedSockets {
+  readonly #opts: ParkingOptions;
+  /** Waiting, read as usual. */
+  readonly #live = new Set<ParkableSocket>();
+  /** Waiting, paused; in sweep order (a swept one goes to the back). */
+  readonly #parked = new Set<ParkableSocket>();
+  #timer: Timer | null = null;
+
+  constructor(opts: ParkingOptions = parkingDefaults) {
+    this.#opts = opts;
+  }
+
+  /** How many are paused now. */
+  get parkedCount(): number {
+    return this.#parked.size;
+  }
+
+  /** `socket`'s request waits: it is read as usual, or paused when `liveMax` are read already. */
+  park(socket: ParkableSocket): void {
+    if (this.#live.size < this.#opts.liveMax) {
+      this.#live.add(socket);
+      return;
+    }
+    socket.pause();
+    this.#parked.add(socket);
+    this.#timer ??= this.#opts.clock.every(this.#opts.sweepEveryMs, () => this.#sweep());
+  }
+
+  /** `socket`'s request is answered, or the socket closed: it is read as usual again. */
+  unpark(socket: ParkableSocket): void {
+    if (this.#live.delete(socket)) return;
+    if (!this.#parked.delete(socket)) return;
+    socket.resume();
+    if (this.#parked.size === 0) this.#stop();
+  }
+
+  /** Stops sweeping (the server closes); every socket is read again. */
+  close(): void {
+    for (const socket of this.#parked) socket.resume();
+    this.#parked.clear();
+    this.#live.clear();
+    this.#stop();
+  }
+
+  #stop(): void {
+    this.#opts.clock.clear(this.#timer);
+    this.#timer = null;
+  }
+
+  /** Reads the next `sweepSocketsMax` parked sockets for one turn; those still waiting then are paused again. */
+  #sweep(): void {
+    const batch: ParkableSocket[] = [];
+    for (const socket of this.#parked) {
+      if (batch.length >= this.#opts.sweepSocketsMax) break;
+      batch.push(socket);
+    }
+    for (const socket of batch) {
+      this.#parked.delete(socket);
+      this.#parked.add(socket);
+      socket.resume();
+    }
+    this.#opts.clock.soon(() => {
+      for (const socket of batch) if (this.#parked.has(socket)) socket.pause();
+    });
+  }
+}
