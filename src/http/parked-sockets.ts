@@ -9,7 +9,9 @@
  * kernel holds their ends) and swept: every `sweepEveryMs`, `sweepSocketsMax` of them are
  * read for one turn and paused again, so at most that many ends are handled per turn. A
  * client that leaves is noticed within `parked / sweepSocketsMax * sweepEveryMs` instead of
- * at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then).
+ * at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then),
+ * and a grant made to it meanwhile is written to a closed socket: a TTL hold then lives until
+ * its TTL, as it does when a client leaves just after its grant.
  */
 import type { Timer } from '../env.js';
 import { limits } from '../limits.js';
