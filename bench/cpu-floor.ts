@@ -4,7 +4,7 @@
  * the CPU, the ratios against the floor, then every round's absolute figures (bench/floor.ts).
  *
  * npm run build && node dist/bench/cpu-floor.js [--rounds 3] [--seconds 10] [--connections 32]
- *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 3] [--profile DIR] [--json FILE]
+ *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 3] [--profile DIR] [--json FILE] [--server-nice -5]
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -14,14 +14,14 @@ import { hideBin } from 'yargs/helpers';
 import { measureAgainstFloor } from './floor.js';
 import type { FloorOptions } from './floor.js';
 import { floorSection } from './floor-report.js';
-import { fullFloor } from './options.js';
-import { ProcessGroup } from './procs.js';
+import { checkNice, fullFloor } from './options.js';
+import { ProcessGroup, defaultServerNice } from './procs.js';
 
 function progress(text: string): void {
   process.stderr.write(`[bench:floor] ${text}\n`);
 }
 
-function parse(argv: readonly string[]): { opts: FloorOptions; json: string | undefined } {
+function parse(argv: readonly string[]): { opts: FloorOptions; json: string | undefined; serverNice: number } {
   const z = fullFloor;
   const args = yargs(hideBin([...argv]))
     .scriptName('npm run bench:floor --')
@@ -35,6 +35,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, s' })
     .option('profile', { type: 'string', describe: 'the peers and the floor\'s processes write V8 CPU profiles into DIR/lamport-lock and DIR/floor when they stop (open them in Chrome\'s DevTools, or summarise them with bench/profile-summary.ts)' })
     .option('json', { type: 'string', describe: 'also write the figures as JSON to FILE' })
+    .option('server-nice', { type: 'number', default: defaultServerNice, describe: 'nice value of the peers and the floor\'s processes (0: the priority of their clients)' })
     .strict()
     .help()
     .parseSync();
@@ -52,17 +53,17 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     progress,
     ...(args.profile === undefined ? {} : { profileDir: resolve(args.profile) }),
   };
-  return { opts, json: args.json };
+  return { opts, json: args.json, serverNice: checkNice(args['server-nice']) };
 }
 
 async function main(): Promise<void> {
-  const { opts, json } = parse(process.argv);
-  const group = new ProcessGroup();
+  const { opts, json, serverNice } = parse(process.argv);
+  const group = new ProcessGroup({ serverNice });
   process.once('SIGINT', () => void group.stopAll().finally(() => process.exit(130)));
   process.once('exit', () => group.killAllNow());
   try {
     const figures = await measureAgainstFloor(group, opts);
-    process.stdout.write(`${floorSection(figures).join('\n')}\n`);
+    process.stdout.write(`${floorSection(figures).join('\n')}\n\n- ${group.priorityNote()}\n`);
     if (json !== undefined) writeFileSync(json, JSON.stringify(figures, (_key, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2));
   } catch (err) {
     group.keepLogs();

@@ -31,6 +31,7 @@ export async function startFloor(group: ProcessGroup, opts: { readonly profileDi
   const bin = fileURLToPath(new URL('floor-peer.js', import.meta.url));
   const procs = httpPorts.map((http, i) => group.spawn({
     label: `floor-${i}`,
+    server: true,
     command: process.execPath,
     args: [...profileArgs(opts.profileDir, 'floor'), bin, '--index', String(i), '--http', String(http), '--ws', wsPorts.join(',')],
   }));

@@ -217,7 +217,7 @@ async function runAll(state: RunState): Promise<void> {
 
 async function main(): Promise<number> {
   const opts = parseOptions(process.argv);
-  const group = new ProcessGroup();
+  const group = new ProcessGroup({ serverNice: opts.serverNice });
   const onSignal = (signal: NodeJS.Signals): void => {
     progress(`${signal}: stopping everything started`);
     void group.stopAll().finally(() => process.exit(130));
@@ -234,6 +234,7 @@ async function main(): Promise<number> {
   } finally {
     await group.stopAll();
   }
+  state.notes.push(group.priorityNote());
   const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, floor: state.floor, notes: state.notes };
   const markdown = markdownReport(results, targetTable(checkTargets(results)));
   writeOutputs(results, markdown, opts.write ? (opts.out ?? join(repoRoot, 'bench', 'results')) : null);

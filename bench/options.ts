@@ -6,6 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import type { FloorSizes } from './floor.js';
 import type { MemorySizes } from './memory.js';
 import type { Sizes } from './suite.js';
+import { defaultServerNice } from './procs.js';
 import { systemNames } from './systems/types.js';
 import type { SystemName } from './systems/types.js';
 
@@ -25,6 +26,8 @@ export interface BenchOptions {
   readonly gcClient: boolean;
   /** The peer daemon to start; undefined for the built dist/bin/lamport-peer.js. */
   readonly peerBin: string | undefined;
+  /** Nice value of the servers under test (bench/procs.ts). */
+  readonly serverNice: number;
 }
 
 const fullSizes: Sizes = {
@@ -60,6 +63,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
     .option('gc-client', { type: 'boolean', default: false, describe: 'run a GC-heavy client (bench/gc-client.ts) beside every lamport-lock part' })
     .option('peer-bin', { type: 'string', describe: 'peer daemon script to run with node (default dist/bin/lamport-peer.js)' })
+    .option('server-nice', { type: 'number', default: defaultServerNice, describe: 'nice value of the servers under test (peers, etcd, redis, the floor), as deploy/lamport-peer.service runs the peer; 0 runs them at the priority of their clients' })
     .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results)' })
     .option('write', { type: 'boolean', default: true, describe: 'write the result files (--no-write: print only)' })
     .strict()
@@ -82,6 +86,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     write: args.write,
     gcClient: args['gc-client'],
     peerBin: args['peer-bin'],
+    serverNice: checkNice(args['server-nice']),
   };
 }
 
@@ -95,6 +100,12 @@ function memorySizes(base: MemorySizes, waiters: number | undefined, idleNames: 
 
 function floorSizes(base: FloorSizes, rounds: number | undefined): FloorSizes {
   return rounds === undefined ? base : { ...base, rounds: Math.max(1, Math.floor(rounds)) };
+}
+
+/** A nice value setpriority takes: an integer from -20 to 19. */
+export function checkNice(value: number): number {
+  if (!Number.isInteger(value) || value < -20 || value > 19) throw new Error(`--server-nice takes an integer from -20 to 19, got ${value}`);
+  return value;
 }
 
 function parseIntList(text: string): number[] {

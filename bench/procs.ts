@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -33,7 +33,19 @@ export interface SpawnOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** Opens a Node IPC channel to the child (for `node` children that use process.send). */
   readonly ipc?: boolean;
+  /**
+   * A server under test (a lamport-lock peer, an etcd member, redis, a floor process): it runs
+   * at the group's `serverNice`, the load generators at the benchmark's own priority.
+   */
+  readonly server?: boolean;
 }
+
+/**
+ * The nice value of servers under test by default: deploy/lamport-peer.service runs the peer at
+ * Nice=-5, above the clients of its host (docs/operations.md, "CPU priority"), and every system
+ * measured here gets the same, so that none is favoured.
+ */
+export const defaultServerNice = -5;
 
 /** Every process the benchmark started, and the temp dir they live in. */
 export class ProcessGroup {
@@ -41,9 +53,23 @@ export class ProcessGroup {
   private readonly procs: Proc[] = [];
   private keepDir = false;
   private stopping = false;
+  /** The nice value servers are started at (`server: true`). */
+  readonly serverNice: number;
+  /** Why a server's priority could not be set (the first refusal), or null. */
+  private niceRefused: string | null = null;
 
-  constructor() {
+  constructor(opts: { serverNice?: number } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'lamport-bench-'));
+    this.serverNice = opts.serverNice ?? defaultServerNice;
+  }
+
+  /** A sentence for the report: the priority the servers ran at, and whether it could be set. */
+  priorityNote(): string {
+    if (this.serverNice === 0) return 'servers under test ran at the priority of their clients (--server-nice 0; deploy/lamport-peer.service runs the peer at nice -5)';
+    if (this.niceRefused !== null) {
+      return `servers under test were to run at nice ${this.serverNice} (as deploy/lamport-peer.service runs the peer) but ran at the benchmark's own priority: ${this.niceRefused}`;
+    }
+    return `servers under test (peers, etcd members, redis, the floor's processes) ran at nice ${this.serverNice}, as deploy/lamport-peer.service runs the peer; clients and load generators at the benchmark's own (--server-nice sets it)`;
   }
 
   /** Spawns a process with stdout and stderr going to `<dir>/<label>.log`. */
@@ -58,6 +84,7 @@ export class ProcessGroup {
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
+    if (opts.server === true && this.serverNice !== 0 && child.pid !== undefined) this.renice(child.pid);
     const exited = new Promise<string>((resolve) => {
       child.once('exit', (code, signal) => resolve(signal ?? String(code)));
       child.once('error', (err) => resolve(`spawn error: ${err.message}`));
@@ -65,6 +92,14 @@ export class ProcessGroup {
     const proc: Proc = { label: opts.label, child, pid: child.pid ?? -1, logPath, exited };
     this.procs.push(proc);
     return proc;
+  }
+
+  private renice(pid: number): void {
+    try {
+      setPriority(pid, this.serverNice);
+    } catch (err) {
+      this.niceRefused ??= err instanceof Error ? err.message : String(err);
+    }
   }
 
   /** Stops one process: SIGTERM, then SIGKILL after the grace period. */

@@ -46,6 +46,7 @@ export async function startEtcd(group: ProcessGroup, binary: string): Promise<Lo
   const procs: Proc[] = members.map((m) =>
     group.spawn({
       label: m.name,
+      server: true,
       command: binary,
       args: [
         '--name', m.name,

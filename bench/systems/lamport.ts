@@ -61,6 +61,7 @@ export async function startLamport(group: ProcessGroup, opts: LamportOptions): P
     id,
     proc: group.spawn({
       label: `peer-${opts.peerCount}-${id}`,
+      server: true,
       command: process.execPath,
       args: [...(opts.nodeArgs ?? []), opts.peerBin, '--config', configPath, '--id', id, '--log-level', 'warn'],
     }),

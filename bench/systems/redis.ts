@@ -38,6 +38,7 @@ export async function startRedis(group: ProcessGroup, binary: string): Promise<L
   if (port === undefined) throw new Error('no free port for redis');
   const proc = group.spawn({
     label: 'redis',
+    server: true,
     command: binary,
     args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', group.dir],
   });

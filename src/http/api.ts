@@ -17,7 +17,8 @@ import type { LockService } from '../runtime/peer.js';
 import type { Access } from './access.js';
 import { AccessPolicy, requireAdmin } from './access.js';
 import type { SocketAccess } from './listen-target.js';
-import { ParkedSockets } from './parked-sockets.js';
+import { ParkedSockets, parkingDefaults } from './parked-sockets.js';
+import type { ParkingOptions } from './parked-sockets.js';
 import { applySocketAccess } from './listen-target.js';
 import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
 
@@ -142,9 +143,15 @@ export class HttpApi {
   readonly #extra = new Map<string, ExtraRoute>();
   readonly #access: AccessPolicy;
   /** Connections of waiting requests, past a bound paused and swept (issue 15: a burst of them closing stalled the loop). */
-  readonly #parked = new ParkedSockets();
+  readonly #parked: ParkedSockets;
 
-  constructor(peer: LockService, logger: Logger, access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null })) {
+  constructor(
+    peer: LockService,
+    logger: Logger,
+    access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null }),
+    parking: ParkingOptions = parkingDefaults,
+  ) {
+    this.#parked = new ParkedSockets(parking);
     this.#peer = peer;
     this.#access = access;
     this.#log = logger.child({ component: 'http' });
