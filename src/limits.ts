@@ -110,7 +110,7 @@ export const limits = {
    * Connections of waiting requests a peer reads as usual; past this many, the others are
    * paused and swept (src/http/parked-sockets.ts): 19,000 waiting clients closing at once
    * were one event-loop turn of about a second per peer, and every peer lost its lease. A
-   * burst of this many ends costs tens of milliseconds.
+   * burst of this many ends costs about a tenth of a second.
    */
   waitingSocketsLiveMax: 1024,
   /** Parked connections read in one sweep: the ends a sweep can bring into one turn. */

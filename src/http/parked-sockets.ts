@@ -10,8 +10,11 @@
  * read for one turn and paused again, so at most that many ends are handled per turn. A
  * client that leaves is noticed within `parked / sweepSocketsMax * sweepEveryMs` instead of
  * at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then),
- * and a grant made to it meanwhile is written to a closed socket: a TTL hold then lives until
- * its TTL, as it does when a client leaves just after its grant.
+ * and a grant made to it meanwhile is written to a closed socket: the grant unparks it, so a
+ * connection-bound hold ends as soon as the socket is read, and a TTL hold lives until its
+ * TTL, as it does when a client leaves just after its grant (docs/design.md section 4,
+ * "Bounds"). Sockets are paused and resumed through Node's HTTP server, whose 'pause' and
+ * 'resume' listeners stop and start reading the handle in libuv.
  */
 import type { Timer } from '../env.js';
 import { limits } from '../limits.js';
@@ -19,7 +22,11 @@ import { limits } from '../limits.js';
 /** The timers parking uses: Node's (unref'd) in production, virtual ones in its tests. */
 export interface ParkingClock {
   every(ms: number, fn: () => void): Timer;
-  /** Runs `fn` at the end of the turn, after the sockets resumed in it were read. */
+  /**
+   * Runs `fn` after the sockets resumed in this turn were read: the sweep runs from the
+   * interval, in the timers phase, so the poll phase that follows reads them, and a
+   * setImmediate runs after that poll.
+   */
   soon(fn: () => void): void;
   clear(timer: Timer | null): void;
 }
