@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync, readFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { setPriority, tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -57,6 +57,8 @@ export class ProcessGroup {
   readonly serverNice: number;
   /** Why a server's priority could not be set (the first refusal), or null. */
   private niceRefused: string | null = null;
+  /** The servers started through `nice`, checked when stopped. */
+  private readonly reniced = new Set<Proc>();
 
   constructor(opts: { serverNice?: number } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'lamport-bench-'));
@@ -72,39 +74,51 @@ export class ProcessGroup {
     return `servers under test (peers, etcd members, redis, the floor's processes) ran at nice ${this.serverNice}, as deploy/lamport-peer.service runs the peer; clients and load generators at the benchmark's own (--server-nice sets it)`;
   }
 
-  /** Spawns a process with stdout and stderr going to `<dir>/<label>.log`. */
+  /**
+   * Spawns a process with stdout and stderr going to `<dir>/<label>.log`. A server starts
+   * through `nice`, at `serverNice`, so that every thread it makes runs at that priority (a
+   * setpriority after the spawn reaches only the threads the process has not made yet).
+   */
   spawn(opts: SpawnOptions): Proc {
     if (this.stopping) throw new Error(`not starting ${opts.label}: the benchmark is stopping`);
     const logPath = join(this.dir, `${opts.label}.log`);
     const log = createWriteStream(logPath);
-    const child = spawn(opts.command, [...opts.args], {
+    // `nice -n` adds to the benchmark's own niceness; serverNice is absolute.
+    const increment = opts.server === true ? this.serverNice - getPriority() : 0;
+    const reniced = increment !== 0;
+    const [command, args] = reniced ? ['nice', ['-n', String(increment), opts.command, ...opts.args]] : [opts.command, [...opts.args]];
+    const child = spawn(command, args, {
       cwd: opts.cwd ?? this.dir,
       env: opts.env ?? process.env,
       stdio: opts.ipc === true ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
-    if (opts.server === true && this.serverNice !== 0 && child.pid !== undefined) this.renice(child.pid);
     const exited = new Promise<string>((resolve) => {
       child.once('exit', (code, signal) => resolve(signal ?? String(code)));
       child.once('error', (err) => resolve(`spawn error: ${err.message}`));
     });
     const proc: Proc = { label: opts.label, child, pid: child.pid ?? -1, logPath, exited };
     this.procs.push(proc);
+    if (reniced) this.reniced.add(proc);
     return proc;
   }
 
-  private renice(pid: number): void {
+  /** Notes a server that does not run at `serverNice` (`nice` could not set it: no permission). */
+  private checkNice(proc: Proc): void {
+    if (!this.reniced.has(proc) || this.niceRefused !== null) return;
     try {
-      setPriority(pid, this.serverNice);
-    } catch (err) {
-      this.niceRefused ??= err instanceof Error ? err.message : String(err);
+      const nice = getPriority(proc.pid);
+      if (nice !== this.serverNice) this.niceRefused = `${proc.label} ran at nice ${nice} (raising a priority needs CAP_SYS_NICE)`;
+    } catch {
+      // Gone already: nothing to check.
     }
   }
 
   /** Stops one process: SIGTERM, then SIGKILL after the grace period. */
   async stop(proc: Proc): Promise<void> {
     if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
+    this.checkNice(proc);
     proc.child.kill('SIGTERM');
     const killed = await Promise.race([proc.exited.then(() => true), sleep(stopGraceMs).then(() => false)]);
     if (!killed) {
