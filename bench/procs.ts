@@ -9,6 +9,7 @@ import { createWriteStream, mkdtempSync, rmSync, readFileSync, existsSync } from
 import { createServer } from 'node:net';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** How long a stopped process gets between SIGTERM and SIGKILL. */
@@ -41,11 +42,20 @@ export interface SpawnOptions {
 }
 
 /**
- * The nice value of servers under test by default: deploy/lamport-peer.service runs the peer at
- * Nice=-5, above the clients of its host (docs/operations.md, "CPU priority"), and every system
- * measured here gets the same, so that none is favoured.
+ * The nice value of servers under test by default: the `Nice=` of deploy/lamport-peer.service,
+ * which runs the peer above the clients of its host (docs/operations.md, "systemd"), read from
+ * that file; every system measured here gets the same, so that none is favoured.
  */
-export const defaultServerNice = -5;
+export const defaultServerNice = unitNice();
+
+/** `Nice=` of the systemd unit shipped in deploy/ (0 when it sets none). */
+function unitNice(): number {
+  // From dist/bench/ when built, from bench/ when read as source.
+  const unit = ['../../deploy/lamport-peer.service', '../deploy/lamport-peer.service'].map((rel) => fileURLToPath(new URL(rel, import.meta.url))).find((path) => existsSync(path));
+  if (unit === undefined) throw new Error('deploy/lamport-peer.service not found: the benchmark runs from a checkout of the repository');
+  const nice = /^Nice=(-?\d+)\s*$/m.exec(readFileSync(unit, 'utf8'))?.[1];
+  return nice === undefined ? 0 : Number(nice);
+}
 
 /** Every process the benchmark started, and the temp dir they live in. */
 export class ProcessGroup {
