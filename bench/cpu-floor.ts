@@ -4,7 +4,7 @@
  * the CPU, the ratios against the floor, then every round's absolute figures (bench/floor.ts).
  *
  * npm run build && node dist/bench/cpu-floor.js [--rounds 3] [--seconds 10] [--connections 32]
- *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 3] [--profile DIR] [--json FILE] [--server-nice -5]
+ *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 3] [--profile DIR] [--json FILE] [--server-nice 0]
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -15,7 +15,7 @@ import { measureAgainstFloor } from './floor.js';
 import type { FloorOptions } from './floor.js';
 import { floorSection } from './floor-report.js';
 import { checkNice, fullFloor } from './options.js';
-import { ProcessGroup, defaultServerNice } from './procs.js';
+import { ProcessGroup } from './procs.js';
 
 function progress(text: string): void {
   process.stderr.write(`[bench:floor] ${text}\n`);
@@ -35,7 +35,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, s' })
     .option('profile', { type: 'string', describe: 'the peers and the floor\'s processes write V8 CPU profiles into DIR/lamport-lock and DIR/floor when they stop (open them in Chrome\'s DevTools, or summarise them with bench/profile-summary.ts)' })
     .option('json', { type: 'string', describe: 'also write the figures as JSON to FILE' })
-    .option('server-nice', { type: 'number', default: defaultServerNice, describe: 'nice value of the peers and the floor\'s processes (0: the priority of their clients)' })
+    .option('server-nice', { type: 'number', default: 0, describe: 'nice value of the peers and the floor\'s processes (default 0: the priority of the load generator)' })
     .strict()
     .help()
     .parseSync();
@@ -63,7 +63,9 @@ async function main(): Promise<void> {
   process.once('exit', () => group.killAllNow());
   try {
     const figures = await measureAgainstFloor(group, opts);
-    process.stdout.write(`${floorSection(figures).join('\n')}\n\n- ${group.priorityNote()}\n`);
+    const refusal = group.niceRefusal();
+    const priority = refusal === null ? `the peers and the floor's processes ran at nice ${serverNice}` : `the peers and the floor's processes were to run at nice ${serverNice}: ${refusal}`;
+    process.stdout.write(`${floorSection(figures).join('\n')}\n\n- ${priority}\n`);
     if (json !== undefined) writeFileSync(json, JSON.stringify(figures, (_key, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2));
   } catch (err) {
     group.keepLogs();

@@ -17,7 +17,7 @@ import { measureMemory } from './memory.js';
 import type { MemoryFigures, MemorySizes } from './memory.js';
 import { parseOptions } from './options.js';
 import type { BenchOptions } from './options.js';
-import { ProcessGroup, fileLimitOf, raiseFileLimit } from './procs.js';
+import { ProcessGroup, deployedPeerNice, fileLimitOf, raiseFileLimit } from './procs.js';
 import { markdownReport } from './report.js';
 import { resultsJson } from './results.js';
 import type { BenchMeta, BenchResults, ScalingPoint } from './results.js';
@@ -152,7 +152,7 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
   const now = raiseFileLimit(process.pid, fileLimitWanted);
   if (now > before) progress(`open-files limit raised from ${before} to ${now} for (f)`);
   progress(`(f) memory: fresh 3-peer cluster, ${sizes.idleNames} idle names, ${sizes.waiters} waiters`);
-  const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3 });
+  const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount: 3, nice: state.opts.memoryNice });
   await withSystem(cluster, () => withGcClient(state, cluster, '(f) memory', async () => {
     try {
       state.memory = await measureMemory(state.group, cluster, sizes);
@@ -215,6 +215,15 @@ async function runAll(state: RunState): Promise<void> {
   if (wanted('lamport-lock')) await runLamport(state);
 }
 
+/** How the servers' priorities were set, and whether the machine allowed it. */
+function priorityNote(opts: BenchOptions, refusal: string | null): string {
+  const parts = [
+    `servers under test in (a)-(e) and (g) ran at nice ${opts.serverNice}${opts.serverNice === 0 ? ', the priority of the load generator, which stands in for clients on other hosts' : ''}`,
+    `the peers of (f) at nice ${opts.memoryNice}${opts.memoryNice === deployedPeerNice ? ' (Nice= of deploy/lamport-peer.service)' : ''}, the waiter-clients and the GC-heavy client, which stand in for applications on the peers' host, at the load generator's`,
+  ];
+  return `${parts.join('; ')}${refusal === null ? '' : `; but not every process ran at its nice value: ${refusal}`}`;
+}
+
 async function main(): Promise<number> {
   const opts = parseOptions(process.argv);
   const group = new ProcessGroup({ serverNice: opts.serverNice });
@@ -234,7 +243,7 @@ async function main(): Promise<number> {
   } finally {
     await group.stopAll();
   }
-  state.notes.push(group.priorityNote());
+  state.notes.push(priorityNote(opts, group.niceRefusal()));
   const results: BenchResults = { meta: meta(state, startedAt), systems: state.systems, scaling: state.scaling, memory: state.memory, floor: state.floor, notes: state.notes };
   const markdown = markdownReport(results, targetTable(checkTargets(results)));
   writeOutputs(results, markdown, opts.write ? (opts.out ?? join(repoRoot, 'bench', 'results')) : null);

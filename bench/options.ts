@@ -6,7 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import type { FloorSizes } from './floor.js';
 import type { MemorySizes } from './memory.js';
 import type { Sizes } from './suite.js';
-import { defaultServerNice } from './procs.js';
+import { deployedPeerNice } from './procs.js';
 import { systemNames } from './systems/types.js';
 import type { SystemName } from './systems/types.js';
 
@@ -26,8 +26,10 @@ export interface BenchOptions {
   readonly gcClient: boolean;
   /** The peer daemon to start; undefined for the built dist/bin/lamport-peer.js. */
   readonly peerBin: string | undefined;
-  /** Nice value of the servers under test (bench/procs.ts). */
+  /** Nice value of the servers under test in (a)-(e) and (g) (bench/procs.ts). */
   readonly serverNice: number;
+  /** Nice value of the peers of (f). */
+  readonly memoryNice: number;
 }
 
 const fullSizes: Sizes = {
@@ -63,7 +65,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
     .option('gc-client', { type: 'boolean', default: false, describe: 'run a GC-heavy client (bench/gc-client.ts) beside every lamport-lock part' })
     .option('peer-bin', { type: 'string', describe: 'peer daemon script to run with node (default dist/bin/lamport-peer.js)' })
-    .option('server-nice', { type: 'number', default: defaultServerNice, describe: 'nice value of the servers under test (peers, etcd, redis, the floor), as deploy/lamport-peer.service runs the peer; 0 runs them at the priority of their clients' })
+    .option('server-nice', { type: 'number', default: 0, describe: 'nice value of the servers under test in (a)-(e) and (g) (peers, etcd, redis, the floor); 0: the priority of the load generator, which stands in for clients on other hosts' })
+    .option('memory-nice', { type: 'number', default: deployedPeerNice, describe: 'nice value of the peers in (f), above the waiter-clients that stand in for the applications of their host (default: Nice= of deploy/lamport-peer.service)' })
     .option('out', { type: 'string', describe: 'directory for latest.{json,md,svg} (default bench/results)' })
     .option('write', { type: 'boolean', default: true, describe: 'write the result files (--no-write: print only)' })
     .strict()
@@ -87,6 +90,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     gcClient: args['gc-client'],
     peerBin: args['peer-bin'],
     serverNice: checkNice(args['server-nice']),
+    memoryNice: checkNice(args['memory-nice']),
   };
 }
 
@@ -104,7 +108,7 @@ function floorSizes(base: FloorSizes, rounds: number | undefined): FloorSizes {
 
 /** A nice value setpriority takes: an integer from -20 to 19. */
 export function checkNice(value: number): number {
-  if (!Number.isInteger(value) || value < -20 || value > 19) throw new Error(`--server-nice takes an integer from -20 to 19, got ${value}`);
+  if (!Number.isInteger(value) || value < -20 || value > 19) throw new Error(`a nice value is an integer from -20 to 19, got ${value}`);
   return value;
 }
 

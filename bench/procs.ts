@@ -39,14 +39,15 @@ export interface SpawnOptions {
    * at the group's `serverNice`, the load generators at the benchmark's own priority.
    */
   readonly server?: boolean;
+  /** Runs at this nice value (absolute), whatever `server` says. */
+  readonly nice?: number;
 }
 
 /**
- * The nice value of servers under test by default: the `Nice=` of deploy/lamport-peer.service,
- * which runs the peer above the clients of its host (docs/operations.md, "systemd"), read from
- * that file; every system measured here gets the same, so that none is favoured.
+ * The nice value deploy/lamport-peer.service runs a peer at (its `Nice=`, read from that file,
+ * its one home), above the other processes of its host (docs/operations.md, "systemd").
  */
-export const defaultServerNice = unitNice();
+export const deployedPeerNice = unitNice();
 
 /** `Nice=` of the systemd unit shipped in deploy/ (0 when it sets none). */
 function unitNice(): number {
@@ -63,38 +64,36 @@ export class ProcessGroup {
   private readonly procs: Proc[] = [];
   private keepDir = false;
   private stopping = false;
-  /** The nice value servers are started at (`server: true`). */
+  /** The nice value servers are started at (`server: true`); 0 by default, the priority of the load generators. */
   readonly serverNice: number;
   /** Why a server's priority could not be set (the first refusal), or null. */
   private niceRefused: string | null = null;
-  /** The servers started through `nice`, checked when stopped. */
-  private readonly reniced = new Set<Proc>();
+  /** The processes started through `nice`, with the value each should run at, checked when stopped. */
+  private readonly reniced = new Map<Proc, number>();
 
   constructor(opts: { serverNice?: number } = {}) {
     this.dir = mkdtempSync(join(tmpdir(), 'lamport-bench-'));
-    this.serverNice = opts.serverNice ?? defaultServerNice;
+    this.serverNice = opts.serverNice ?? 0;
   }
 
-  /** A sentence for the report: the priority the servers ran at, and whether it could be set. */
-  priorityNote(): string {
-    if (this.serverNice === 0) return 'servers under test ran at the priority of their clients (--server-nice 0; deploy/lamport-peer.service runs the peer at nice -5)';
-    if (this.niceRefused !== null) {
-      return `servers under test were to run at nice ${this.serverNice} (as deploy/lamport-peer.service runs the peer) but ran at the benchmark's own priority: ${this.niceRefused}`;
-    }
-    return `servers under test (peers, etcd members, redis, the floor's processes) ran at nice ${this.serverNice}, as deploy/lamport-peer.service runs the peer; clients and load generators at the benchmark's own (--server-nice sets it)`;
+  /** Why a process did not run at the nice value it was started at (the first one found), or null. */
+  niceRefusal(): string | null {
+    return this.niceRefused;
   }
 
   /**
-   * Spawns a process with stdout and stderr going to `<dir>/<label>.log`. A server starts
-   * through `nice`, at `serverNice`, so that every thread it makes runs at that priority (a
-   * setpriority after the spawn reaches only the threads the process has not made yet).
+   * Spawns a process with stdout and stderr going to `<dir>/<label>.log`. A process with a
+   * nice value of its own (`nice`, or `serverNice` for a server) starts through `nice`, so that
+   * every thread it makes runs at it (a setpriority after the spawn reaches only the threads
+   * the process has not made yet).
    */
   spawn(opts: SpawnOptions): Proc {
     if (this.stopping) throw new Error(`not starting ${opts.label}: the benchmark is stopping`);
     const logPath = join(this.dir, `${opts.label}.log`);
     const log = createWriteStream(logPath);
-    // `nice -n` adds to the benchmark's own niceness; serverNice is absolute.
-    const increment = opts.server === true ? this.serverNice - getPriority() : 0;
+    // `nice -n` adds to the benchmark's own niceness; the values asked for are absolute.
+    const target = opts.nice ?? (opts.server === true ? this.serverNice : undefined);
+    const increment = target === undefined ? 0 : target - getPriority();
     const reniced = increment !== 0;
     const [command, args] = reniced ? ['nice', ['-n', String(increment), opts.command, ...opts.args]] : [opts.command, [...opts.args]];
     const child = spawn(command, args, {
@@ -110,16 +109,17 @@ export class ProcessGroup {
     });
     const proc: Proc = { label: opts.label, child, pid: child.pid ?? -1, logPath, exited };
     this.procs.push(proc);
-    if (reniced) this.reniced.add(proc);
+    if (reniced && target !== undefined) this.reniced.set(proc, target);
     return proc;
   }
 
-  /** Notes a server that does not run at `serverNice` (`nice` could not set it: no permission). */
+  /** Notes a process that does not run at the nice value it was started at (`nice` could not set it: no permission). */
   private checkNice(proc: Proc): void {
-    if (!this.reniced.has(proc) || this.niceRefused !== null) return;
+    const target = this.reniced.get(proc);
+    if (target === undefined || this.niceRefused !== null) return;
     try {
       const nice = getPriority(proc.pid);
-      if (nice !== this.serverNice) this.niceRefused = `${proc.label} ran at nice ${nice} (raising a priority needs CAP_SYS_NICE)`;
+      if (nice !== target) this.niceRefused = `${proc.label} ran at nice ${nice} (raising a priority needs CAP_SYS_NICE)`;
     } catch {
       // Gone already: nothing to check.
     }

@@ -39,6 +39,8 @@ export interface LamportOptions {
   readonly peerCount: number;
   /** Node flags for the peers (e.g. `--cpu-prof`, for `npm run bench:floor -- --profile DIR`). */
   readonly nodeArgs?: readonly string[];
+  /** The peers' nice value, when not the group's `serverNice` (bench/procs.ts). */
+  readonly nice?: number;
 }
 
 /** Whether the peer daemon has been built. */
@@ -62,6 +64,7 @@ export async function startLamport(group: ProcessGroup, opts: LamportOptions): P
     proc: group.spawn({
       label: `peer-${opts.peerCount}-${id}`,
       server: true,
+      ...(opts.nice === undefined ? {} : { nice: opts.nice }),
       command: process.execPath,
       args: [...(opts.nodeArgs ?? []), opts.peerBin, '--config', configPath, '--id', id, '--log-level', 'warn'],
     }),
