@@ -113,14 +113,21 @@ export const limits = {
    * burst of this many ends costs about a tenth of a second.
    */
   waitingSocketsLiveMax: 1024,
-  /** Parked connections read in one sweep: the ends a sweep can bring into one turn. */
-  parkedSocketsSweptPerTurnMax: 512,
   /**
-   * Interval of the sweeps. With 19,000 parked connections a client that left is noticed
-   * within about 19,000 / 512 * 100 ms = 3.7 s. Each sweep resumes and pauses 512 sockets
-   * (~10 us a pair here): at 50 ms that was a tenth of a core per peer while 15,000 waited.
+   * Parked connections read in one sweep, at most: the ends a sweep can bring into one turn.
+   * The sweeps start at the minimum and adapt (src/http/parked-sockets.ts): plus the minimum
+   * after a sweep on time that found clients gone, half after a late one.
+   */
+  parkedSocketsSweptPerTurnMax: 512,
+  parkedSocketsSweptPerTurnMin: 32,
+  /**
+   * Interval of the sweeps. With 19,000 parked connections and the loop keeping up, a client
+   * that left is noticed within about 4.5 s (32, 64, ... 512 per sweep), later while the peer
+   * is short of CPU. Each sweep resumes and pauses its sockets (~10 us a pair here).
    */
   parkedSocketsSweepMs: 100,
+  /** A sweep that fires this much late (the loop was busy) halves the next one. */
+  parkedSocketsSweepLateMs: 50,
   /** How far back the dashboard's timeline reaches. */
   dashboardTimelineMs: 5 * 60_000,
   /** Locks the dashboard's timeline draws (those with the latest activity). */

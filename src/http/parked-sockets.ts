@@ -15,12 +15,22 @@
  * TTL, as it does when a client leaves just after its grant (docs/design.md section 4,
  * "Bounds"). Sockets are paused and resumed through Node's HTTP server, whose 'pause' and
  * 'resume' listeners stop and start reading the handle in libuv.
+ *
+ * How many a sweep reads adapts to the CPU the peer gets: bounding each turn is not enough
+ * when the ends keep coming (19,000 of them at ~180 us each are most of a core for seconds,
+ * and with three peers, their clients and a GC-heavy application on two cores every turn
+ * took 150-600 ms and two peers lost their leases). A sweep that fires more than `lateMs`
+ * late (the loop was busy) halves the next sweep; one on time after a sweep that found
+ * clients gone adds `sweepSocketsMin`, up to `sweepSocketsMax` (additive increase,
+ * multiplicative decrease, as TCP paces a link it shares).
  */
 import type { Timer } from '../env.js';
 import { limits } from '../limits.js';
 
 /** The timers parking uses: Node's (unref'd) in production, virtual ones in its tests. */
 export interface ParkingClock {
+  /** Monotonic ms. */
+  now(): number;
   every(ms: number, fn: () => void): Timer;
   /**
    * Runs `fn` after the sockets resumed in this turn were read: the sweep runs from the
@@ -40,12 +50,17 @@ export interface ParkableSocket {
 /** Bounds of parking (limits.ts). */
 export interface ParkingOptions {
   readonly liveMax: number;
+  /** What a sweep reads at first, after a late one at least, and how much it grows by. */
+  readonly sweepSocketsMin: number;
   readonly sweepSocketsMax: number;
   readonly sweepEveryMs: number;
+  /** A sweep this much later than `sweepEveryMs` after the previous one halves the next. */
+  readonly lateMs: number;
   readonly clock: ParkingClock;
 }
 
 const nodeParkingClock: ParkingClock = {
+  now: () => performance.now(),
   every: (ms, fn) => setInterval(fn, ms).unref() as unknown as Timer,
   soon: (fn) => void setImmediate(fn),
   clear: (timer) => {
@@ -56,8 +71,10 @@ const nodeParkingClock: ParkingClock = {
 /** The defaults of a peer's HTTP API. */
 export const parkingDefaults: ParkingOptions = {
   liveMax: limits.waitingSocketsLiveMax,
+  sweepSocketsMin: limits.parkedSocketsSweptPerTurnMin,
   sweepSocketsMax: limits.parkedSocketsSweptPerTurnMax,
   sweepEveryMs: limits.parkedSocketsSweepMs,
+  lateMs: limits.parkedSocketsSweepLateMs,
   clock: nodeParkingClock,
 };
 
@@ -69,9 +86,21 @@ export class ParkedSockets {
   /** Waiting, paused; in sweep order (a swept one goes to the back). */
   readonly #parked = new Set<ParkableSocket>();
   #timer: Timer | null = null;
+  /** How many the next sweep reads. */
+  #batch: number;
+  /** The last sweep's sockets, and how many of them closed since. */
+  #swept = new Set<ParkableSocket>();
+  #sweptGone = 0;
+  #lastSweepAt: number | null = null;
 
   constructor(opts: ParkingOptions = parkingDefaults) {
     this.#opts = opts;
+    this.#batch = opts.sweepSocketsMin;
+  }
+
+  /** How many the next sweep reads. */
+  get sweepSize(): number {
+    return this.#batch;
   }
 
   /** How many are paused now. */
@@ -94,6 +123,7 @@ export class ParkedSockets {
   unpark(socket: ParkableSocket): void {
     if (this.#live.delete(socket)) return;
     if (!this.#parked.delete(socket)) return;
+    if (this.#swept.delete(socket)) this.#sweptGone++;
     socket.resume();
     if (this.#parked.size === 0) this.#stop();
   }
@@ -109,15 +139,31 @@ export class ParkedSockets {
   #stop(): void {
     this.#opts.clock.clear(this.#timer);
     this.#timer = null;
+    this.#lastSweepAt = null;
+    this.#swept.clear();
+    this.#sweptGone = 0;
   }
 
-  /** Reads the next `sweepSocketsMax` parked sockets for one turn; those still waiting then are paused again. */
+  /** Sizes this sweep from how late it fired and whether the last one found clients gone. */
+  #pace(): void {
+    const now = this.#opts.clock.now();
+    const late = this.#lastSweepAt !== null && now - this.#lastSweepAt > this.#opts.sweepEveryMs + this.#opts.lateMs;
+    this.#lastSweepAt = now;
+    const { sweepSocketsMin: min, sweepSocketsMax: max } = this.#opts;
+    if (late) this.#batch = Math.max(min, Math.floor(this.#batch / 2));
+    else if (this.#sweptGone > 0) this.#batch = Math.min(max, this.#batch + min);
+    this.#sweptGone = 0;
+  }
+
+  /** Reads the next `sweepSize` parked sockets for one turn; those still waiting then are paused again. */
   #sweep(): void {
+    this.#pace();
     const batch: ParkableSocket[] = [];
     for (const socket of this.#parked) {
-      if (batch.length >= this.#opts.sweepSocketsMax) break;
+      if (batch.length >= this.#batch) break;
       batch.push(socket);
     }
+    this.#swept = new Set(batch);
     for (const socket of batch) {
       this.#parked.delete(socket);
       this.#parked.add(socket);

@@ -25,6 +25,11 @@ import { post } from './post.js';
  */
 class HandSweeps implements ParkingClock {
   #sweep: (() => void) | null = null;
+  #now = 0;
+  /** Every sweep comes on time. */
+  now(): number {
+    return this.#now;
+  }
   every(_ms: number, fn: () => void): Timer {
     this.#sweep = fn;
     return 1 as unknown as Timer;
@@ -38,6 +43,7 @@ class HandSweeps implements ParkingClock {
   sweep(): Promise<void> {
     return new Promise((resolve) =>
       setTimeout(() => {
+        this.#now += 100;
         this.#sweep?.();
         resolve();
       }, 0),
@@ -75,7 +81,7 @@ async function start(liveMax: number, sweepSocketsMax: number): Promise<{ runtim
   const runtime = new WaitingRuntime();
   const sweeps = new HandSweeps();
   const access = new AccessPolicy({ unix: false, listenHost: null, allowHosts: [], token: null, adminToken: null });
-  api = new HttpApi(runtime as unknown as PeerRuntime, silentLogger(), access, { liveMax, sweepSocketsMax, sweepEveryMs: 100, clock: sweeps });
+  api = new HttpApi(runtime as unknown as PeerRuntime, silentLogger(), access, { liveMax, sweepSocketsMin: sweepSocketsMax, sweepSocketsMax, sweepEveryMs: 100, lateMs: 50, clock: sweeps });
   const bound: AddressInfo = await api.listen('127.0.0.1', 0);
   return { runtime, sweeps, port: bound.port };
 }

@@ -19,11 +19,18 @@ class FakeSocket {
   }
 }
 
-/** Timers run by hand: `tick` fires every interval once, `endTurn` runs the end-of-turn tasks. */
+/**
+ * Timers run by hand: `tick` advances the clock by `ms` (the interval, on time, by default)
+ * and fires every interval once, `endTurn` runs the end-of-turn tasks.
+ */
 class ManualParkingClock implements ParkingClock {
   readonly intervals = new Map<number, () => void>();
   #turnEnd: Array<() => void> = [];
   #next = 1;
+  #now = 0;
+  now(): number {
+    return this.#now;
+  }
   every(_ms: number, fn: () => void): Timer {
     const id = this.#next++;
     this.intervals.set(id, fn);
@@ -35,7 +42,8 @@ class ManualParkingClock implements ParkingClock {
   clear(timer: Timer | null): void {
     if (timer !== null) this.intervals.delete(timer as unknown as number);
   }
-  tick(): void {
+  tick(ms = 50): void {
+    this.#now += ms;
     for (const fn of [...this.intervals.values()]) fn();
   }
   endTurn(): void {
@@ -45,10 +53,10 @@ class ManualParkingClock implements ParkingClock {
   }
 }
 
-function setup(liveMax = 2, sweepSocketsMax = 3): { clock: ManualParkingClock; parked: ParkedSockets; sockets: FakeSocket[] } {
+function setup(liveMax = 2, sweepSocketsMax = 3, sweepSocketsMin = sweepSocketsMax, count = 10): { clock: ManualParkingClock; parked: ParkedSockets; sockets: FakeSocket[] } {
   const clock = new ManualParkingClock();
-  const parked = new ParkedSockets({ liveMax, sweepSocketsMax, sweepEveryMs: 50, clock });
-  const sockets = Array.from({ length: 10 }, () => new FakeSocket());
+  const parked = new ParkedSockets({ liveMax, sweepSocketsMin, sweepSocketsMax, sweepEveryMs: 50, lateMs: 25, clock });
+  const sockets = Array.from({ length: count }, () => new FakeSocket());
   for (const s of sockets) parked.park(s);
   return { clock, parked, sockets };
 }
@@ -98,5 +106,48 @@ describe('ParkedSockets', () => {
     const again = setup();
     for (const s of again.sockets) again.parked.unpark(s);
     expect(again.clock.intervals.size).toBe(0);
+  });
+
+  it('paces the sweeps: plus the minimum after one on time that found clients gone, half after a late one, within min and max', () => {
+    const { parked, sockets, clock } = setup(0, 16, 4, 200);
+    const gone = new Set<FakeSocket>();
+    const sweep = (ms = 50): FakeSocket[] => {
+      clock.tick(ms);
+      const read = sockets.filter((s) => s.reading && !gone.has(s));
+      clock.endTurn();
+      return read;
+    };
+    const leave = (read: FakeSocket[]): void => {
+      for (const s of read) {
+        gone.add(s);
+        parked.unpark(s); // its client left: the HTTP API unparks on close
+      }
+    };
+    expect(parked.sweepSize).toBe(4);
+    // Nobody leaves: the size stays.
+    sweep();
+    sweep();
+    expect(parked.sweepSize).toBe(4);
+    // Each sweep on time whose clients left grows the next by 4, up to 16.
+    const sizes: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const read = sweep();
+      sizes.push(read.length);
+      leave(read);
+    }
+    expect(sizes).toEqual([4, 8, 12, 16, 16, 16]);
+    // A late sweep (the loop was busy) halves, down to the minimum.
+    const late: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const read = sweep(50 + 26);
+      late.push(read.length);
+      leave(read);
+    }
+    expect(late).toEqual([8, 4, 4, 4]);
+    // On time again, it grows back.
+    const back = sweep();
+    expect(back).toHaveLength(8);
+    leave(back);
+    expect(sweep()).toHaveLength(12);
   });
 });
