@@ -6,10 +6,10 @@
  * every ready socket of a poll in that turn, and Node ends and closes each: ~1 s of CPU per
  * peer in bench (f)), during which no heartbeat leaves and no echo is read: every peer lost
  * its lease. So past `liveMax` waiting connections, the rest are paused (not read: the
- * kernel holds their ends) and swept: every `sweepEveryMs`, `sweepSocketsMax` of them are
- * read for one turn and paused again, so at most that many ends are handled per turn. A
- * client that leaves is noticed within `parked / sweepSocketsMax * sweepEveryMs` instead of
- * at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then),
+ * kernel holds their ends) and swept: every `sweepEveryMs`, at most `sweepSocketsMax` of
+ * them are read for one turn and paused again, so at most that many ends are handled per
+ * turn. A client that leaves is noticed within seconds (at least `parked / sweepSocketsMax *
+ * sweepEveryMs`) instead of at once; its request waits in the queue meanwhile (design.md rule 5 withdraws it then),
  * and a grant made to it meanwhile is written to a closed socket: the grant unparks it, so a
  * connection-bound hold ends as soon as the socket is read, and a TTL hold lives until its
  * TTL, as it does when a client leaves just after its grant (docs/design.md section 4,
