@@ -109,12 +109,12 @@ export class ProcessGroup {
     });
     const proc: Proc = { label: opts.label, child, pid: child.pid ?? -1, logPath, exited };
     this.procs.push(proc);
-    if (reniced && target !== undefined) this.reniced.set(proc, target);
+    if (reniced) this.reniced.set(proc, target ?? 0);
     return proc;
   }
 
   /** Notes a process that does not run at the nice value it was started at (`nice` could not set it: no permission). */
-  private checkNice(proc: Proc): void {
+  private verifyNice(proc: Proc): void {
     const target = this.reniced.get(proc);
     if (target === undefined || this.niceRefused !== null) return;
     try {
@@ -128,7 +128,7 @@ export class ProcessGroup {
   /** Stops one process: SIGTERM, then SIGKILL after the grace period. */
   async stop(proc: Proc): Promise<void> {
     if (proc.child.exitCode !== null || proc.child.signalCode !== null) return;
-    this.checkNice(proc);
+    this.verifyNice(proc);
     proc.child.kill('SIGTERM');
     const killed = await Promise.race([proc.exited.then(() => true), sleep(stopGraceMs).then(() => false)]);
     if (!killed) {
