@@ -34,6 +34,12 @@ export const limits = {
    * queued: refusing one would break the agreement on the order.
    */
   queuedPerLockMax: 100_000,
+  /**
+   * Queue entries a peer looks at, from the head, to find requests of its own that keep a
+   * request it just received out (docs/design.md section 3, rule 2: no ack owed then); past
+   * them it acks, as it always may.
+   */
+  ackSkipScanMax: 64,
   /** Locks one all-or-nothing request may name (POST /v1/acquire `locks`). */
   multiLocksMax: 16,
   /** Live local requests (waiting or held) on one peer. */

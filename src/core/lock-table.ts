@@ -9,7 +9,7 @@ import { assert } from '../assert.js';
 import type { MachineFaults } from './faults.js';
 import { addAhead, admits, blocksAll, emptyAhead } from './modes.js';
 import type { PeerRank } from './request-queue.js';
-import { RequestQueue } from './request-queue.js';
+import { RequestQueue, compareRequests } from './request-queue.js';
 import type { QueuedRequest, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
 
@@ -87,10 +87,10 @@ export class LockTable {
     return [...this.#own.values()];
   }
 
-  /** Our issued requests (waiting or granted), as every peer queues them, by timestamp. */
-  issuedRequests(): QueuedRequest[] {
+  /** Our issued requests (waiting or granted), as every peer queues them, by timestamp, each with whether it is a no-wait one. */
+  issuedRequests(): { request: QueuedRequest; noWait: boolean }[] {
     const issued = this.ownRequests().filter((own) => own.state !== 'pending');
-    return issued.flatMap((own) => this.#queued(own)).sort((a, b) => a.ts - b.ts);
+    return issued.flatMap((own) => this.#queued(own).map((request) => ({ request, noWait: own.noWait }))).sort((a, b) => a.request.ts - b.request.ts);
   }
 
   /** Forgets a request of ours, and takes it out of the queues if it was issued. */
@@ -198,6 +198,28 @@ export class LockTable {
         else changed(lock);
       }
     }
+  }
+
+  /**
+   * Whether the requests of `peer` ahead of `r` in its lock's queue keep the mode rule from
+   * admitting `r`, whatever else is ahead (docs/design.md section 3, rule 2: an ack those
+   * requests' release will carry). The mode rule only tightens as requests are added ahead, so
+   * `peer`'s alone deciding it is enough. Looks at most `scanMax` entries from the head; past
+   * that, false.
+   */
+  blockedBy(r: QueuedRequest, peer: number, scanMax = Infinity): boolean {
+    const queue = this.#queues.get(r.lock);
+    if (queue === undefined) return false;
+    const ahead = emptyAhead();
+    let scanned = 0;
+    for (const q of queue.items) {
+      if (q.ts === r.ts && q.peer === r.peer) return false;
+      if (compareRequests(q, r, this.#rank) > 0 || ++scanned > scanMax) return false;
+      if (q.peer !== peer) continue;
+      addAhead(ahead, q);
+      if (!admits(r, ahead)) return true;
+    }
+    return false;
   }
 
   /** Whether some request of ours waits on that lock. */

@@ -167,7 +167,7 @@ export class Machine {
     this.#clock += 1;
     own.ts = this.#clock;
     own.state = 'waiting';
-    for (const request of this.#locks.enqueueOwn(own)) this.#broadcast(toRequestMessage(request));
+    for (const request of this.#locks.enqueueOwn(own)) this.#broadcast(toRequestMessage(request, own.noWait));
     this.#recheckParts(own);
   }
 
@@ -227,10 +227,14 @@ export class Machine {
     for (const msg of packet.m) {
       touched.add(msg.lock);
       if (msg.t === 'req') {
-        this.#locks.insert(fromRequestMessage(msg, from));
+        const request = fromRequestMessage(msg, from);
+        this.#locks.insert(request);
         // Rule 2: j must see a later timestamp from us; an empty packet is such an ack. Not
         // before every peer we met let us join (ackReady): a later heartbeat's clock acks then.
-        if (this.ackReady) this.#out.ack(from);
+        // Not needed while requests of ours ahead of it keep it out: the RELEASE that first
+        // lets it in is later than it, and reaches j first (docs/design.md section 3, rule 2);
+        // unless it is a no-wait one, which j decides on the acks.
+        if (this.ackReady && (msg.nw === true || !this.#locks.blockedBy(request, this.self, limits.ackSkipScanMax))) this.#out.ack(from);
       } else if (msg.t === 'meta') {
         this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);
       } else {
@@ -263,7 +267,7 @@ export class Machine {
 
   /** State transfer: the joining peer learns our outstanding requests before anything else. */
   #transferState(peer: number): void {
-    this.#out.prepend(peer, this.#locks.issuedRequests().map(toRequestMessage));
+    this.#out.prepend(peer, this.#locks.issuedRequests().map(({ request, noWait }) => toRequestMessage(request, noWait)));
   }
 
   #issuePending(): void {
@@ -349,6 +353,11 @@ export class Machine {
     this.#out.push({ type: 'granted', ref: own.ref, lock: firstLock(own), ts: own.ts, token, mode: firstPart(own).spec.mode });
   }
 
+  /** Whether requests of `peer` ahead of our issued request keep it out of one of its queues. */
+  #blockedBy(own: OwnRequest, peer: number): boolean {
+    return own.parts.some(({ lock, spec }) => this.#locks.blockedBy({ lock, ts: own.ts, peer: this.self, ...spec }, peer));
+  }
+
   /** Requests ahead of an issued request of ours: in the longest queue, for one naming several locks. */
   #position(own: OwnRequest): number {
     return Math.max(0, ...own.parts.map((p) => this.#locks.indexOf(p.lock, own.ts, this.self)));
@@ -363,7 +372,8 @@ export class Machine {
   explain(ref: number): Explanation | undefined {
     const own = this.#locks.own(ref);
     if (own === undefined) return undefined;
-    const missing = own.state === 'pending' ? this.#peers.members() : this.#peers.missingAcks(own.ts);
+    // A peer whose requests ahead keep ours out owes no ack (rule 2): its release will carry one.
+    const missing = own.state === 'pending' ? this.#peers.members() : this.#peers.missingAcks(own.ts).filter((p) => !this.#blockedBy(own, p));
     const position = own.state === 'pending' ? 0 : this.#position(own);
     return { state: own.state, position, missingPeers: own.state === 'granted' ? [] : missing };
   }

@@ -8,13 +8,18 @@ import { limits } from '../limits.js';
 import type { Meta, QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
 
-/** REQUEST{lock, ts, mode, limit, permits, owner, meta, at}: a `RequestSpec` on the wire. */
+/** REQUEST{lock, ts, mode, limit, permits, owner, meta, at, nw?}: a `RequestSpec` on the wire. */
 export interface RequestMessage extends Omit<RequestSpec, 'requestedAtMs'> {
   readonly t: 'req';
   readonly lock: string;
   readonly ts: number;
   /** The requester's wall-clock ms when its client asked (`RequestSpec.requestedAtMs`); shown, never compared. */
   readonly at: number;
+  /**
+   * A no-wait request (protocol 8): its requester decides it on the acks, so every peer acks
+   * it, even one whose own requests ahead keep it out (docs/design.md section 3, rule 2).
+   */
+  readonly nw?: true;
 }
 
 /** RELEASE{lock, ts of the request}: removes that request from every queue. */
@@ -68,9 +73,10 @@ export function mergePackets(earlier: Packet, later: Packet): Packet | null {
   return later.u === true ? { c: later.c, m, u: true } : { c: later.c, m };
 }
 
-/** The REQUEST message that announces a queued request of ours. */
-export function toRequestMessage(r: QueuedRequest): RequestMessage {
-  return { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta, at: r.requestedAtMs };
+/** The REQUEST message that announces a queued request of ours (`noWait`: timeout_ms 0). */
+export function toRequestMessage(r: QueuedRequest, noWait: boolean): RequestMessage {
+  const m: RequestMessage = { t: 'req', lock: r.lock, ts: r.ts, mode: r.mode, limit: r.limit, permits: r.permits, owner: r.owner, meta: r.meta, at: r.requestedAtMs };
+  return noWait ? { ...m, nw: true } : m;
 }
 
 /** The queued request a REQUEST message from `peer` stands for. */
@@ -88,8 +94,9 @@ function isLockName(v: unknown): v is string {
 }
 
 function isRequestMessage(v: Record<string, unknown>): boolean {
-  const { lock, ts, mode, limit, permits, owner, meta, at } = v;
+  const { lock, ts, mode, limit, permits, owner, meta, at, nw } = v;
   return (
+    (nw === undefined || nw === true) &&
     isLockName(lock) &&
     isTs(ts) &&
     typeof mode === 'string' &&

@@ -28,9 +28,11 @@ export type { DataFrame } from './link.js';
  * newest one it names is evicted too (`knownEvicted`). 6: META changes a queued request's
  * meta (a leader's new value; a peer of version 5 would refuse the packet). 7: a data frame
  * may carry `ack`, the cumulative ack of the stream its receiver sends (a peer of version 6
- * would keep its resend buffer until the next ack frame).
+ * would keep its resend buffer until the next ack frame). 8: a peer owes no ack for a request
+ * its own requests ahead keep out, and a no-wait REQUEST says so (`nw`) to be acked anyway (a
+ * peer of version 7 would wait for the holder's release to decide its no-wait requests).
  */
-export const protocolVersion = 7;
+export const protocolVersion = 8;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;

@@ -29,6 +29,48 @@ describe('Machine: grants', () => {
     expect(outcomes(net.deliver(1, 0))).toEqual(['granted 1']);
   });
 
+  it('owes no ack for a request that its own requests ahead keep out: the release it sends later acks it', () => {
+    const net = new Net(3);
+    net.joinAll();
+    net.acquire(2, 1, 'a');
+    expect(net.settle()).toEqual(['p2 granted 1']);
+    net.acquire(0, 2, 'a');
+    net.deliver(0, 1);
+    net.deliver(0, 2);
+    expect(net.pending(1, 0).map((p) => p.m)).toEqual([[]]); // Peer 1 has nothing ahead of it: an ack.
+    expect(net.pending(2, 0)).toEqual([]); // Peer 2's hold is ahead: no ack.
+    net.deliver(1, 0);
+    expect(net.machine(0).explain(2)?.missingPeers).toEqual([]); // Not waiting for peer 2's answer: for its release.
+    expect(outcomes(net.release(2, 1))).toEqual([]);
+    expect(outcomes(net.deliver(2, 0))).toEqual(['granted 2']);
+  });
+
+  it('acks at once a request that its own requests ahead do not keep out (shared beside shared, permits to spare)', () => {
+    for (const [held, asked] of [[spec('shared'), spec('shared')], [spec('semaphore', 3, 1), spec('semaphore', 3, 2)]] as const) {
+      const net = new Net(2);
+      net.joinAll();
+      net.acquire(1, 1, 'a', held);
+      expect(net.settle()).toEqual(['p1 granted 1']);
+      net.acquire(0, 2, 'a', asked);
+      net.deliver(0, 1);
+      expect(net.pending(1, 0).map((p) => p.m)).toEqual([[]]);
+      expect(outcomes(net.deliver(1, 0))).toEqual(['granted 2']);
+    }
+  });
+
+  it('owes no ack when its own requests ahead keep a request out only together', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(1, 1, 'a', spec('semaphore', 3, 1));
+    net.acquire(1, 2, 'a', spec('semaphore', 3, 1));
+    expect(net.settle().sort()).toEqual(['p1 granted 1', 'p1 granted 2']);
+    net.acquire(0, 3, 'a', spec('semaphore', 3, 2)); // 1 + 1 + 2 > 3: both of peer 1's keep it out.
+    net.deliver(0, 1);
+    expect(net.pending(1, 0)).toEqual([]);
+    net.release(1, 1);
+    expect(outcomes(net.deliver(1, 0))).toEqual(['granted 3']);
+  });
+
   it('grants two peers in timestamp order, the later one after the release', () => {
     const net = new Net(2);
     net.joinAll();
@@ -154,14 +196,25 @@ describe('Machine: modes', () => {
     expect(net.settle()).toEqual(['p1 granted 3']);
   });
 
-  it('refuses a no-wait request when something is ahead, once the acks are in', () => {
+  it('refuses a no-wait request when something is ahead, once the acks are in: the holder acks it (nw)', () => {
     const net = new Net(2);
     net.joinAll();
     net.acquire(0, 1, 'a');
     expect(net.settle()).toEqual(['p0 granted 1']);
     expect(outcomes(net.acquire(1, 2, 'a', spec(), true))).toEqual([]);
+    expect(net.pending(1, 0)[0]?.m).toEqual([expect.objectContaining({ t: 'req', nw: true })]);
     expect(net.settle()).toEqual(['p1 refused 2']);
     expect(net.machine(0).queue('a').map((e) => e.ref)).toEqual([1]); // Its release reached peer 0.
+  });
+
+  it('grants a no-wait request behind a hold whose release is on its way: the ack comes after it', () => {
+    const net = new Net(2);
+    net.joinAll();
+    net.acquire(0, 1, 'a');
+    expect(net.settle()).toEqual(['p0 granted 1']);
+    net.release(0, 1); // Not delivered yet: peer 1 still queues the hold.
+    expect(outcomes(net.acquire(1, 2, 'a', spec(), true))).toEqual([]);
+    expect(net.settle()).toEqual(['p1 granted 2']);
   });
 });
 
@@ -271,8 +324,10 @@ describe('Machine: membership', () => {
     net.deliver(1, 0); // Peer 1 acked; peer 2 never hears of it.
     expect(net.step(0, { type: 'evicted', peer: 2, inc: net.inc(2) }).filter((f) => f.type === 'granted')).toHaveLength(1);
     const lastTs = net.machine(0).lastTs(2);
-    net.deliver(0, 2);
-    const late = net.deliver(2, 0); // Peer 2's ack, from the evicted incarnation.
+    net.deliver(0, 2); // Peer 2's hold keeps the request out: it owes no ack (rule 2).
+    expect(net.pending(2, 0)).toEqual([]);
+    net.release(2, 1);
+    const late = net.deliver(2, 0); // Peer 2's release, from the evicted incarnation.
     expect(late).toEqual([]);
     expect(net.machine(0).lastTs(2)).toBe(lastTs);
     expect(net.machine(0).view()).toEqual([1]);
