@@ -9,6 +9,17 @@ import { tokenOf } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
 import { Net, outcomes, spec } from './harness.js';
 
+/** Three peers: peer 2 holds `a` (ref 1), peer 0 asks for it (ref 2), and only peer 1 has heard so far. */
+function behindHeldByPeer2(): Net {
+  const net = new Net(3);
+  net.joinAll();
+  net.acquire(2, 1, 'a');
+  expect(net.settle()).toEqual(['p2 granted 1']);
+  net.acquire(0, 2, 'a');
+  net.deliver(0, 1);
+  return net;
+}
+
 describe('Machine: grants', () => {
   it('grants a single peer immediately, with token ts * 1024 + peer index', () => {
     const m = new Machine({ self: 0, peerCount: 1, clockFloor: 41 });
@@ -30,12 +41,7 @@ describe('Machine: grants', () => {
   });
 
   it('owes no ack for a request that its own requests ahead keep out: the release it sends later acks it', () => {
-    const net = new Net(3);
-    net.joinAll();
-    net.acquire(2, 1, 'a');
-    expect(net.settle()).toEqual(['p2 granted 1']);
-    net.acquire(0, 2, 'a');
-    net.deliver(0, 1);
+    const net = behindHeldByPeer2();
     net.deliver(0, 2);
     expect(net.pending(1, 0).map((p) => p.m)).toEqual([[]]); // Peer 1 has nothing ahead of it: an ack.
     expect(net.pending(2, 0)).toEqual([]); // Peer 2's hold is ahead: no ack.
@@ -315,12 +321,7 @@ describe('Machine: membership', () => {
   });
 
   it('drops an evicted peer\'s requests, leaves it out of the ack rule and ignores its later packets', () => {
-    const net = new Net(3);
-    net.joinAll();
-    net.acquire(2, 1, 'a');
-    expect(net.settle()).toEqual(['p2 granted 1']);
-    net.acquire(0, 2, 'a');
-    net.deliver(0, 1);
+    const net = behindHeldByPeer2();
     net.deliver(1, 0); // Peer 1 acked; peer 2 never hears of it.
     expect(net.step(0, { type: 'evicted', peer: 2, inc: net.inc(2) }).filter((f) => f.type === 'granted')).toHaveLength(1);
     const lastTs = net.machine(0).lastTs(2);
