@@ -213,8 +213,7 @@ export class LockTable {
     const ahead = emptyAhead();
     let scanned = 0;
     for (const q of queue.items) {
-      if (q.ts === r.ts && q.peer === r.peer) return false;
-      if (compareRequests(q, r, this.#rank) > 0 || ++scanned > scanMax) return false;
+      if (compareRequests(q, r, this.#rank) >= 0 || ++scanned > scanMax) return false;
       if (q.peer !== peer) continue;
       addAhead(ahead, q);
       if (!admits(r, ahead)) return true;
