@@ -23,14 +23,15 @@ export interface RunningTarget {
   stop(): Promise<void>;
 }
 
-/** Starts the 3-process floor on free ports and waits until every process is ready. */
-export async function startFloor(group: ProcessGroup, opts: { readonly profileDir?: string } = {}): Promise<RunningTarget> {
-  const ports = await freePorts(2 * floorProcessCount);
-  const wsPorts = ports.slice(0, floorProcessCount);
-  const httpPorts = ports.slice(floorProcessCount);
+/** Starts the floor on free ports (`processes`, default 3) and waits until every process is ready. */
+export async function startFloor(group: ProcessGroup, opts: { readonly profileDir?: string; readonly processes?: number } = {}): Promise<RunningTarget> {
+  const count = opts.processes ?? floorProcessCount;
+  const ports = await freePorts(2 * count);
+  const wsPorts = ports.slice(0, count);
+  const httpPorts = ports.slice(count);
   const bin = fileURLToPath(new URL('floor-peer.js', import.meta.url));
   const procs = httpPorts.map((http, i) => group.spawn({
-    label: `floor-${i}`,
+    label: `floor-${count}-${i}`,
     server: true,
     command: process.execPath,
     args: [...profileArgs(opts.profileDir, 'floor'), bin, '--index', String(i), '--http', String(http), '--ws', wsPorts.join(',')],

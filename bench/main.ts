@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { svgChart } from './chart.js';
 import { hostCpuName } from './cpu-time.js';
 import { measureAgainstFloor } from './floor.js';
+import { startFloor } from './floor-system.js';
 import type { FloorFigures, FloorSizes } from './floor.js';
 import { LinkCostMeter } from './link-cost.js';
 import { measureMemory } from './memory.js';
@@ -127,6 +128,7 @@ async function withGcClient(state: RunState, cluster: LamportCluster, label: str
 async function runLamportSize(state: RunState, peerCount: number): Promise<void> {
   progress(`starting lamport-lock with ${peerCount} peers`);
   const cluster = await startLamport(state.group, { peerBin: peerBinOf(state), peerCount });
+  let point = null as Omit<ScalingPoint, 'floorA'> | null; // set inside the closure below
   await withSystem(cluster, () => withGcClient(state, cluster, `${peerCount} peers`, async () => {
     state.clients['lamport-lock'] = cluster.clientNote;
     const low = new LinkCostMeter(cluster.peers);
@@ -141,10 +143,29 @@ async function runLamportSize(state: RunState, peerCount: number): Promise<void>
       state.systems['lamport-lock'] = { a, b: await repeatHotLock(cluster, state.opts.sizes), c };
     }
     noteLeaseLosses(state, `${peerCount} peers`, cluster.peers);
-    state.scaling.push({ peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost(), linksIdlePerS });
+    point = { peers: peerCount, a, c, linksLow: low.cost(), linksHigh: high.cost(), linksIdlePerS };
     const missing = [...new Set([...low.missingCounters(), ...high.missingCounters()])];
     if (missing.length > 0) state.notes.push(`(e) at ${peerCount} peers: /metrics lacks ${missing.join(', ')}; that link cost is not shown`);
   }));
+  if (point === null) return;
+  state.scaling.push({ ...point, floorA: state.opts.floor === null ? null : await floorUncontended(state, peerCount) });
+}
+
+/**
+ * (a) on the floor of `processes` processes (bench/floor-peer.ts), alone on the host: the
+ * same message pattern without the algorithm, so the report can set lamport-lock's scaling
+ * beside the scaling the bare pattern gets on this CPU.
+ */
+async function floorUncontended(state: RunState, processes: number): Promise<ScalingPoint['floorA']> {
+  progress(`floor with ${processes} processes: scenario a`);
+  const floor = await startFloor(state.group, { processes });
+  try {
+    const session = floor.target.sessions[0];
+    if (session === undefined) throw new Error('the floor has no process');
+    return await repeatUncontended({ openSession: () => Promise.resolve(session) }, state.opts.sizes);
+  } finally {
+    await floor.stop();
+  }
 }
 
 async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {

@@ -79,13 +79,13 @@ function linkCells(cost: LinkCost): string[] {
 function scalingTable(points: readonly ScalingPoint[]): string[] {
   if (points.length === 0) return ['(no lamport-lock cluster was measured)'];
   const lines = [
-    '| peers | (a) acquire p50 ms | (a) acquire+release p50 ms | (a) acquire+release p99 ms | (c) acquire+release/s | ' +
+    '| peers | (a) acquire p50 ms | (a) acquire+release p50 ms | the floor\'s, same size | (a) acquire+release p99 ms | (c) acquire+release/s | ' +
       '(e) idle msgs/s | frames/s | bytes/s | (e) low load msgs/grant | frames/grant | bytes/grant | (e) high load msgs/grant | frames/grant | bytes/grant | 3(N-1) | 2(N-1) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const p of points) {
     const cells = [
-      String(p.peers), cell(p.a.acquireP50Ms), cell(p.a.cycleP50Ms), cell(p.a.cycleP99Ms), cell(p.c.opsPerS),
+      String(p.peers), cell(p.a.acquireP50Ms), cell(p.a.cycleP50Ms), cell(p.floorA?.cycleP50Ms), cell(p.a.cycleP99Ms), cell(p.c.opsPerS),
       fmt(p.linksIdlePerS.messages), fmt(p.linksIdlePerS.frames), fmt(p.linksIdlePerS.bytes),
       ...linkCells(p.linksLow), ...linkCells(p.linksHigh), String(3 * (p.peers - 1)), String(2 * (p.peers - 1)),
     ];
@@ -181,7 +181,8 @@ export function markdownReport(results: BenchResults, targetLines: readonly stri
     '## (d) scaling and (e) link cost per grant',
     '',
     'Link cost is the delta of `lamport_peer_{messages,frames,bytes}_sent_total` summed over the peers, divided by the grants of the run, heartbeats included. ' +
-      'Idle = the cluster with no client, per second (2 s window before the runs). Low load = (a), one client; high load = (c), 64 workers.',
+      'Idle = the cluster with no client, per second (2 s window before the runs). Low load = (a), one client; high load = (c), 64 workers. ' +
+      '"The floor\'s, same size": (a) on the floor of bench/floor-peer.ts with as many processes (the message pattern without the algorithm, no heartbeats), run alone once the cluster stopped: how far the bare pattern scales on this CPU.',
     '',
     ...scalingTable(results.scaling),
     '',

@@ -20,6 +20,11 @@ export interface ScalingPoint {
   readonly linksHigh: LinkCost;
   /** Link traffic per second of the idle cluster, summed over the peers (null: counter absent). */
   readonly linksIdlePerS: Readonly<Record<CostKind, number | null>>;
+  /**
+   * (a) on the floor of the same size (bench/floor-peer.ts, `peers` processes), run after the
+   * cluster stopped: how the bare message pattern scales on this host. Null with --no-floor.
+   */
+  readonly floorA: Figures<UncontendedRun> | null;
 }
 
 /** Facts about the run, for reading the figures. */

@@ -21,7 +21,7 @@ export interface UncontendedRun {
 }
 
 /** (a) One client, one lock, nobody else: acquire latency and acquire+release latency. */
-export async function runUncontended(system: LockSystem, opts: { iterations: number; warmup: number; tag: string }): Promise<UncontendedRun> {
+export async function runUncontended(system: Pick<LockSystem, 'openSession'>, opts: { iterations: number; warmup: number; tag: string }): Promise<UncontendedRun> {
   const session = await system.openSession(0);
   const lock = `bench-a-${opts.tag}`;
   const acquireMs: number[] = [];

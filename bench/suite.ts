@@ -38,7 +38,7 @@ export const manyNamesKeys = ['opsPerS', 'cycleP50Ms', 'cycleP99Ms', 'grants'] a
 
 /** Runs (a) `sizes.runs` times, calling `around` around each run (for metric scrapes). */
 export async function repeatUncontended(
-  system: LockSystem,
+  system: Pick<LockSystem, 'openSession'>,
   sizes: Sizes,
   around: <T extends { grants: number }>(run: () => Promise<T>) => Promise<T> = (run) => run(),
 ): Promise<Figures<UncontendedRun>> {

@@ -15,6 +15,14 @@ import type { LocalRequest } from './holds.js';
  * ms of the event loop, long enough, repeated, to cost the peer its 1 s lease (issue 15). The
  * peer's own gauges count its waiters and holders; process_open_fds counts its sockets.
  */
+/**
+ * Resolution of the event-loop delay histogram behind `nodejs_eventloop_lag_*` (prom-client's
+ * default, 10 ms, is a libuv timer waking the process 100 times a second, idle or not: most of
+ * an idle peer's wake-ups). The stalls that matter here, against a lease of hundreds of ms, are
+ * seen as well at 100 ms.
+ */
+export const eventLoopLagResolutionMs = 100;
+
 const handleWalkingMetrics = [
   'nodejs_active_handles', 'nodejs_active_handles_total',
   'nodejs_active_requests', 'nodejs_active_requests_total',
@@ -81,7 +89,7 @@ export class PeerMetrics {
   constructor(source: MetricsSource, processMetrics = true) {
     const registers = [this.registry];
     if (processMetrics) {
-      collectDefaultMetrics({ register: this.registry });
+      collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: eventLoopLagResolutionMs });
       for (const name of handleWalkingMetrics) this.registry.removeSingleMetric(name);
     }
     this.acquireDuration = new Histogram({

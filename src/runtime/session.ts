@@ -138,11 +138,6 @@ function guardedListener(l: Listener, guard: Guard): Listener {
   };
 }
 
-/** The lease timer's period: often enough that a lapse is noticed within a small part of lease_ms. */
-export function leaseTickMs(leaseMs: number): number {
-  return Math.max(10, Math.min(100, Math.floor(leaseMs / 20)));
-}
-
 /** One incarnation: core + mesh + lease + membership. */
 export class Session {
   readonly incarnation: Incarnation;
@@ -276,7 +271,6 @@ export class Session {
   /** Starts the mesh and the timers of leases and eviction. */
   start(): void {
     this.#mesh.start();
-    this.#timers.push(this.#env.every(leaseTickMs(this.#config.leaseMs), () => this.#refreshLease()));
     this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
       if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
       if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(this.#now()));
@@ -475,10 +469,36 @@ export class Session {
   #refreshLease(): void {
     if (this.#closed) return;
     const valid = this.#lease.valid(this.#now());
+    this.#armLeaseTimer();
     if (valid === this.#leaseToldValid()) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
     this.#stepCore({ type: 'lease', valid });
+  }
+
+  /** The timer that checks the lease when it would lapse (`#armLeaseTimer`), and the lease-clock instant it is armed for. */
+  #leaseTimer: Timer | null = null;
+  #leaseTimerAtMs = Number.NEGATIVE_INFINITY;
+
+  /**
+   * Keeps a timer armed no later than the instant the lease lapses, so a lapse with no event
+   * around it is noticed on time (docs/design.md section 5, "Leases"). One timer, re-armed only
+   * when it fires or when the lapse moves earlier (a peer forgotten): as echoes push the lapse
+   * later, the armed timer fires early, finds the lease held, and moves to the new lapse, about
+   * once per lease_ms. Every event re-checks the lease anyway, the heartbeat tick included, so
+   * a timer delayed by a suspend of the host (timers do not count it) delays nothing.
+   */
+  #armLeaseTimer(): void {
+    const untilMs = this.#lease.validUntil();
+    // No lease to lapse (it is back with an echo, which re-checks), or one that cannot (a single peer).
+    if (!Number.isFinite(untilMs) || untilMs <= this.#now()) return;
+    if (this.#leaseTimer !== null && this.#leaseTimerAtMs <= untilMs) return;
+    this.#env.clear(this.#leaseTimer);
+    this.#leaseTimerAtMs = untilMs;
+    this.#leaseTimer = this.#env.after(Math.max(1, Math.ceil(untilMs - this.#now())), () => {
+      this.#leaseTimer = null;
+      this.#refreshLease();
+    });
   }
 
   /**
@@ -677,6 +697,8 @@ export class Session {
     if (this.#closed) return;
     this.#closed = true;
     for (const t of this.#timers) this.#env.clear(t);
+    this.#env.clear(this.#leaseTimer);
+    this.#leaseTimer = null;
     void this.#mesh.close();
   }
 }

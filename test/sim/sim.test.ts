@@ -83,10 +83,10 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'ack-while-unsynced': 32,
   'evict-without-majority': 5,
   'confirm-from-arrival': 18,
-  'echo-despite-promise': 40,
+  'echo-despite-promise': { seed: 40, net: 'link' },
   'hb-clock-while-pending': 511,
   'forget-predecessor': 1,
-  'no-lease-check-before-event': 5,
+  'no-lease-check-before-event': 12,
   'lease-from-arrival': { seed: 85, net: 'link' },
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
