@@ -468,8 +468,9 @@ export class Session {
   /** Tells the core when the lease changed. */
   #refreshLease(): void {
     if (this.#closed) return;
-    const valid = this.#lease.valid(this.#now());
-    this.#armLeaseTimer();
+    const nowMs = this.#now();
+    const valid = this.#lease.valid(nowMs);
+    this.#armLeaseTimer(nowMs);
     if (valid === this.#leaseToldValid()) return;
     const level = this.#machine.synced ? 'warn' : 'info';
     this.#log[level]({ valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
@@ -488,14 +489,14 @@ export class Session {
    * once per lease_ms. Every event re-checks the lease anyway, the heartbeat tick included, so
    * a timer delayed by a suspend of the host (timers do not count it) delays nothing.
    */
-  #armLeaseTimer(): void {
+  #armLeaseTimer(nowMs: number): void {
     const untilMs = this.#lease.validUntil();
-    // No lease to lapse (it is back with an echo, which re-checks), or one that cannot (a single peer).
-    if (!Number.isFinite(untilMs) || untilMs <= this.#now()) return;
     if (this.#leaseTimer !== null && this.#leaseTimerAtMs <= untilMs) return;
+    // No lease to lapse (it is back with an echo, which re-checks), or one that cannot (a single peer).
+    if (!Number.isFinite(untilMs) || untilMs <= nowMs) return;
     this.#env.clear(this.#leaseTimer);
     this.#leaseTimerAtMs = untilMs;
-    this.#leaseTimer = this.#env.after(Math.max(1, Math.ceil(untilMs - this.#now())), () => {
+    this.#leaseTimer = this.#env.after(Math.max(1, Math.ceil(untilMs - nowMs)), () => {
       this.#leaseTimer = null;
       this.#refreshLease();
     });
