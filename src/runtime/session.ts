@@ -486,8 +486,9 @@ export class Session {
    * around it is noticed on time (docs/design.md section 5, "Leases"). One timer, re-armed only
    * when it fires or when the lapse moves earlier (a peer forgotten): as echoes push the lapse
    * later, the armed timer fires early, finds the lease held, and moves to the new lapse, about
-   * once per lease_ms. Every event re-checks the lease anyway, the heartbeat tick included, so
-   * a timer delayed by a suspend of the host (timers do not count it) delays nothing.
+   * once per lease_ms. Timers do not count a suspend of the host, the lease clock does: after a
+   * resume the lapse is noticed by the first event (the others' heartbeats wait in the sockets)
+   * or the membership tick, within heartbeat_ms, where the old 50 ms lease tick took up to 50 ms.
    */
   #armLeaseTimer(nowMs: number): void {
     const untilMs = this.#lease.validUntil();
