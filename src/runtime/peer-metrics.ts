@@ -10,12 +10,6 @@ import { modes } from '../core/types.js';
 import type { LocalRequest } from './holds.js';
 
 /**
- * Default metrics of prom-client that list every libuv handle, request or resource of the
- * process at each scrape: with 19,000 waiting clients (one socket each) a scrape took 100-200
- * ms of the event loop, long enough, repeated, to cost the peer its 1 s lease (issue 15). The
- * peer's own gauges count its waiters and holders; process_open_fds counts its sockets.
- */
-/**
  * Resolution of the event-loop delay histogram behind `nodejs_eventloop_lag_*` (prom-client's
  * default, 10 ms, is a libuv timer waking the process 100 times a second, idle or not: most of
  * an idle peer's wake-ups). The stalls that matter here, against a lease of hundreds of ms, are
@@ -23,6 +17,12 @@ import type { LocalRequest } from './holds.js';
  */
 export const eventLoopLagResolutionMs = 100;
 
+/**
+ * Default metrics of prom-client that list every libuv handle, request or resource of the
+ * process at each scrape: with 19,000 waiting clients (one socket each) a scrape took 100-200
+ * ms of the event loop, long enough, repeated, to cost the peer its 1 s lease (issue 15). The
+ * peer's own gauges count its waiters and holders; process_open_fds counts its sockets.
+ */
 const handleWalkingMetrics = [
   'nodejs_active_handles', 'nodejs_active_handles_total',
   'nodejs_active_requests', 'nodejs_active_requests_total',

@@ -135,7 +135,7 @@ function hooksOf(h: Hooks): SessionHooks {
  * `opts.length` peers at 100 / 1000 / 3000 ms, equal clocks, 1 ms links, all started at
  * virtual time 0. The simulator's processes and kernel run on the ManualEnv's timers.
  */
-function startWorld(opts: readonly PeerOptions[]): World {
+function startWorld(opts: readonly PeerOptions[], timing: { leaseMs?: number } = {}): World {
   const env = new ManualEnv({ seed: 7 });
   const rng = new Prng(7);
   const time: SimTime = {
@@ -149,7 +149,7 @@ function startWorld(opts: readonly PeerOptions[]): World {
   const config: ClusterConfig = {
     cluster: 'session-test', secret: 'test-secret',
     peers: opts.map((_, i) => ({ id: `p${i}`, ws: `ws://p${i}:1`, http: '127.0.0.1:0' })),
-    heartbeatMs, leaseMs, evictMs, tls: undefined,
+    heartbeatMs, leaseMs: timing.leaseMs ?? leaseMs, evictMs, tls: undefined,
   };
   const peers: Peer[] = [];
   const spawn = (index: number, o: PeerOptions = {}): Peer => {
@@ -177,8 +177,8 @@ afterEach(() => {
   running = null;
 });
 
-function world(opts: readonly PeerOptions[]): World {
-  running = startWorld(opts);
+function world(opts: readonly PeerOptions[], timing: { leaseMs?: number } = {}): World {
+  running = startWorld(opts, timing);
   return running;
 }
 
@@ -515,5 +515,30 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     a.session.step({ type: 'release', ref: 1 });
     env.advance(0);
     expect(packetsWith(a, 1, 'rel', 'L').map((pk) => pk.atMs)).toEqual([1520]);
+  });
+});
+
+describe('Session: the lease timer (Session.#armLeaseTimer)', () => {
+  it('ends a hold at the instant the lease lapses, with no event there to notice it', () => {
+    // lease_ms not a multiple of heartbeat_ms: the lapse (a heartbeat's send + lease_ms) falls
+    // 50 ms after a heartbeat tick, where no heartbeat, echo or membership tick is due.
+    const { env, peers } = world([{}, {}], { leaseMs: 1050 });
+    const a = peerAt(peers, 0);
+    const b = peerAt(peers, 1);
+    advanceTo(env, 500);
+    b.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
+    advanceTo(env, 600);
+    expect(b.hooks.effects.map((e) => e.type)).toEqual(['granted']);
+    // a stops echoing: b's lease ends lease_ms after the send of the heartbeat echoed last.
+    a.hooks.echoing = false;
+    advanceTo(env, 650);
+    const lapseAtMs = env.monoMs() + (b.session.leaseValidUntilMs() - b.session.leaseNowMs());
+    expect(lapseAtMs).toBeGreaterThan(env.monoMs() + heartbeatMs);
+    advanceTo(env, Math.ceil(lapseAtMs) - 1);
+    expect(b.hooks.effects.map((e) => e.type)).toEqual(['granted']);
+    // Heartbeats, echoes and b's membership tick come every heartbeat_ms (100), none in this
+    // millisecond: only a timer armed for the lapse ends the hold here.
+    advanceTo(env, Math.ceil(lapseAtMs) + 1);
+    expect(b.hooks.effects).toContainEqual(expect.objectContaining({ type: 'ended', ref: 1, reason: 'lease_lost' }));
   });
 });
