@@ -76,6 +76,22 @@ describe('Membership', () => {
     expect(m0?.tick(evictMs + 1)).toEqual([]);
   });
 
+  it('still counts a successor replaced by a newer one as heard: no confirmation of it before it was silent evict_ms (seeds 2042388 and 2048353)', () => {
+    const Z = { startMs: 3000, nonce: 5 };
+    const confirmsOfY = (faults: { forgetSuccessorHeard?: boolean }, atMs: number): number => {
+      const m = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0, faults });
+      m.heard(0, X, 0);
+      m.heard(0, Y, evictMs + 100); // Y waits as X's successor here; we may echo it
+      m.heard(0, Z, evictMs + 200); // Z, newer, replaces it as the successor
+      m.onMessage(2, { t: 'evict', peer: 0, inc: X }, evictMs + 300); // Z is tracked from now on
+      return sends(m.onMessage(2, { t: 'suspect', peer: 0, inc: Y, at: atMs }, atMs)).length;
+    };
+    expect(confirmsOfY({}, evictMs + 400)).toBe(0);
+    expect(confirmsOfY({}, 2 * evictMs + 100)).toBe(1); // silent evict_ms since heard
+    // The mutant forgets it heard Y: an incarnation older than the tracked one, confirmed at once.
+    expect(confirmsOfY({ forgetSuccessorHeard: true }, evictMs + 400)).toBe(1);
+  });
+
   it('replaces the predecessor at once under the forget-predecessor mutant', () => {
     const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { forgetPredecessor: true } });
     m.heard(2, X, 0);
