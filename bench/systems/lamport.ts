@@ -66,7 +66,10 @@ export async function startLamport(group: ProcessGroup, opts: LamportOptions): P
       server: true,
       ...(opts.nice === undefined ? {} : { nice: opts.nice }),
       command: process.execPath,
-      args: [...(opts.nodeArgs ?? []), opts.peerBin, '--config', configPath, '--id', id, '--log-level', 'warn'],
+      // A data dir as deployed (deploy/lamport-peer.service): the peer fsyncs its bounds there.
+      // One per cluster started (the ports tell them apart): a fresh cluster must not honour
+      // the bounds an earlier one of the same size left.
+      args: [...(opts.nodeArgs ?? []), opts.peerBin, '--config', configPath, '--id', id, '--data-dir', join(group.dir, `data-${opts.peerCount}-${id}-${ports[2 * i] ?? 0}`), '--log-level', 'warn'],
     }),
     ep: endpoint('127.0.0.1', ports[2 * i + 1] ?? 0, socketsPerPeer),
   }));

@@ -11,6 +11,7 @@
  * leave again once a write succeeds.
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -44,6 +45,12 @@ export interface ClockStore {
   loadBound(kind: Bound): number;
   /** Persists that bound durably; throws on any failure. */
   writeBound(kind: Bound, untilWallMs: number): void;
+  /**
+   * Persists that bound durably off the event loop and then calls `done` (with the error,
+   * if any). At most one write of a kind is under way at a time, and none by `writeBound`
+   * meanwhile (bounds.ts keeps to that).
+   */
+  writeBoundLater(kind: Bound, untilWallMs: number, done: (err: Error | null) => void): void;
 }
 
 /** No data dir: nothing survives the process (the wall clock is the only floor). */
@@ -65,6 +72,11 @@ export class MemoryClockStore implements ClockStore {
 
   writeBound(kind: Bound, untilWallMs: number): void {
     this.#bounds[kind] = untilWallMs;
+  }
+
+  writeBoundLater(kind: Bound, untilWallMs: number, done: (err: Error | null) => void): void {
+    this.#bounds[kind] = untilWallMs;
+    done(null);
   }
 }
 
@@ -96,6 +108,13 @@ export class FileClockStore implements ClockStore {
 
   writeBound(kind: Bound, untilWallMs: number): void {
     this.#replace(join(this.#dir, `${kind}.json`), { until_wall_ms: untilWallMs });
+  }
+
+  writeBoundLater(kind: Bound, untilWallMs: number, done: (err: Error | null) => void): void {
+    this.#replaceLater(join(this.#dir, `${kind}.json`), { until_wall_ms: untilWallMs }).then(
+      () => done(null),
+      (err: unknown) => done(err instanceof Error ? err : new Error(String(err))),
+    );
   }
 
   /** The integer `key` of the JSON object in `path`, 0 when the file is missing. */
@@ -136,6 +155,26 @@ export class FileClockStore implements ClockStore {
       fsyncSync(dirFd);
     } finally {
       closeSync(dirFd);
+    }
+  }
+
+  /** `#replace` off the event loop: the same steps through libuv's thread pool. */
+  async #replaceLater(path: string, value: Record<string, number>): Promise<void> {
+    await mkdir(this.#dir, { recursive: true });
+    const tmp = `${path}.tmp`;
+    const file = await open(tmp, 'w');
+    try {
+      await file.writeFile(JSON.stringify(value));
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await rename(tmp, path);
+    const dir = await open(this.#dir, 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
     }
   }
 }

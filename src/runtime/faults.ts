@@ -32,6 +32,8 @@ export interface RuntimeFaults {
   readonly forgetQuietOnRejoin: boolean;
   /** A restart or rejoin lets peers join at once, though an echo of the previous one may still vouch (seed 903454's bug). */
   readonly forgetEchoBound: boolean;
+  /** A bound write still under way counts as on disk: a message leaves on it (the slow-disk hole of bounds.ts). */
+  readonly countBoundUnderWay: boolean;
   /** A restart's incarnation starts at its wall clock alone, not above the high-water mark (seed 1043577's bug). */
   readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */

@@ -21,6 +21,7 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
+import { PersistedBounds } from './bounds.js';
 import { CurrentSession } from './current-session.js';
 import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
@@ -119,6 +120,8 @@ export class PeerRuntime implements LockService {
   readonly #faults: PlantedFaults | undefined;
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
+  /** The bounds of the promises and echoes this process gives, on disk (bounds.ts). */
+  readonly #bounds: PersistedBounds;
   readonly #sessions: CurrentSession;
   readonly #holds: LocalHolds;
   readonly #views: StatusViews;
@@ -143,6 +146,7 @@ export class PeerRuntime implements LockService {
     this.#faults = opts.faults;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
+    this.#bounds = new PersistedBounds({ store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind), countUnderWay: opts.faults?.runtime?.countBoundUnderWay === true });
     // Each part gets what it reads as finished objects, built in this order (issue 13: none
     // is handed the half-built runtime): the current session (empty until start), the
     // registry of local requests, the views over both, the metrics over those, the holds.
@@ -181,7 +185,7 @@ export class PeerRuntime implements LockService {
     assert(!this.#sessions.started, 'a runtime starts once');
     const floor = this.#reservation.load();
     // A confirmation the previous process gave binds it for evict_ms: it may have crashed
-    // right after. Its bound is on disk (#persistPromise); we echo nothing until then, at
+    // right after. Its bound is on disk (bounds.ts); we echo nothing until then, at
     // most 2 * evict_ms (a wall clock stepped back must not silence us for long).
     const store = this.#world.clockStore;
     const quietForMs = this.#faults?.runtime?.forgetPromisesOnRestart === true ? 0 : this.#boundLeftMs(store.loadBound('promise'), 'promise');
@@ -221,42 +225,11 @@ export class PeerRuntime implements LockService {
     return Math.min(Math.max(0, untilWallMs - this.#env.wallMs()), this.#boundAheadMs(kind));
   }
 
-  /** The bounds on disk: written ahead, so once per half of `#boundAheadMs` at most. */
-  readonly #boundStoredUntilMs: Record<Bound, number> = { promise: 0, echo: 0 };
-  /** Kinds whose last write failed: logged once until a write succeeds. */
-  readonly #boundFailing = new Set<Bound>();
-
-  /**
-   * Before a confirmation or an echo leaves: the promise binds for evict_ms from now, the
-   * echo vouches for up to lease_ms * clockRateMargin, so the bound on disk must reach past
-   * that. Written twice that ahead, rewritten when less than that is left. A failed write
-   * keeps the message back (ERR_STORAGE, logged).
-   */
-  #persistBound(kind: Bound): boolean {
-    const now = this.#env.wallMs();
-    const ahead = this.#boundAheadMs(kind);
-    if (this.#boundStoredUntilMs[kind] >= now + ahead / 2) return true;
-    const until = now + ahead;
-    try {
-      this.#world.clockStore.writeBound(kind, until);
-    } catch (err) {
-      if (!this.#boundFailing.has(kind)) {
-        this.#boundFailing.add(kind);
-        this.#log.error({ code: ErrorCode.Storage, cause: err instanceof Error ? err.message : String(err) },
-          kind === 'promise' ? 'cannot persist a confirmation\'s promise: confirmations are not sent' : 'cannot persist how long an echo vouches: heartbeats are not echoed');
-      }
-      return false;
-    }
-    if (this.#boundFailing.delete(kind)) this.#log.info({ kind }, 'the data dir takes writes again');
-    this.#boundStoredUntilMs[kind] = until;
-    return true;
-  }
-
   /** Until when (this process's monotonic ms) a heartbeat it echoed may vouch for a lease. */
   #vouchedUntilMono = 0;
 
   #onEchoing(): boolean {
-    if (!this.#persistBound('echo')) return false;
+    if (!this.#bounds.ensure('echo')) return false;
     this.#vouchedUntilMono = this.#env.monoMs() + clockRateMargin * this.config.leaseMs;
     return true;
   }
@@ -285,7 +258,7 @@ export class PeerRuntime implements LockService {
       onSent: (n) => this.metrics.messagesSent.inc(n),
       onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
       onClock: (clock) => this.#reservation.reserve(clock),
-      onPromise: () => this.#persistBound('promise'),
+      onPromise: () => this.#bounds.ensure('promise'),
       onEchoing: () => this.#onEchoing(),
     });
   }

@@ -49,6 +49,26 @@ export class SimDisk implements ClockStore {
     this.bounds[kind] = untilWallMs;
   }
 
+  /**
+   * Background writes take this long when a scripted scenario sets it (`schedule` runs a world
+   * event); otherwise they are done at once, so a write under way spans no event of a seed.
+   */
+  slowWrites: { readonly latencyMs: number; readonly schedule: (ms: number, fn: () => void) => void } | null = null;
+
+  writeBoundLater(kind: Bound, untilWallMs: number, done: (err: Error | null) => void): void {
+    const land = (): void => {
+      try {
+        this.writeBound(kind, untilWallMs);
+      } catch (err) {
+        done(err as Error);
+        return;
+      }
+      done(null);
+    };
+    if (this.slowWrites === null) land();
+    else this.slowWrites.schedule(this.slowWrites.latencyMs, land);
+  }
+
   /** The latest bound the data dir holds (0 when none). */
   boundsUntilWallMs(): number {
     return Math.max(this.bounds.promise, this.bounds.echo);

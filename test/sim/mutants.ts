@@ -48,6 +48,7 @@ const mutants = {
   'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
   'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
+  'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
 } as const satisfies Record<string, PlantedFaults>;

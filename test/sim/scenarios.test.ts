@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, restartedEchoerMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -69,6 +69,20 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the forget-echo-bound mutant: the twin is granted the lock its predecessor still holds', () => {
     expect(restartedEchoerMeetsTwin('forget-echo-bound').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  });
+
+  it('a peer whose disk is slow echoes nothing past the bound on disk while the next one is still being written', () => {
+    const r = slowEchoerDiskMeetsTwin();
+    const tail = r.transcript.filter((l) => /GRANT|END|CRASH|START|joins|waits|lease/.test(l)).slice(-40).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.xLeasedAtCrash, tail).toBe(false);
+    expect(r.yGranted, tail).toBe(true);
+  });
+
+  it('fails with the count-bound-under-way mutant: the echoes outlive the bound on disk, and the twin is granted the lock X still holds', () => {
+    const r = slowEchoerDiskMeetsTwin('count-bound-under-way');
+    expect(r.xLeasedAtCrash).toBe(true);
+    expect(r.violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 
   it('a peer whose data dir takes no writes echoes nothing once its echo bound runs short, and echoes again once a write succeeds', () => {

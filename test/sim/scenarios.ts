@@ -217,6 +217,43 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
 }
 
 /**
+ * restartedEchoerMeetsTwin on a slow disk: p0's background writes of its echo bound take 4 s.
+ * Its first bound (written at once, 3 s ahead) runs short at 1.5 s of its reach; from then on
+ * p0 must echo nothing until the next bound is on disk, so X's lease lapses. p0 crashes at
+ * 2.7 s with that write still under way, and restarts with the old bound: it holds joins only
+ * until that bound passes. Y starts on an empty data dir, so p0's bound alone holds it. Had p0 counted the write under way, it would have echoed on, X's
+ * lease would outlast the old bound, and Y would be granted L while X holds it. Returns
+ * whether X's lease held just before the crash and whether Y held L at 4 s.
+ */
+export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: readonly string[]; xLeasedAtCrash: boolean; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2, mutant);
+  const { cluster, clients, net, queue, time } = parts;
+  cluster.hostOf(0).disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+  runUntil(parts, 1000);
+  const x = cluster.processes(1)[0];
+  if (x === undefined) throw new Error('no p1');
+  const held = clients.acquire(x, 'L', exclusive, false, true);
+  runUntil(parts, 1050);
+  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  runUntil(parts, 2700);
+  const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
+  cluster.crash(0);
+  cluster.restart(0);
+  // Y starts on a fresh data dir (a replaced VM): the bound of X's own echoes holds nobody.
+  cluster.hostOf(1).disk.lose();
+  cluster.restart(1, { duplicate: true });
+  net.stallProcess(x.proc, 0, 30_000);
+  const y = cluster.processes(1)[1];
+  if (y === undefined) throw new Error('no twin');
+  const asked = clients.acquire(y, 'L', exclusive, false, true);
+  runUntil(parts, 4000);
+  const yGranted = asked.state === 'held';
+  // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
+  runUntil(parts, 8000);
+  return { violations: parts.checker.violations, xLeasedAtCrash, yGranted, transcript: parts.transcript.lines() };
+}
+
+/**
  * Two peers; p0's data dir stops taking writes at 1 s and takes them again at 5 s. Once its
  * echo bound on disk runs short, p0 echoes nothing (an echo whose bound is not on disk could
  * outlive a crash), so p1's lease lapses; it comes back with the first write that succeeds.
@@ -365,6 +402,7 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'no-dial-now': { name: 'downLongThenBack', held: (mutant) => downLongThenBack(mutant).linked.every((l) => l) },
   'sync-on-unready': noViolation('twinMetFirstByRestarted', twinMetFirstByRestarted),
   'forget-echo-bound': noViolation('restartedEchoerMeetsTwin', restartedEchoerMeetsTwin),
+  'count-bound-under-way': noViolation('slowEchoerDiskMeetsTwin', slowEchoerDiskMeetsTwin),
   'ack-without-quorum': noViolation('twinMeetsRestartedOnly', twinMeetsRestartedOnly),
   'forget-promises-on-rejoin': noViolation('confirmerRejoins', (m) => confirmerRejoins(m)),
   'forget-promises-on-restart': noViolation('confirmerRejoins(crash)', (m) => confirmerRejoins(m, 4002)),
