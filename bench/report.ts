@@ -180,7 +180,7 @@ export function markdownReport(results: BenchResults, targetLines: readonly stri
     '',
     '## (d) scaling and (e) link cost per grant',
     '',
-    'Link cost is the delta of `lamport_peer_{messages,frames,bytes}_sent_total` summed over the peers, divided by the grants of the run, heartbeats included. ' +
+    'Link cost is the delta of `lamport_peer_{messages,frames,bytes}_sent_total` summed over the peers, divided by the grants of the run. Heartbeats and their echoes are not in these counters (each peer sends one to every other peer each heartbeat_ms, 5 a second by default), so an idle cluster shows 0. ' +
       'Idle = the cluster with no client, per second (2 s window before the runs). Low load = (a), one client; high load = (c), 64 workers. ' +
       '"The floor\'s, same size": (a) on the floor of bench/floor-peer.ts with as many processes (the message pattern without the algorithm, no heartbeats), run alone once the cluster stopped: how far the bare pattern scales on this CPU.',
     '',
