@@ -9,6 +9,7 @@
 import { compareIncarnation, formatIncarnation } from '../../src/core/types.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { Prng } from '../support/prng.js';
+import type { ClientRequest } from './clients.js';
 import type { MutantName } from './mutants.js';
 import type { Parts } from './run.js';
 import { build, runSeed, runUntil } from './run.js';
@@ -198,6 +199,18 @@ export function twinMetFirstByRestarted(mutant?: MutantName): { violations: read
  */
 export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
   const parts = quietWorld(2, mutant);
+  const { asked } = echoerRestartsBesideTwin(parts, { crashAtMs: 1050, freshTwinDisk: false });
+  runUntil(parts, 8000);
+  return { violations: parts.checker.violations, yGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+}
+
+/**
+ * p1's process X takes L at 1 s; at `crashAtMs` p0 crashes and restarts at once, a second
+ * process Y with p1's id starts (on an empty data dir with `freshTwinDisk`) and asks for L,
+ * and X cannot reach p0 any more. Returns Y's request and whether X's lease held just before
+ * the crash.
+ */
+function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
   const x = cluster.processes(1)[0];
@@ -205,15 +218,17 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
   const held = clients.acquire(x, 'L', exclusive, false, true);
   runUntil(parts, 1050);
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  runUntil(parts, opts.crashAtMs);
+  const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
   cluster.crash(0);
   cluster.restart(0);
+  // A fresh data dir (a replaced VM): the bound of X's own echoes holds Y nobody.
+  if (opts.freshTwinDisk) cluster.hostOf(1).disk.lose();
   cluster.restart(1, { duplicate: true });
   net.stallProcess(x.proc, 0, 30_000);
   const y = cluster.processes(1)[1];
   if (y === undefined) throw new Error('no twin');
-  const asked = clients.acquire(y, 'L', exclusive, false, true);
-  runUntil(parts, 8000);
-  return { violations: parts.checker.violations, yGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+  return { asked: clients.acquire(y, 'L', exclusive, false, true), xLeasedAtCrash };
 }
 
 /**
@@ -221,31 +236,15 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
  * Its first bound (written at once, 3 s ahead) runs short at 1.5 s of its reach; from then on
  * p0 must echo nothing until the next bound is on disk, so X's lease lapses. p0 crashes at
  * 2.7 s with that write still under way, and restarts with the old bound: it holds joins only
- * until that bound passes. Y starts on an empty data dir, so p0's bound alone holds it. Had p0 counted the write under way, it would have echoed on, X's
- * lease would outlast the old bound, and Y would be granted L while X holds it. Returns
+ * until that bound passes. Y starts on an empty data dir, so p0's bound alone holds it. Had
+ * p0 counted the write under way, it would have echoed on, X's lease would outlast the old bound, and Y would be granted L while X holds it. Returns
  * whether X's lease held just before the crash and whether Y held L at 4 s.
  */
 export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: readonly string[]; xLeasedAtCrash: boolean; yGranted: boolean; transcript: readonly string[] } {
   const parts = quietWorld(2, mutant);
-  const { cluster, clients, net, queue, time } = parts;
-  cluster.hostOf(0).disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
-  runUntil(parts, 1000);
-  const x = cluster.processes(1)[0];
-  if (x === undefined) throw new Error('no p1');
-  const held = clients.acquire(x, 'L', exclusive, false, true);
-  runUntil(parts, 1050);
-  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
-  runUntil(parts, 2700);
-  const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
-  cluster.crash(0);
-  cluster.restart(0);
-  // Y starts on a fresh data dir (a replaced VM): the bound of X's own echoes holds nobody.
-  cluster.hostOf(1).disk.lose();
-  cluster.restart(1, { duplicate: true });
-  net.stallProcess(x.proc, 0, 30_000);
-  const y = cluster.processes(1)[1];
-  if (y === undefined) throw new Error('no twin');
-  const asked = clients.acquire(y, 'L', exclusive, false, true);
+  const { queue, time } = parts;
+  parts.cluster.hostOf(0).disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+  const { asked, xLeasedAtCrash } = echoerRestartsBesideTwin(parts, { crashAtMs: 2700, freshTwinDisk: true });
   runUntil(parts, 4000);
   const yGranted = asked.state === 'held';
   // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
