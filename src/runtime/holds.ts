@@ -6,6 +6,7 @@
 import type { EndReason, Mode, RequestPart, RequestSpec } from '../core/types.js';
 import type { Timer } from '../env.js';
 import type { LockError } from '../errors.js';
+import { RecentMap } from '../recent-map.js';
 
 /** What a client asks for, validated: the request's fields (`RequestSpec`) and how to hold it. */
 export interface AcquireOptions extends Omit<RequestSpec, 'requestedAtMs'> {
@@ -95,19 +96,11 @@ export interface LocalRequest {
 export class LocalRequests {
   readonly #byId = new Map<string, LocalRequest>();
   readonly #byRef = new Map<number, LocalRequest>();
-  readonly #ended = new Map<string, EndReason>();
-  /**
-   * The remembered ended ids in the order they ended, a ring: the next slot holds the oldest.
-   * Not `#ended.keys().next()`: a Map keeps the entries deleted from its front as holes until
-   * it rehashes, and each of those calls walks them, about 7 us per finish at 10,000 ids, 140 ms
-   * of one event-loop stretch when 19,000 waiters leave at once (bench (f), issue 15).
-   */
-  readonly #endedOrder: (string | undefined)[];
-  #endedNext = 0;
+  readonly #ended: RecentMap<string, EndReason>;
 
   /** `endedMax`: how many ended ids are remembered, the oldest forgotten first. */
   constructor(endedMax: number) {
-    this.#endedOrder = new Array<string | undefined>(endedMax).fill(undefined);
+    this.#ended = new RecentMap(endedMax);
   }
 
   /** How many are live. */
@@ -144,14 +137,6 @@ export class LocalRequests {
   /** `req` is live no more; why it ended is remembered. */
   finish(req: LocalRequest, reason: EndReason): void {
     this.forget(req);
-    if (this.#ended.has(req.id)) {
-      this.#ended.set(req.id, reason);
-      return;
-    }
-    const oldest = this.#endedOrder[this.#endedNext];
-    if (oldest !== undefined) this.#ended.delete(oldest);
-    this.#endedOrder[this.#endedNext] = req.id;
-    this.#endedNext = (this.#endedNext + 1) % this.#endedOrder.length;
     this.#ended.set(req.id, reason);
   }
 

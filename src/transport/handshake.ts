@@ -19,6 +19,7 @@ import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { ErrorCode, LockError } from '../errors.js';
 import type { Incarnation } from '../core/types.js';
+import { RecentMap } from '../recent-map.js';
 import type { AuthFrame, ChallengeFrame, HelloFrame, WelcomeFrame } from './codec.js';
 import { protocolVersion } from './codec.js';
 import type { IncarnationRefusal } from './incarnations.js';
@@ -96,11 +97,10 @@ function sameMac(expected: Buffer, got: Uint8Array): boolean {
 
 /** Dialer nonces of accepted handshakes, remembered (bounded) to name replays as such. */
 export class NonceBook {
-  readonly #seen = new Set<string>();
-  readonly #max: number;
+  readonly #seen: RecentMap<string, true>;
 
   constructor(max: number) {
-    this.#max = max;
+    this.#seen = new RecentMap(max);
   }
 
   has(nonce: Uint8Array): boolean {
@@ -109,11 +109,7 @@ export class NonceBook {
 
   /** Remembers `nonce`, forgetting the oldest beyond the bound (a forgotten replay still fails its MAC). */
   add(nonce: Uint8Array): void {
-    this.#seen.add(hex(nonce));
-    if (this.#seen.size > this.#max) {
-      const oldest = this.#seen.values().next();
-      if (oldest.done !== true) this.#seen.delete(oldest.value);
-    }
+    this.#seen.set(hex(nonce), true);
   }
 }
 
