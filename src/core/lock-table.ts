@@ -47,6 +47,13 @@ export interface GrantDecision {
   readonly grant: boolean;
 }
 
+/** Adds `ts` to the timestamps of `lock` in `stamps` (for `LockTable.removeStamps`). */
+export function addStamp(stamps: Map<string, Set<number>>, lock: string, ts: number): void {
+  const set = stamps.get(lock);
+  if (set === undefined) stamps.set(lock, new Set([ts]));
+  else set.add(ts);
+}
+
 /** The queues of every lock one peer knows of, and the requests of its own clients. */
 export class LockTable {
   readonly #self: number;
@@ -119,16 +126,21 @@ export class LockTable {
       this.#own.delete(own.ref);
       if (own.state === 'waiting') this.stopWaiting(own);
       this.#ownByTs.delete(own.ts);
-      for (const { lock } of own.parts) {
-        const set = stamps.get(lock) ?? new Set<number>();
-        set.add(own.ts);
-        stamps.set(lock, set);
-      }
+      for (const { lock } of own.parts) addStamp(stamps, lock, own.ts);
     }
+    this.removeStamps(this.#self, stamps);
+  }
+
+  /**
+   * Removes the requests of `peer` with the given timestamps, per lock, in one pass over each
+   * queue: thousands of RELEASEs in one packet (19,000 waiters leaving at once, bench (f)) cost
+   * one pass, not one splice in the middle of the queue each (issue 15).
+   */
+  removeStamps(peer: number, stamps: ReadonlyMap<string, ReadonlySet<number>>): void {
     for (const [lock, set] of stamps) {
       const queue = this.#queues.get(lock);
       if (queue === undefined) continue;
-      queue.removeStamps(this.#self, set);
+      queue.removeStamps(peer, set);
       if (queue.size === 0) this.#queues.delete(lock);
     }
   }

@@ -11,8 +11,8 @@ import { EffectBuffer } from './effects.js';
 import type { MachineFaults } from './faults.js';
 import { noFaults } from './faults.js';
 import type { OwnRequest, QueueEntry } from './lock-table.js';
-import { LockTable } from './lock-table.js';
-import type { Packet, PeerMessage } from './messages.js';
+import { LockTable, addStamp } from './lock-table.js';
+import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage } from './messages.js';
 import { PeerView } from './peer-view.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
@@ -224,8 +224,16 @@ export class Machine {
     this.#peers.heard(from, packet.c, packet.u !== true || this.#faults.syncOnUnready);
     if (!wasSynced && this.synced) this.#issuePending();
     const touched = new Set<string>();
+    // A run of RELEASEs is removed at once, before the next REQUEST or META and at the end:
+    // every other message sees the queues as one removal at a time would have left them.
+    const released: ReleaseMessage[] = [];
     for (const msg of packet.m) {
       touched.add(msg.lock);
+      if (msg.t === 'rel') {
+        released.push(msg);
+        continue;
+      }
+      this.#removeReleased(from, released);
       if (msg.t === 'req') {
         const request = fromRequestMessage(msg, from);
         this.#locks.insert(request);
@@ -235,16 +243,27 @@ export class Machine {
         // lets it in is later than it, and reaches j first (docs/design.md section 3, rule 2);
         // unless it is a no-wait one, which j decides on the acks.
         if (this.ackReady && (msg.nw === true || !this.#locks.blockedBy(request, this.self, limits.ackSkipScanMax))) this.#out.ack(from);
-      } else if (msg.t === 'meta') {
-        this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);
       } else {
-        this.#locks.remove(msg.lock, msg.ts, from);
+        this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);
       }
     }
+    this.#removeReleased(from, released);
     // Condition (a) depends on the smallest lastTs only: when it moved, every waiting lock
     // may now pass; otherwise only the locks this packet touched can change.
     if (this.#peers.minLastTs() > minBefore) for (const lock of this.#locks.waitingLocks()) touched.add(lock);
     for (const lock of touched) this.#recheck(lock);
+  }
+
+  /** Removes the requests of `from` that `released` names, and empties it. */
+  #removeReleased(from: number, released: ReleaseMessage[]): void {
+    const only = released.length === 1 ? released[0] : undefined;
+    if (only !== undefined) this.#locks.remove(only.lock, only.ts, from);
+    else if (released.length > 1) {
+      const stamps = new Map<string, Set<number>>();
+      for (const { lock, ts } of released) addStamp(stamps, lock, ts);
+      this.#locks.removeStamps(from, stamps);
+    }
+    released.length = 0;
   }
 
   #onJoined(peer: number, inc: Incarnation, clock: number): void {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
-import type { RequestMessage } from '../../src/core/messages.js';
+import type { PeerMessage, RequestMessage } from '../../src/core/messages.js';
 import { tokenOf } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
 import { Net, outcomes, spec } from './harness.js';
@@ -402,5 +402,34 @@ describe('Machine: meta', () => {
     net.release(0, 1);
     net.settle();
     expect(net.machine(1).queue('leader').map((e) => e.meta)).toEqual([null]);
+  });
+});
+
+describe('Machine: RELEASEs in one packet', () => {
+  it('removes a run of RELEASEs at once, and every REQUEST and META between them sees the queues one removal at a time would leave', () => {
+    const inc = { startMs: 1, nonce: 1 };
+    const req = (lock: string, ts: number): RequestMessage => ({ t: 'req', lock, ts, mode: 'exclusive', limit: 1, permits: 1, owner: `o${ts}`, meta: null, at: 0 });
+    const rel = (lock: string, ts: number): PeerMessage => ({ t: 'rel', lock, ts });
+    const queued = [...Array.from({ length: 40 }, (_, i) => req('a', i + 1)), ...Array.from({ length: 20 }, (_, i) => req('b', i + 41))];
+    const mixed: PeerMessage[] = [
+      rel('a', 5), rel('a', 1), rel('b', 45), rel('a', 40), rel('zz', 3), // a run over two locks, one never queued
+      { t: 'meta', lock: 'a', ts: 7, meta: { value: 'm7' } },
+      rel('a', 7), req('a', 61), rel('a', 61), rel('b', 41), rel('b', 41), // a request released in the packet that brought it, a duplicate
+      req('b', 62), rel('a', 20),
+    ];
+    const fresh = (): Machine => {
+      const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+      m.step({ type: 'joined', peer: 1, inc, clock: 0 });
+      m.step({ type: 'packet', from: 1, inc, packet: { c: 61, m: queued } });
+      return m;
+    };
+    const batched = fresh();
+    batched.step({ type: 'packet', from: 1, inc, packet: { c: 63, m: mixed } });
+    const oneByOne = fresh();
+    mixed.forEach((msg) => oneByOne.step({ type: 'packet', from: 1, inc, packet: { c: 63, m: [msg] } }));
+    const view = (m: Machine): unknown => ['a', 'b', 'zz'].map((lock) => m.queue(lock).map((e) => [e.ts, e.meta]));
+    expect(view(batched)).toEqual(view(oneByOne));
+    expect(batched.queue('a').map((e) => e.ts)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1).filter((ts) => ![1, 5, 7, 20, 40].includes(ts)));
+    expect(batched.queue('b').map((e) => e.ts)).toEqual([42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 62]);
   });
 });
