@@ -12,6 +12,7 @@ import type { MachineFaults } from './faults.js';
 import { noFaults } from './faults.js';
 import type { OwnRequest, QueueEntry } from './lock-table.js';
 import { LockTable, addStamp } from './lock-table.js';
+import { removeOneByOneMax } from './request-queue.js';
 import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage } from './messages.js';
 import { PeerView } from './peer-view.js';
@@ -254,11 +255,11 @@ export class Machine {
     for (const lock of touched) this.#recheck(lock);
   }
 
-  /** Removes the requests of `from` that `released` names, and empties it. */
+  /** Removes the requests of `from` that `released` names, and empties it: one by one when they are few. */
   #removeReleased(from: number, released: ReleaseMessage[]): void {
-    const only = released.length === 1 ? released[0] : undefined;
-    if (only !== undefined) this.#locks.remove(only.lock, only.ts, from);
-    else if (released.length > 1) {
+    if (released.length < removeOneByOneMax) {
+      for (const { lock, ts } of released) this.#locks.remove(lock, ts, from);
+    } else {
       const stamps = new Map<string, Set<number>>();
       for (const { lock, ts } of released) addStamp(stamps, lock, ts);
       this.#locks.removeStamps(from, stamps);

@@ -6,6 +6,13 @@
 import { assert } from '../assert.js';
 import type { QueuedRequest } from './types.js';
 
+/**
+ * Below this many removals at once, `removeStamps` splices each: measured on a queue of 5,700
+ * (bench (f): 57,000 waiters on 10 locks), 4 at a time took 2.5 ms per 5,700 removals spliced
+ * against 9.4 compacted, 64 at a time 1.7 against 1.6.
+ */
+export const removeOneByOneMax = 64;
+
 /** Maps a peer index to its tie-break rank; the identity in every correct cluster. */
 export type PeerRank = (peer: number) => number;
 
@@ -83,16 +90,36 @@ export class RequestQueue {
   }
 
   /**
-   * Removes the requests of `peer` whose timestamps are in `stamps`, in one pass; returns how
-   * many. A lease lost under thousands of our waiters drops them all in one step, and one
-   * `remove` each (a splice in the middle of the queue) made that step quadratic.
+   * Removes the requests of `peer` whose timestamps are in `stamps`; returns how many. A few
+   * are spliced out one by one (a splice moves the tail natively, which is cheapest then);
+   * from `removeOneByOneMax` on, the queue is compacted once from the first of them, so each
+   * item moves at most once: a lease lost under thousands of our waiters, or thousands of
+   * RELEASEs in one packet, made one splice each quadratic (issue 15).
    */
   removeStamps(peer: number, stamps: ReadonlySet<number>): number {
-    const before = this.#items.length;
-    let w = 0;
-    for (const item of this.#items) if (item.peer !== peer || !stamps.has(item.ts)) this.#items[w++] = item;
-    this.#items.length = w;
-    return before - w;
+    const found: number[] = [];
+    for (const ts of stamps) {
+      const i = this.indexOf(ts, peer);
+      if (i >= 0) found.push(i);
+    }
+    found.sort((a, b) => a - b);
+    const items = this.#items;
+    if (found.length < removeOneByOneMax) {
+      for (let j = found.length - 1; j >= 0; j--) items.splice(found[j] ?? items.length, 1);
+      return found.length;
+    }
+    const first = found[0] ?? items.length;
+    let w = first;
+    let next = 0;
+    for (let r = first; r < items.length; r++) {
+      if (r === found[next]) {
+        next++;
+        continue;
+      }
+      items[w++] = items[r] as QueuedRequest;
+    }
+    items.length = w;
+    return found.length;
   }
 
   /** Removes every request of one peer (restart or eviction); returns how many. */

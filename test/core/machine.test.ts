@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
+import { removeOneByOneMax } from '../../src/core/request-queue.js';
 import type { PeerMessage, RequestMessage } from '../../src/core/messages.js';
 import { tokenOf } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
@@ -411,11 +412,18 @@ describe('Machine: RELEASEs in one packet', () => {
     const req = (lock: string, ts: number): RequestMessage => ({ t: 'req', lock, ts, mode: 'exclusive', limit: 1, permits: 1, owner: `o${ts}`, meta: null, at: 0 });
     const rel = (lock: string, ts: number): PeerMessage => ({ t: 'rel', lock, ts });
     const queued = [...Array.from({ length: 40 }, (_, i) => req('a', i + 1)), ...Array.from({ length: 20 }, (_, i) => req('b', i + 41))];
+    const longRun = [
+      ...Array.from({ length: 30 }, (_, i) => rel('a', 30 - i)), // a run longer than removeOneByOneMax: one pass per lock
+      ...Array.from({ length: 20 }, (_, i) => rel('b', 41 + i)),
+      ...Array.from({ length: 16 }, (_, i) => rel('zz', i + 1)), // never queued
+    ];
+    expect(longRun.length).toBeGreaterThanOrEqual(removeOneByOneMax);
     const mixed: PeerMessage[] = [
-      rel('a', 5), rel('a', 1), rel('b', 45), rel('a', 40), rel('zz', 3), // a run over two locks, one never queued
-      { t: 'meta', lock: 'a', ts: 7, meta: { value: 'm7' } },
-      rel('a', 7), req('a', 61), rel('a', 61), rel('b', 41), rel('b', 41), // a request released in the packet that brought it, a duplicate
-      req('b', 62), rel('a', 20),
+      ...longRun,
+      { t: 'meta', lock: 'a', ts: 35, meta: { value: 'm35' } },
+      { t: 'meta', lock: 'a', ts: 37, meta: { value: 'm37' } },
+      rel('a', 35), req('a', 61), rel('a', 61), rel('b', 41), rel('b', 41), // a request released in the packet that brought it, a duplicate
+      req('b', 62), rel('a', 36),
     ];
     const fresh = (): Machine => {
       const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
@@ -429,7 +437,7 @@ describe('Machine: RELEASEs in one packet', () => {
     mixed.forEach((msg) => oneByOne.step({ type: 'packet', from: 1, inc, packet: { c: 63, m: [msg] } }));
     const view = (m: Machine): unknown => ['a', 'b', 'zz'].map((lock) => m.queue(lock).map((e) => [e.ts, e.meta]));
     expect(view(batched)).toEqual(view(oneByOne));
-    expect(batched.queue('a').map((e) => e.ts)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1).filter((ts) => ![1, 5, 7, 20, 40].includes(ts)));
-    expect(batched.queue('b').map((e) => e.ts)).toEqual([42, 43, 44, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 62]);
+    expect(batched.queue('a').map((e) => [e.ts, e.meta?.['value'] ?? null])).toEqual([[31, null], [32, null], [33, null], [34, null], [37, 'm37'], [38, null], [39, null], [40, null]]);
+    expect(batched.queue('b').map((e) => e.ts)).toEqual([62]);
   });
 });

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RequestQueue, compareRequests } from '../../src/core/request-queue.js';
+import { RequestQueue, compareRequests, removeOneByOneMax } from '../../src/core/request-queue.js';
 import type { QueuedRequest } from '../../src/core/types.js';
 import { testSeed } from '../support/seed.js';
 
@@ -90,6 +90,33 @@ describe('RequestQueue (property)', () => {
       }),
       { seed, numRuns: 300 },
     );
+  });
+
+  it('removes many stamps at once (past removeOneByOneMax, compacted in one pass) as the model does', () => {
+    const seed = testSeed('RequestQueue many stamps');
+    const wide = fc.integer({ min: 0, max: 4 * removeOneByOneMax });
+    // Stamps: most of them queued (a subset of the inserted timestamps), some not.
+    const drawn = fc.uniqueArray(wide, { minLength: 3 * removeOneByOneMax, maxLength: 4 * removeOneByOneMax })
+      .chain((inserted) => fc.tuple(fc.constant(inserted), fc.subarray(inserted, { minLength: 2 * removeOneByOneMax }), fc.array(wide, { maxLength: 8 })));
+    let compacted = 0;
+    fc.assert(
+      fc.property(drawn, peer, ([inserted, some, extra], by) => {
+        const stamps = [...some, ...extra];
+        const q = new RequestQueue(identity);
+        const model: Array<[number, number]> = [];
+        // Most requests are `by`'s, so that the stamps find many; every third another peer's.
+        const ops: Op[] = [...inserted.map((t): Op => ({ op: 'insert', ts: t, peer: t % 3 === 0 ? (by + 1) % 4 : by })), { op: 'removeStamps', peer: by, stamps }];
+        let removed: unknown = 0;
+        for (const op of ops) {
+          removed = queueApply(q, op);
+          expect(removed).toEqual(modelApply(model, op));
+        }
+        if (typeof removed === 'number' && removed >= removeOneByOneMax) compacted++;
+        expect(q.items.map((r) => [r.ts, r.peer])).toEqual([...model].sort((a, b) => a[0] - b[0] || a[1] - b[1]));
+      }),
+      { seed, numRuns: 200 },
+    );
+    expect(compacted).toBeGreaterThan(20); // the one-pass branch ran, not only the splices
   });
 
   it('orders by timestamp first, then by peer rank', () => {
