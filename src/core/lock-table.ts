@@ -132,9 +132,9 @@ export class LockTable {
   }
 
   /**
-   * Removes the requests of `peer` with the given timestamps, per lock, in one pass over each
-   * queue: thousands of RELEASEs in one packet (19,000 waiters leaving at once, bench (f)) cost
-   * one pass, not one splice in the middle of the queue each (issue 15).
+   * Removes the requests of `peer` with the given timestamps, per lock
+   * ([`RequestQueue.removeStamps`](./request-queue.ts): thousands from one queue cost one pass
+   * over it, not one splice in its middle each; issue 15, bench (f)).
    */
   removeStamps(peer: number, stamps: ReadonlyMap<string, ReadonlySet<number>>): void {
     for (const [lock, set] of stamps) {
