@@ -1,10 +1,11 @@
 /**
  * `npm run bench:floor`: part (g) of `npm run bench` alone (issue 15). A 3-peer lamport-lock
- * cluster and the 3-process floor (bench/floor-peer.ts), in turns, each in steady state; prints
- * the CPU, the ratios against the floor, then every round's absolute figures (bench/floor.ts).
+ * cluster and the 3-process floor (bench/floor-peer.ts), each warmed to steady state, then in
+ * pairs of short windows; prints the CPU, the ratios against the floor, then every pair's
+ * absolute figures (bench/floor.ts).
  *
- * npm run build && node dist/bench/cpu-floor.js [--rounds 3] [--seconds 10] [--connections 32]
- *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 3] [--profile DIR] [--json FILE] [--server-nice 0]
+ * npm run build && node dist/bench/cpu-floor.js [--pairs 12] [--seconds 3] [--connections 32]
+ *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 1.5] [--profile DIR] [--json FILE] [--server-nice 0]
  */
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -25,14 +26,14 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
   const z = fullFloor;
   const args = yargs(hideBin([...argv]))
     .scriptName('npm run bench:floor --')
-    .option('rounds', { type: 'number', default: z.rounds, describe: 'rounds, each measuring lamport-lock and the floor' })
-    .option('seconds', { type: 'number', default: z.measureMs / 1000, describe: 'measured window of each system, s' })
+    .option('pairs', { type: 'number', default: z.pairs, describe: 'measured pairs, each loading lamport-lock and the floor in turn' })
+    .option('seconds', { type: 'number', default: z.measureMs / 1000, describe: 'measured window of each system in a pair, s' })
     .option('connections', { type: 'number', default: z.connections, describe: 'concurrent acquire+release loops on distinct names' })
     .option('window', { type: 'number', default: z.windowMs / 1000, describe: 'warm-up window, s' })
     .option('warmup-min', { type: 'number', default: z.warmupMinMs / 1000, describe: 'shortest warm-up, s' })
     .option('warmup-max', { type: 'number', default: z.warmupMaxMs / 1000, describe: 'no warm-up window starts past this, s (reported when reached)' })
     .option('settle', { type: 'number', default: z.settledWithin * 100, describe: 'settled: two consecutive windows\' CPU per op within this %' })
-    .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, s' })
+    .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, per system and pair, s' })
     .option('profile', { type: 'string', describe: 'the peers and the floor\'s processes write V8 CPU profiles into DIR/lamport-lock and DIR/floor when they stop (open them in Chrome\'s DevTools, or summarise them with bench/profile-summary.ts)' })
     .option('json', { type: 'string', describe: 'also write the figures as JSON to FILE' })
     .option('server-nice', { type: 'number', default: 0, describe: 'nice value of the peers and the floor\'s processes (default 0: the priority of the load generator)' })
@@ -41,7 +42,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     .parseSync();
   const peerBin = fileURLToPath(new URL('../bin/lamport-peer.js', import.meta.url));
   const opts: FloorOptions = {
-    rounds: Math.max(1, Math.floor(args.rounds)),
+    pairs: Math.max(1, Math.floor(args.pairs)),
     connections: Math.max(1, Math.floor(args.connections)),
     windowMs: args.window * 1000,
     warmupMinMs: args['warmup-min'] * 1000,

@@ -1,10 +1,14 @@
 /**
  * Peer CPU per operation against the floor (issue 15): a 3-peer lamport-lock cluster and the
  * 3-process floor (bench/floor-peer.ts: the message pattern of an acquire and a release, no
- * algorithm), measured in turns in the same run, each in steady state (bench/steady-state.ts).
- * The ratios lamport-lock / floor are taken per round, from figures minutes apart at most,
- * and the report gives their median: the host's other load moves both sides of a round alike,
- * while absolute figures hold only for the CPU they were measured on, which is named.
+ * algorithm). Each is warmed until its CPU per operation settles (bench/steady-state.ts); then
+ * both are measured in pairs of short windows, one system after the other, the order
+ * alternating: a ratio lamport-lock / floor per pair, from figures seconds apart, and the
+ * report gives their median. This host's speed drifts by 10-30% within minutes (other guests,
+ * frequency); rounds of a warm-up and a 10 s window per system, as before, put up to a minute
+ * between the two sides of a ratio and spread one run's ratios from 1.10 to 1.56. A system's
+ * CPU in a pair is counted over both windows, so what it spends while the other one is
+ * measured (heartbeats, timers, a collection that finishes late) counts against it.
  *
  * Used by `npm run bench` as part (g) and by `npm run bench:floor` alone.
  */
@@ -14,13 +18,13 @@ import type { PeerStart, RunningTarget } from './floor-system.js';
 import type { ProcessGroup } from './procs.js';
 import { spread } from './stats.js';
 import type { Spread } from './stats.js';
-import { measureSteady } from './steady-state.js';
-import type { SteadyOptions, SteadyRun } from './steady-state.js';
+import { countersOf, latencyP50, loadWindow, warmUntilSettled } from './steady-state.js';
+import type { Counters, LoadTarget, PairRun, SteadyOptions, WarmUp, Window } from './steady-state.js';
 
 /** Sizes of one floor measurement; `--quick` shrinks them. */
 export interface FloorSizes extends SteadyOptions {
-  /** Rounds; each measures both systems, the first alternating between them. */
-  readonly rounds: number;
+  /** Measured pairs, after both warm-ups; lamport-lock first in odd pairs, the floor in even ones. */
+  readonly pairs: number;
 }
 
 /** Everything measureAgainstFloor needs. */
@@ -29,7 +33,7 @@ export interface FloorOptions extends FloorSizes, PeerStart {
   readonly progress?: (text: string) => void;
 }
 
-/** lamport-lock / floor of one round, or of the medians. */
+/** lamport-lock / floor of one pair, or of the medians. */
 export interface FloorRatios {
   /** Peer CPU per acquire+release; lower is better, 1 is the floor. */
   readonly cpuPerOp: number;
@@ -40,15 +44,15 @@ export interface FloorRatios {
 }
 
 /** Both systems measured once, one after the other. */
-export interface FloorRound {
-  readonly round: number;
+export interface FloorPair {
+  readonly pair: number;
   readonly first: 'lamport-lock' | 'floor';
-  readonly lamport: SteadyRun;
-  readonly floor: SteadyRun;
+  readonly lamport: PairRun;
+  readonly floor: PairRun;
   readonly ratios: FloorRatios;
 }
 
-/** The absolute figures of one system over the rounds. */
+/** The absolute figures of one system over the pairs. */
 export interface FloorSpreads {
   readonly opsPerS: Spread;
   readonly cpuMsPerOp: Spread;
@@ -64,8 +68,10 @@ export interface FloorFigures {
   /** The host's 1-minute load average before and after: how busy it was besides the run. */
   readonly loadAverage: { readonly start: number; readonly end: number };
   readonly sizes: FloorSizes;
-  readonly rounds: readonly FloorRound[];
-  /** Per-round ratios, median (min–max) over the rounds. */
+  /** Each system's warm-up, before the first pair. */
+  readonly warmUps: { readonly lamport: WarmUp; readonly floor: WarmUp };
+  readonly pairs: readonly FloorPair[];
+  /** Per-pair ratios, median (min–max) over the pairs. */
   readonly ratios: { readonly [K in keyof FloorRatios]: Spread };
   readonly lamport: FloorSpreads;
   readonly floor: FloorSpreads;
@@ -73,48 +79,80 @@ export interface FloorFigures {
   readonly unsettledWarmUps: number;
 }
 
-function ratiosOf(lamport: SteadyRun, floor: SteadyRun): FloorRatios {
+function ratiosOf(lamport: PairRun, floor: PairRun): FloorRatios {
   return { cpuPerOp: lamport.cpuMsPerOp / floor.cpuMsPerOp, throughput: lamport.opsPerS / floor.opsPerS, p50: lamport.p50Ms / floor.p50Ms };
 }
 
-function spreadsOf(runs: readonly SteadyRun[]): FloorSpreads {
+function spreadsOf(runs: readonly PairRun[]): FloorSpreads {
   return { opsPerS: spread(runs.map((r) => r.opsPerS)), cpuMsPerOp: spread(runs.map((r) => r.cpuMsPerOp)), p50Ms: spread(runs.map((r) => r.p50Ms)) };
 }
 
-/** One round: both systems in steady state, lamport-lock first in odd rounds, the floor first in even ones. */
-async function measureRound(round: number, lamport: RunningTarget, floor: RunningTarget, opts: FloorOptions): Promise<FloorRound> {
-  const first = round % 2 === 1 ? 'lamport-lock' : 'floor';
-  const runs = new Map<string, SteadyRun>();
-  for (const sys of first === 'lamport-lock' ? [lamport, floor] : [floor, lamport]) {
-    opts.progress?.(`(g) round ${round}/${opts.rounds}: ${sys.target.name}, warm-up until CPU per op settles, then ${opts.measureMs / 1000} s measured`);
-    const run = await measureSteady(sys.target, opts);
-    runs.set(sys.target.name, run);
-  }
-  const l = runs.get('lamport-lock');
-  const f = runs.get('floor');
-  if (l === undefined || f === undefined) throw new Error('a round measured only one system');
-  return { round, first, lamport: l, floor: f, ratios: ratiosOf(l, f) };
+function pairRun(w: Window, before: Counters, after: Counters, p50Ms: number): PairRun {
+  const perOp = (v: number): number => (w.ops === 0 ? Number.NaN : v / w.ops);
+  return {
+    ops: w.ops,
+    opsPerS: (w.ops * 1000) / w.ms,
+    cpuMsPerOp: perOp(after.cpuMs - before.cpuMs),
+    coresBusy: w.cpuMs / w.ms,
+    readsPerOp: perOp(after.reads - before.reads),
+    writesPerOp: perOp(after.writes - before.writes),
+    p50Ms,
+  };
 }
 
-function figuresOf(opts: FloorOptions, rounds: readonly FloorRound[], loadStart: number): FloorFigures {
-  const pick = (k: keyof FloorRatios): Spread => spread(rounds.map((r) => r.ratios[k]));
+/**
+ * One pair: both systems' load windows, one after the other, then both systems' one-connection
+ * p50 in the same order. CPU and system calls are read for both systems before the first
+ * window and after the second.
+ */
+async function measurePair(pair: number, lamport: LoadTarget, floor: LoadTarget, opts: FloorOptions): Promise<FloorPair> {
+  const first = pair % 2 === 1 ? 'lamport-lock' : 'floor';
+  const order = first === 'lamport-lock' ? [lamport, floor] : [floor, lamport];
+  opts.progress?.(`(g) pair ${pair}/${opts.pairs}: ${order.map((t) => t.name).join(' then ')}, ${opts.measureMs / 1000} s each`);
+  const before = new Map(order.map((t) => [t.name, countersOf(t)]));
+  const windows = new Map<string, Window>();
+  for (const t of order) windows.set(t.name, await loadWindow(t, opts.connections, opts.measureMs, `pair${pair}`));
+  const after = new Map(order.map((t) => [t.name, countersOf(t)]));
+  const p50 = new Map<string, number>();
+  for (const t of order) p50.set(t.name, await latencyP50(t, opts.latencyMs, `p50-${pair}`));
+  const run = (t: LoadTarget): PairRun => {
+    const w = windows.get(t.name);
+    const b = before.get(t.name);
+    const a = after.get(t.name);
+    const p = p50.get(t.name);
+    if (w === undefined || b === undefined || a === undefined || p === undefined) throw new Error(`pair ${pair} did not measure ${t.name}`);
+    return pairRun(w, b, a, p);
+  };
+  const l = run(lamport);
+  const f = run(floor);
+  return { pair, first, lamport: l, floor: f, ratios: ratiosOf(l, f) };
+}
+
+function figuresOf(opts: FloorOptions, warmUps: FloorFigures['warmUps'], pairs: readonly FloorPair[], loadStart: number): FloorFigures {
+  const pick = (k: keyof FloorRatios): Spread => spread(pairs.map((r) => r.ratios[k]));
   const { progress: _progress, peerBin: _peerBin, profileDir: _profileDir, ...sizes } = opts;
   return {
     cpu: hostCpuName(),
     cpuSource: cpuTimeSource,
     loadAverage: { start: loadStart, end: loadAverage1m() },
     sizes,
-    rounds,
+    warmUps,
+    pairs,
     ratios: { cpuPerOp: pick('cpuPerOp'), throughput: pick('throughput'), p50: pick('p50') },
-    lamport: spreadsOf(rounds.map((r) => r.lamport)),
-    floor: spreadsOf(rounds.map((r) => r.floor)),
-    unsettledWarmUps: rounds.flatMap((r) => [r.lamport, r.floor]).filter((r) => !r.warmUp.settled).length,
+    lamport: spreadsOf(pairs.map((r) => r.lamport)),
+    floor: spreadsOf(pairs.map((r) => r.floor)),
+    unsettledWarmUps: [warmUps.lamport, warmUps.floor].filter((w) => !w.settled).length,
   };
 }
 
+async function warm(t: RunningTarget, opts: FloorOptions): Promise<WarmUp> {
+  opts.progress?.(`(g) ${t.target.name}: warm-up until CPU per op settles`);
+  return warmUntilSettled(t.target, opts);
+}
+
 /**
- * Starts a 3-peer cluster and the 3-process floor in `group`, measures both `opts.rounds`
- * times in turns, stops both, and returns every round with the ratios.
+ * Starts a 3-peer cluster and the 3-process floor in `group`, warms both, measures them in
+ * `opts.pairs` pairs, stops both, and returns every pair with the ratios.
  */
 export async function measureAgainstFloor(group: ProcessGroup, opts: FloorOptions): Promise<FloorFigures> {
   const loadStart = loadAverage1m();
@@ -122,9 +160,10 @@ export async function measureAgainstFloor(group: ProcessGroup, opts: FloorOption
   try {
     const floor = await startFloor(group, opts);
     try {
-      const rounds: FloorRound[] = [];
-      for (let r = 1; r <= opts.rounds; r++) rounds.push(await measureRound(r, lamport, floor, opts));
-      return figuresOf(opts, rounds, loadStart);
+      const warmUps = { lamport: await warm(lamport, opts), floor: await warm(floor, opts) };
+      const pairs: FloorPair[] = [];
+      for (let p = 1; p <= opts.pairs; p++) pairs.push(await measurePair(p, lamport.target, floor.target, opts));
+      return figuresOf(opts, warmUps, pairs, loadStart);
     } finally {
       await floor.stop();
     }

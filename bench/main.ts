@@ -185,7 +185,7 @@ async function runMemory(state: RunState, sizes: MemorySizes): Promise<void> {
 
 /** (g): a fresh 3-peer cluster and the 3-process floor, in turns, each in steady state. */
 async function runFloor(state: RunState, sizes: FloorSizes): Promise<void> {
-  progress(`(g) CPU per operation against the floor: ${sizes.rounds} round(s), 3 peers and the 3-process floor in turns`);
+  progress(`(g) CPU per operation against the floor: 3 peers and the 3-process floor warmed, then ${sizes.pairs} pair(s) of windows in turns`);
   const floor = await measureAgainstFloor(state.group, { ...sizes, peerBin: peerBinOf(state), progress });
   state.floor = floor;
   if (floor.unsettledWarmUps > 0) {

@@ -42,10 +42,10 @@ const quickSizes: Sizes = {
 };
 /** (g) in a full run, and `npm run bench:floor` by default. */
 export const fullFloor: FloorSizes = {
-  rounds: 3, connections: 32, windowMs: 2000, warmupMinMs: 6000, warmupMaxMs: 30_000, settledWithin: 0.05, measureMs: 10_000, latencyMs: 3000,
+  pairs: 12, connections: 32, windowMs: 2000, warmupMinMs: 6000, warmupMaxMs: 30_000, settledWithin: 0.05, measureMs: 3000, latencyMs: 1500,
 };
 const quickFloor: FloorSizes = {
-  rounds: 1, connections: 32, windowMs: 2000, warmupMinMs: 4000, warmupMaxMs: 20_000, settledWithin: 0.05, measureMs: 3000, latencyMs: 1500,
+  pairs: 3, connections: 32, windowMs: 2000, warmupMinMs: 4000, warmupMaxMs: 20_000, settledWithin: 0.05, measureMs: 2000, latencyMs: 1000,
 };
 const fullMemory: MemorySizes = { idleNames: 100_000, waiters: 100_000, heldLocks: 10 };
 const quickMemory: MemorySizes = { idleNames: 20_000, waiters: 10_000, heldLocks: 10 };
@@ -54,13 +54,13 @@ const quickMemory: MemorySizes = { idleNames: 20_000, waiters: 10_000, heldLocks
 export function parseOptions(argv: readonly string[]): BenchOptions {
   const args = yargs(hideBin([...argv]))
     .scriptName('npm run bench --')
-    .option('quick', { type: 'boolean', default: false, describe: 'smaller sizes: 3 runs, 1.5 s each, 3 and 5 peers, one short floor round' })
+    .option('quick', { type: 'boolean', default: false, describe: 'smaller sizes: 3 runs, 1.5 s each, 3 and 5 peers, 3 short floor pairs' })
     .option('runs', { type: 'number', describe: 'runs per figure (median, min, max are over these)' })
     .option('peers', { type: 'string', describe: 'comma-separated cluster sizes for (d), e.g. 3,5,7,9' })
     .option('systems', { type: 'string', default: systemNames.join(','), describe: 'which of lamport-lock,etcd,redis to run' })
     .option('memory', { type: 'boolean', default: true, describe: 'run (f), the memory measurement (--no-memory to skip)' })
     .option('floor', { type: 'boolean', default: true, describe: 'run (g), CPU per operation against the same-run floor (--no-floor to skip)' })
-    .option('floor-rounds', { type: 'number', describe: '(g) rounds, each measuring lamport-lock and the floor (default 3; 1 with --quick)' })
+    .option('floor-pairs', { type: 'number', describe: '(g) measured pairs, each loading lamport-lock and the floor in turn (default 12; 3 with --quick)' })
     .option('waiters', { type: 'number', describe: '(f) waiting requests (default 100000; 10000 with --quick)' })
     .option('idle-names', { type: 'number', describe: '(f) distinct idle names (default 100000; 20000 with --quick)' })
     .option('gc-client', { type: 'boolean', default: false, describe: 'run a GC-heavy client (bench/gc-client.ts) beside every lamport-lock part' })
@@ -83,7 +83,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     sizes: { ...base, runs },
     peerCounts,
     memory: args.memory ? memorySizes(args.quick ? quickMemory : fullMemory, args.waiters, args['idle-names']) : null,
-    floor: args.floor ? floorSizes(args.quick ? quickFloor : fullFloor, args['floor-rounds']) : null,
+    floor: args.floor ? floorSizes(args.quick ? quickFloor : fullFloor, args['floor-pairs']) : null,
     systems: systems as SystemName[],
     out: args.out,
     write: args.write,
@@ -102,8 +102,8 @@ function memorySizes(base: MemorySizes, waiters: number | undefined, idleNames: 
   };
 }
 
-function floorSizes(base: FloorSizes, rounds: number | undefined): FloorSizes {
-  return rounds === undefined ? base : { ...base, rounds: Math.max(1, Math.floor(rounds)) };
+function floorSizes(base: FloorSizes, pairs: number | undefined): FloorSizes {
+  return pairs === undefined ? base : { ...base, pairs: Math.max(1, Math.floor(pairs)) };
 }
 
 /** A nice value setpriority takes: an integer from -20 to 19. */

@@ -1,8 +1,8 @@
 /**
- * Steady-state measurement of one system for issue 15: load in windows until the CPU per
- * operation settles (the JIT has done its work), then one measured window, then one
- * connection's latency. CPU is the system's processes' (utime + stime), not the load
- * generator's.
+ * Steady-state load of one system for issue 15: load in windows until the CPU per operation
+ * settles (the JIT has done its work), then measured load windows and one connection's
+ * latency, which bench/floor.ts runs in pairs with the floor's. CPU is the system's
+ * processes' (bench/cpu-time.ts), not the load generator's.
  */
 import { cpuMsOf, ioCallsOf } from './cpu-time.js';
 import { percentile } from './stats.js';
@@ -27,8 +27,9 @@ export interface SteadyOptions {
   readonly warmupMaxMs: number;
   /** Settled: two consecutive windows' CPU per operation differ by less than this fraction. */
   readonly settledWithin: number;
+  /** One system's measured load window in a pair (bench/floor.ts). */
   readonly measureMs: number;
-  /** How long one connection's acquire+release latency is sampled. */
+  /** How long one connection's acquire+release latency is sampled, per system and pair. */
   readonly latencyMs: number;
 }
 
@@ -43,14 +44,30 @@ export interface WarmUp {
   readonly settled: boolean;
 }
 
-/** One system measured once, in steady state. */
-export interface SteadyRun {
-  readonly warmUp: WarmUp;
+/** CPU and system calls of a system's processes so far (a pair's accounting starts and ends with one). */
+export interface Counters {
+  readonly cpuMs: number;
+  readonly reads: number;
+  readonly writes: number;
+}
+
+/** Reads `target`'s counters now. */
+export function countersOf(target: LoadTarget): Counters {
+  const io = ioCallsOf(target.pids);
+  return { cpuMs: cpuMsOf(target.pids), reads: io.reads, writes: io.writes };
+}
+
+/**
+ * One system's part of a measured pair (bench/floor.ts): its load window, and its processes'
+ * CPU and system calls over the whole pair, the other system's window included (idle work
+ * such as heartbeats counts against it), per operation of its window.
+ */
+export interface PairRun {
   readonly ops: number;
   readonly opsPerS: number;
   /** CPU ms of all the system's processes per acquire+release. */
   readonly cpuMsPerOp: number;
-  /** CPU of the processes over wall time during the measured window: cores busy. */
+  /** CPU of the processes over wall time during its own window: cores busy. */
   readonly coresBusy: number;
   /** Read- and write-family system calls of all the processes per acquire+release (/proc/<pid>/io). */
   readonly readsPerOp: number;
@@ -60,7 +77,7 @@ export interface SteadyRun {
 }
 
 /** Completed acquire+release cycles of one load window and its wall time. */
-interface Window {
+export interface Window {
   readonly ops: number;
   readonly ms: number;
   readonly cpuMs: number;
@@ -77,7 +94,7 @@ function lockName(tag: string, w: number, i: number): string {
  * Runs `connections` acquire+release loops on distinct names for `ms`; the window ends when
  * every loop has finished its last cycle, so the CPU read after it covers every counted op.
  */
-async function loadWindow(target: LoadTarget, connections: number, ms: number, tag: string): Promise<Window> {
+export async function loadWindow(target: LoadTarget, connections: number, ms: number, tag: string): Promise<Window> {
   const cpu0 = cpuMsOf(target.pids);
   const io0 = ioCallsOf(target.pids);
   const start = performance.now();
@@ -123,23 +140,15 @@ export async function warmUntilSettled(target: LoadTarget, opts: SteadyOptions):
 }
 
 /** p50 of one connection's acquire+release for `ms`, nothing else running on the system. */
-async function latencyP50(target: LoadTarget, ms: number): Promise<number> {
+export async function latencyP50(target: LoadTarget, ms: number, tag: string): Promise<number> {
   const s = target.sessions[0];
   if (s === undefined) throw new Error(`${target.name} has no session`);
   const samples: number[] = [];
   const end = performance.now() + ms;
   for (let i = 0; performance.now() < end; i++) {
     const t = performance.now();
-    await s.release(await s.acquire(`p50-${i % 100}`, 5000));
+    await s.release(await s.acquire(`${tag}-${i % 100}`, 5000));
     samples.push(performance.now() - t);
   }
   return percentile(samples, 50);
-}
-
-/** Warm-up until settled, the measured window, then one connection's p50. */
-export async function measureSteady(target: LoadTarget, opts: SteadyOptions): Promise<SteadyRun> {
-  const warmUp = await warmUntilSettled(target, opts);
-  const w = await loadWindow(target, opts.connections, opts.measureMs, 'run');
-  const p50Ms = await latencyP50(target, opts.latencyMs);
-  return { warmUp, ops: w.ops, opsPerS: (w.ops * 1000) / w.ms, cpuMsPerOp: cpuPerOp(w), coresBusy: w.cpuMs / w.ms, readsPerOp: w.reads / w.ops, writesPerOp: w.writes / w.ops, p50Ms };
 }
