@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -159,5 +159,19 @@ describe('scripted scenarios on the production runtime', () => {
   it('fails with the forget-incarnation-floor mutant: the eviction of the dead process covers the live one while its lease holds', () => {
     const r = steppedBackBelowEvicted('forget-incarnation-floor');
     expect(r.violations.join('\n')).toMatch(/evicted p1 \(process \d+\) while its lease held/);
+  });
+
+  it('a successor replaced by a newer one is confirmed silent only evict_ms after it was last heard, after its lease lapsed (seeds 2042388, 2048353)', () => {
+    const r = replacedSuccessorSuspected();
+    expect(r.violations, r.transcript.slice(-40).join('\n')).toEqual([]);
+    // Y's lease, lent by p1's echoes while it waited, lapses; p2 evicts it only later, once p1 confirms.
+    expect(r.yLeaseLapsedAtMs).not.toBeNull();
+    expect(r.yEvictedAtMs).not.toBeNull();
+    expect(r.yEvictedAtMs ?? 0).toBeGreaterThan(r.yLeaseLapsedAtMs ?? Infinity);
+  });
+
+  it('fails with the forget-successor-heard mutant: p1 confirms the replaced successor at once and it is evicted within its lease', () => {
+    const r = replacedSuccessorSuspected('forget-successor-heard');
+    expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });

@@ -94,7 +94,8 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // Found by the seventh session's 100,000-seed run (as was 1143197 --net link); none of the
   // first 2000 seeds on either network catches it, a scripted scenario does too.
   'forget-incarnation-floor': 1043577,
-  // Found by the ninth session's 100,000-seed run (as was 2042388); pinned as a scenario too.
+  // Found by the ninth session's 100,000-seed run (as was 2042388); pinned by a scripted
+  // scenario too (replacedSuccessorSuspected), which a change of timing cannot lose.
   'forget-successor-heard': 2048353,
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
