@@ -1,7 +1,7 @@
 /**
  * One message socket between two peers, whatever its role: bytes <-> checked frames, the
- * handshake deadline, the silence watchdog (half-open detection), the heartbeat ticker,
- * and closing with a logged, coded reason. Also exponential backoff with jitter for dials.
+ * handshake deadline, the silence watchdog (half-open detection) and the heartbeat at each
+ * tick of its mesh, and closing with a logged, coded reason. Also exponential backoff with jitter for dials.
  * Time and timers come from the process's Env, the socket from its Network.
  *
  * Why a watchdog rather than TCP keepalive: a stalled middlebox or a paused peer keeps
@@ -53,8 +53,8 @@ export class FrameSocket<P> {
   #onOpen: (() => void) | null = null;
   #silenceMsMax = 0;
   #deadline: Timer | null;
-  #watchdog: Timer | null = null;
-  #ticker: Timer | null = null;
+  /** Makes this socket's heartbeat, sent at each tick of its mesh (`tick`). */
+  #heartbeat: (() => Frame<P>) | null = null;
 
   constructor(options: FrameSocketOptions<P>) {
     this.#sock = options.sock;
@@ -81,20 +81,38 @@ export class FrameSocket<P> {
     this.#onOpen = listener;
   }
 
-  /** The handshake is done: from now on silence longer than `silenceMsMax` cuts the socket. */
+  /**
+   * The handshake is done: from now on a tick (`tick`) that finds the socket silent for
+   * `silenceMsMax` or longer cuts it.
+   */
   established(silenceMsMax: number): void {
     assert(silenceMsMax > 0, 'silence bound is positive');
     this.#env.clear(this.#deadline);
     this.#deadline = null;
     this.#silenceMsMax = silenceMsMax;
     this.lastHeardMs = this.#env.monoMs();
-    this.#armWatchdog();
   }
 
-  /** Sends `make()` every `intervalMs` while the socket is open. */
-  startHeartbeat(intervalMs: number, make: () => Frame<P>): void {
-    assert(this.#ticker === null, 'one heartbeat ticker per socket');
-    this.#ticker = this.#env.every(intervalMs, () => this.send(make()));
+  /** Sends `make()` at every tick from now on, while the socket is open. */
+  startHeartbeat(make: () => Frame<P>): void {
+    assert(this.#heartbeat === null, 'one heartbeat per socket');
+    this.#heartbeat = make;
+  }
+
+  /**
+   * One heartbeat interval passed (the mesh ticks every socket at once, one timer for all:
+   * docs/design.md section 4, "Heartbeats and echoes"): a socket silent too long is cut (the
+   * silence watchdog), an open one sends its heartbeat.
+   */
+  tick(): void {
+    if (this.#closed) return;
+    const silentMs = this.#env.monoMs() - this.lastHeardMs;
+    if (this.#silenceMsMax > 0 && silentMs >= this.#silenceMsMax) {
+      this.#log.info({ silentMs: Math.round(silentMs) }, 'connection silent too long: presumed half-open, cutting it');
+      this.terminate('silent');
+      return;
+    }
+    if (this.#heartbeat !== null) this.send(this.#heartbeat());
   }
 
   /** Encodes and sends one frame; returns the bytes handed to the socket (0 if closed). */
@@ -158,27 +176,12 @@ export class FrameSocket<P> {
     this.#finish();
   }
 
-  #armWatchdog(): void {
-    const dueMs = this.lastHeardMs + this.#silenceMsMax - this.#env.monoMs();
-    this.#watchdog = this.#env.after(Math.max(1, Math.ceil(dueMs)), () => this.#checkSilence());
-  }
-
-  #checkSilence(): void {
-    if (this.#closed) return;
-    const silentMs = this.#env.monoMs() - this.lastHeardMs;
-    if (silentMs < this.#silenceMsMax) {
-      this.#armWatchdog();
-      return;
-    }
-    this.#log.info({ silentMs: Math.round(silentMs) }, 'connection silent too long: presumed half-open, cutting it');
-    this.terminate('silent');
-  }
-
   #finish(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const timer of [this.#deadline, this.#watchdog, this.#ticker]) this.#env.clear(timer);
-    this.#deadline = this.#watchdog = this.#ticker = null;
+    this.#env.clear(this.#deadline);
+    this.#deadline = null;
+    this.#heartbeat = null;
     this.onClose();
   }
 }

@@ -102,7 +102,7 @@ export class MeshDialer<P> {
     this.#redial(link).backoff.reset();
     sock.onFrame = (frame) => this.#onOutboundFrame(link, sock, frame);
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
-    sock.startHeartbeat(this.#opts.heartbeatMs, () => this.#heartbeat(link));
+    sock.startHeartbeat(() => this.#heartbeat(link));
     const resentFrames = link.resend();
     this.#log.debug({ remote: link.peer.id, resentFrames, delivered: welcome.delivered }, 'stream resumed');
     this.#mesh.updateConnected(link);

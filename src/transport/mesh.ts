@@ -22,6 +22,7 @@ import { assert } from '../assert.js';
 import { ErrorCode } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
+import type { Timer } from '../env.js';
 import { formatIncarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
@@ -70,6 +71,8 @@ export class Mesh<P> {
   readonly #acceptor: MeshAcceptor<P>;
   readonly #dialer: MeshDialer<P>;
   #closing = false;
+  /** The one heartbeat timer of the mesh: every socket's heartbeat and silence check (`#tick`). */
+  #ticker: Timer | null = null;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>) {
     validateMeshOptions(opts);
@@ -118,6 +121,18 @@ export class Mesh<P> {
     this.#acceptor.start();
     this.#log.info({ port: this.#opts.listener.port, incarnation: formatIncarnation(this.#opts.incarnation) }, 'mesh started');
     this.#dialer.start();
+    this.#ticker = this.#opts.env.every(this.#opts.heartbeatMs, () => this.#tick());
+  }
+
+  /**
+   * Every heartbeat_ms, one timer for every socket (FrameSocket.tick): a socket silent for
+   * limits.heartbeatsMissedMax intervals is cut, and each of our streams sends its heartbeat.
+   * One wake-up per interval for the whole mesh, not one per socket and per watchdog: with 9
+   * peers that was about 70 of an idle peer's wake-ups per second (docs/design.md section 4,
+   * "Heartbeats and echoes").
+   */
+  #tick(): void {
+    for (const sock of [...this.#sockets]) sock.tick();
   }
 
   /**
@@ -184,6 +199,8 @@ export class Mesh<P> {
     if (this.#closing) return;
     this.#closing = true;
     this.#flusher.cancel();
+    this.#opts.env.clear(this.#ticker);
+    this.#ticker = null;
     this.#dialer.close();
     for (const sock of [...this.#sockets]) sock.terminate('mesh closing');
     this.#acceptor.close();

@@ -116,18 +116,18 @@ describe('scripted scenarios on the production runtime', () => {
   });
 
   it('a confirmer that crashes right after confirming and restarts keeps its promise from its data dir: it echoes nothing until it lapses', () => {
-    const r = confirmerRejoins(undefined, 4002);
+    const r = confirmerRejoins(undefined, 4102);
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
     expect(r.violations, tail).toEqual([]);
     expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
   });
 
   it('fails with the forget-promises-on-restart mutant: the restarted confirmer echoes the suspect, evicted while its lease holds', () => {
-    expect(confirmerRejoins('forget-promises-on-restart', 4002).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+    expect(confirmerRejoins('forget-promises-on-restart', 4102).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a restarted confirmer refused as stale (a second copy started beside it) rejoins still quiet: the promise binds the process, not the incarnation (seed 906566)', () => {
-    const r = confirmerRejoins(undefined, 4002, true);
+    const r = confirmerRejoins(undefined, 4102, true);
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
     expect(r.violations, tail).toEqual([]);
     expect(r.transcript.some((l) => /p2 #\d+ runtime: rejoining as a new incarnation/.test(l)), tail).toBe(true);
@@ -135,7 +135,7 @@ describe('scripted scenarios on the production runtime', () => {
   });
 
   it('fails with the forget-quiet-on-rejoin mutant: the rejoined confirmer echoes the suspect, evicted while its lease holds', () => {
-    expect(confirmerRejoins('forget-quiet-on-rejoin', 4002, true).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+    expect(confirmerRejoins('forget-quiet-on-rejoin', 4102, true).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {

@@ -59,7 +59,7 @@ describe('mesh under faults', () => {
     console.log(`faults: ${kills} kill events, ${c.proxies.reduce((s, p) => s + p.kills, 0)} connections cut, ${messagesSent - 6 * total} payloads resent (${why})`);
   }, 120_000);
 
-  it('detects a stalled (half-open) path within 3 heartbeat intervals and reconnects after', async () => {
+  it('detects a stalled (half-open) path after 3 to 4 heartbeat intervals and reconnects after', async () => {
     const heartbeatMs = 100;
     cluster = await startCluster(2, { heartbeatMs });
     const c = cluster;
@@ -69,8 +69,9 @@ describe('mesh under faults', () => {
     await waitFor('p0 sees p1 disconnected', () => !(c.recs[0]?.connected.has(1) ?? true), 2_000);
     await waitFor('p1 sees p0 disconnected', () => !(c.recs[1]?.connected.has(0) ?? true), 2_000);
     const down = (r: number): number => c.recs[r]?.connections.find((e) => !e.connected && e.atMs >= stalledAt)?.atMs ?? Infinity;
-    expect(down(0) - stalledAt).toBeLessThanOrEqual(3 * heartbeatMs + 50);
-    expect(down(1) - stalledAt).toBeLessThanOrEqual(3 * heartbeatMs + 50);
+    // The watchdog runs at the mesh's heartbeat tick: 3 intervals of silence, seen at the next tick.
+    expect(down(0) - stalledAt).toBeLessThanOrEqual(4 * heartbeatMs + 50);
+    expect(down(1) - stalledAt).toBeLessThanOrEqual(4 * heartbeatMs + 50);
     c.proxies[1]?.resume();
     await waitAllConnected(c, 15_000);
     c.meshes[0]?.send(1, { n: 7 });
