@@ -10,6 +10,7 @@ import { compareIncarnation, formatIncarnation } from '../../src/core/types.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { Prng } from '../support/prng.js';
 import type { ClientRequest } from './clients.js';
+import type { SimPeerProcess } from './cluster.js';
 import type { MutantName } from './mutants.js';
 import type { Parts } from './run.js';
 import { build, runUntil } from './run.js';
@@ -39,6 +40,13 @@ function counted(parts: Parts, at: number, peer: number): string {
   return inc === undefined ? 'none' : formatIncarnation(inc);
 }
 
+/** Process `k` (in start order) of `peer`; the scenario started it, so it is there. */
+function processOf(parts: Parts, peer: number, k: number): SimPeerProcess {
+  const p = parts.cluster.processes(peer)[k];
+  if (p === undefined) throw new Error(`no process ${k} of p${peer}`);
+  return p;
+}
+
 function incOf(parts: Parts, peer: number, which: 'oldest' | 'newest'): Incarnation {
   const procs = parts.cluster.processes(peer);
   const p = which === 'oldest' ? procs[0] : procs[procs.length - 1];
@@ -56,8 +64,7 @@ export function frozenTwinResumes(mutant?: MutantName): { stayedOut: boolean; re
   const parts = quietWorld(3, mutant);
   const { cluster } = parts;
   runUntil(parts, 1000);
-  const x = cluster.processes(2)[0];
-  if (x === undefined) throw new Error('no p2');
+  const x = processOf(parts, 2, 0);
   const xInc = x.runtime.session().incarnation;
   x.proc.pause();
   cluster.restart(2, { duplicate: true });
@@ -164,18 +171,15 @@ export function twinMetFirstByRestarted(mutant?: MutantName): { violations: read
   runUntil(parts, 1000);
   cluster.crash(2);
   runUntil(parts, 4500);
-  const x = cluster.processes(1)[0];
-  if (x === undefined) throw new Error('no p1');
+  const x = processOf(parts, 1, 0);
   cluster.restart(1, { duplicate: true });
-  const y = cluster.processes(1)[1];
-  if (y === undefined) throw new Error('no twin');
+  const y = processOf(parts, 1, 1);
   net.stallProcess(y.proc, 0, 10_000);
   net.stallProcess(x.proc, 2, 30_000);
   runUntil(parts, 4505);
   cluster.restart(2);
   runUntil(parts, 4600);
-  const r = cluster.processes(2)[0];
-  if (r === undefined) throw new Error('no p2');
+  const r = processOf(parts, 2, 0);
   const asked = clients.acquire(r, 'L', exclusive, false, true);
   // Y shares p1's data dir, where X keeps the bound of its echoes: Y lets nobody in before it
   // passes (at most 3 x lease_ms), and sends R nothing before. X grants after that.
@@ -213,8 +217,7 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
 function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
-  const x = cluster.processes(1)[0];
-  if (x === undefined) throw new Error('no p1');
+  const x = processOf(parts, 1, 0);
   const held = clients.acquire(x, 'L', exclusive, false, true);
   runUntil(parts, 1050);
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
@@ -226,8 +229,7 @@ function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; fresh
   if (opts.freshTwinDisk) cluster.hostOf(1).disk.lose();
   cluster.restart(1, { duplicate: true });
   net.stallProcess(x.proc, 0, 30_000);
-  const y = cluster.processes(1)[1];
-  if (y === undefined) throw new Error('no twin');
+  const y = processOf(parts, 1, 1);
   return { asked: clients.acquire(y, 'L', exclusive, false, true), xLeasedAtCrash };
 }
 
@@ -288,20 +290,17 @@ export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: reado
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
   cluster.crash(2);
-  const x = cluster.processes(1)[0];
-  if (x === undefined) throw new Error('no p1');
+  const x = processOf(parts, 1, 0);
   const held = clients.acquire(x, 'L', exclusive, false, true);
   runUntil(parts, 4900);
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
   cluster.restart(1, { duplicate: true });
-  const y = cluster.processes(1)[1];
-  if (y === undefined) throw new Error('no twin');
+  const y = processOf(parts, 1, 1);
   net.stallProcess(y.proc, 0, 30_000);
   net.stallProcess(x.proc, 2, 30_000);
   runUntil(parts, 5000);
   cluster.restart(2);
-  const r = cluster.processes(2)[0];
-  if (r === undefined) throw new Error('no p2');
+  const r = processOf(parts, 2, 0);
   clients.acquire(r, 'L', exclusive, false, true);
   runUntil(parts, 10_000);
   return { violations: parts.checker.violations, transcript: parts.transcript.lines() };
@@ -327,13 +326,11 @@ export function replacedSuccessorSuspected(mutant?: MutantName): { violations: r
   const parts = quietWorld(3, mutant);
   const { cluster, net } = parts;
   runUntil(parts, 1000);
-  const x = cluster.processes(0)[0];
-  if (x === undefined) throw new Error('no p0');
+  const x = processOf(parts, 0, 0);
   cluster.crash(2);
   cluster.hostOf(0).disk.lose();
   cluster.restart(0, { duplicate: true });
-  const y = cluster.processes(0)[1];
-  if (y === undefined) throw new Error('no twin Y');
+  const y = processOf(parts, 0, 1);
   net.stallProcess(x.proc, 2, 60_000);
   net.stallProcess(y.proc, 1, 3000);
   runUntil(parts, 1100);
@@ -344,8 +341,7 @@ export function replacedSuccessorSuspected(mutant?: MutantName): { violations: r
   runUntil(parts, 5700);
   net.stallProcess(y.proc, 1, 60_000);
   cluster.restart(0, { duplicate: true });
-  const z = cluster.processes(0)[2];
-  if (z === undefined) throw new Error('no twin Z');
+  const z = processOf(parts, 0, 2);
   net.stallProcess(z.proc, 2, 60_000);
   runUntil(parts, 10_000);
   const lines = parts.transcript.lines();
@@ -394,8 +390,7 @@ export function zombieEchoes(mutant?: MutantName): { violations: readonly string
   const pInc = incOf(parts, 0, 'oldest');
   parts.wire.cut(0, 2, 20_000);
   cluster.restart(1, { duplicate: true });
-  const y = cluster.processes(1)[1];
-  if (y === undefined) throw new Error('no twin');
+  const y = processOf(parts, 1, 1);
   parts.net.stallProcess(y.proc, 0, 20_000);
   runUntil(parts, 6000);
   const evictedP = cluster.current(2)?.runtime.session().isEvicted(0, pInc) === true;
@@ -415,8 +410,7 @@ export function steppedBackBelowEvicted(mutant?: MutantName): { violations: read
   const parts = quietWorld(2, mutant);
   const { cluster, clients } = parts;
   runUntil(parts, 1000);
-  const a = cluster.processes(0)[0];
-  if (a === undefined) throw new Error('no p0');
+  const a = processOf(parts, 0, 0);
   const xInc = incOf(parts, 1, 'oldest');
   cluster.crash(1);
   cluster.restart(1);
