@@ -76,13 +76,11 @@ export interface PairRun {
   readonly p50Ms: number;
 }
 
-/** Completed acquire+release cycles of one load window and its wall time. */
+/** Completed acquire+release cycles of one load window, its wall time and its processes' CPU. */
 export interface Window {
   readonly ops: number;
   readonly ms: number;
   readonly cpuMs: number;
-  readonly reads: number;
-  readonly writes: number;
 }
 
 /** Name of the Nth lock of loop `w`: every loop has its own names, so nothing contends. */
@@ -96,7 +94,6 @@ function lockName(tag: string, w: number, i: number): string {
  */
 export async function loadWindow(target: LoadTarget, connections: number, ms: number, tag: string): Promise<Window> {
   const cpu0 = cpuMsOf(target.pids);
-  const io0 = ioCallsOf(target.pids);
   const start = performance.now();
   const end = start + ms;
   let ops = 0;
@@ -108,8 +105,7 @@ export async function loadWindow(target: LoadTarget, connections: number, ms: nu
       ops++;
     }
   }));
-  const io = ioCallsOf(target.pids);
-  return { ops, ms: performance.now() - start, cpuMs: cpuMsOf(target.pids) - cpu0, reads: io.reads - io0.reads, writes: io.writes - io0.writes };
+  return { ops, ms: performance.now() - start, cpuMs: cpuMsOf(target.pids) - cpu0 };
 }
 
 function cpuPerOp(w: Window): number {
