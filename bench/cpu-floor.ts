@@ -4,7 +4,7 @@
  * pairs of short windows; prints the CPU, the ratios against the floor, then every pair's
  * absolute figures (bench/floor.ts).
  *
- * npm run build && node dist/bench/cpu-floor.js [--pairs 12] [--seconds 3] [--connections 32]
+ * npm run build && node dist/bench/cpu-floor.js [--pairs 12] [--seconds 3] [--connections 32] [--control]
  *   [--window 2] [--warmup-min 6] [--warmup-max 30] [--settle 5] [--latency 1.5] [--profile DIR] [--json FILE] [--server-nice 0]
  */
 import { writeFileSync } from 'node:fs';
@@ -35,6 +35,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     .option('settle', { type: 'number', default: z.settledWithin * 100, describe: 'settled: two consecutive windows\' CPU per op within this %' })
     .option('latency', { type: 'number', default: z.latencyMs / 1000, describe: 'one connection\'s p50 sampled for this long, per system and pair, s' })
     .option('profile', { type: 'string', describe: 'the peers and the floor\'s processes write V8 CPU profiles into DIR/lamport-lock and DIR/floor when they stop (open them in Chrome\'s DevTools, or summarise them with bench/profile-summary.ts)' })
+    .option('control', { type: 'boolean', default: false, describe: 'a control run: a second lamport-lock cluster of the same build in the floor\'s place, measured the same way (its ratios show how far the host and the method move a ratio by themselves)' })
     .option('json', { type: 'string', describe: 'also write the figures as JSON to FILE' })
     .option('server-nice', { type: 'number', default: 0, describe: 'nice value of the peers and the floor\'s processes (default 0: the priority of the load generator)' })
     .strict()
@@ -52,6 +53,7 @@ function parse(argv: readonly string[]): { opts: FloorOptions; json: string | un
     latencyMs: args.latency * 1000,
     peerBin,
     progress,
+    control: args.control,
     ...(args.profile === undefined ? {} : { profileDir: resolve(args.profile) }),
   };
   return { opts, json: args.json, serverNice: checkNice(args['server-nice']) };

@@ -66,8 +66,8 @@ function profileArgs(dir: string | undefined, system: string): string[] {
 }
 
 /** Starts a 3-peer lamport-lock cluster with one session per peer. */
-export async function startLamportTarget(group: ProcessGroup, opts: PeerStart): Promise<RunningTarget> {
-  const cluster = await startLamport(group, { peerBin: opts.peerBin, peerCount: floorProcessCount, nodeArgs: profileArgs(opts.profileDir, 'lamport-lock') });
+export async function startLamportTarget(group: ProcessGroup, opts: PeerStart, profileName = 'lamport-lock'): Promise<RunningTarget> {
+  const cluster = await startLamport(group, { peerBin: opts.peerBin, peerCount: floorProcessCount, nodeArgs: profileArgs(opts.profileDir, profileName) });
   const sessions = await Promise.all(cluster.peers.map((_, w) => cluster.openSession(w)));
   return {
     target: { name: 'lamport-lock', sessions, pids: cluster.peers.map((p) => p.proc.pid) },

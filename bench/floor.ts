@@ -31,6 +31,20 @@ export interface FloorSizes extends SteadyOptions {
 export interface FloorOptions extends FloorSizes, PeerStart {
   /** Called with a line of progress (the harness writes it to stderr). */
   readonly progress?: (text: string) => void;
+  /**
+   * A control run: a second lamport-lock cluster of the same build stands where the floor
+   * stands, measured the same way. Its ratios would all be 1 on a quiet host; their spread is
+   * how far this host and this method move a ratio by themselves (bench/README.md "Control run").
+   */
+  readonly control?: boolean;
+}
+
+/** What part (g) measures lamport-lock against: the floor, or a second cluster of itself. */
+export type Against = 'floor' | 'control';
+
+/** The name a report gives the system in the floor's place. */
+export function againstName(against: Against): string {
+  return against === 'floor' ? 'floor' : 'lamport-lock (control)';
 }
 
 /** lamport-lock / floor of one pair, or of the medians. */
@@ -68,6 +82,8 @@ export interface FloorFigures {
   /** The host's 1-minute load average before and after: how busy it was besides the run. */
   readonly loadAverage: { readonly start: number; readonly end: number };
   readonly sizes: FloorSizes;
+  /** The floor, or (a control run) a second lamport-lock cluster in its place. */
+  readonly against: Against;
   /** Each system's warm-up, before the first pair. */
   readonly warmUps: { readonly lamport: WarmUp; readonly floor: WarmUp };
   readonly pairs: readonly FloorPair[];
@@ -130,8 +146,9 @@ async function measurePair(pair: number, lamport: LoadTarget, floor: LoadTarget,
 
 function figuresOf(opts: FloorOptions, warmUps: FloorFigures['warmUps'], pairs: readonly FloorPair[], loadStart: number): FloorFigures {
   const pick = (k: keyof FloorRatios): Spread => spread(pairs.map((r) => r.ratios[k]));
-  const { progress: _progress, peerBin: _peerBin, profileDir: _profileDir, ...sizes } = opts;
+  const { progress: _progress, peerBin: _peerBin, profileDir: _profileDir, control, ...sizes } = opts;
   return {
+    against: control === true ? 'control' : 'floor',
     cpu: hostCpuName(),
     cpuSource: cpuTimeSource,
     loadAverage: { start: loadStart, end: loadAverage1m() },
@@ -143,6 +160,12 @@ function figuresOf(opts: FloorOptions, warmUps: FloorFigures['warmUps'], pairs: 
     floor: spreadsOf(pairs.map((r) => r.floor)),
     unsettledWarmUps: [warmUps.lamport, warmUps.floor].filter((w) => !w.settled).length,
   };
+}
+
+/** A second cluster of the same build in the floor's place (FloorOptions.control); its profiles go to DIR/control. */
+async function startControl(group: ProcessGroup, opts: FloorOptions): Promise<RunningTarget> {
+  const running = await startLamportTarget(group, opts, 'control');
+  return { ...running, target: { ...running.target, name: againstName('control') } };
 }
 
 async function warm(t: RunningTarget, opts: FloorOptions): Promise<WarmUp> {
@@ -158,7 +181,7 @@ export async function measureAgainstFloor(group: ProcessGroup, opts: FloorOption
   const loadStart = loadAverage1m();
   const lamport = await startLamportTarget(group, opts);
   try {
-    const floor = await startFloor(group, opts);
+    const floor = opts.control === true ? await startControl(group, opts) : await startFloor(group, opts);
     try {
       const warmUps = { lamport: await warm(lamport, opts), floor: await warm(floor, opts) };
       const pairs: FloorPair[] = [];
