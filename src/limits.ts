@@ -142,8 +142,13 @@ export const limits = {
   watchStreamsMax: 64,
   /** Unsent bytes a watch stream may hold before it ends with ERR_WATCH_BEHIND. */
   watchBufferBytesMax: 1024 * 1024,
-  /** How long an inbound stream may wait before it acks what it received (acks are cumulative). */
-  linkAckDelayMs: 5,
+  /**
+   * How long an inbound stream may wait before it acks what it received on its own (acks are
+   * cumulative, and ride on any data frame going the other way before then).
+   */
+  linkAckDelayMs: 50,
+  /** How long a payload that may wait (a release nobody waits for) waits for a payload to ride with. */
+  lazyPayloadDelayMs: 5,
   /** Reconnect backoff bounds. */
   backoffMsMin: 50,
   backoffMsMax: 5000,

@@ -3,11 +3,12 @@
  * loop for one peer go in one frame). `Mesh.send` only queues on the peer's link; one
  * `setImmediate` per turn asks every link with a queue to frame it (`PeerLink.flush`). A
  * link ack owed on an inbound stream rides on the next data frame to that peer when there is
- * one (`PeerLink.flush`); what is still owed leaves on a timer of limits.linkAckDelayMs, one
- * cumulative ack per window (`PeerLink.sendAck`). A payload sent `lazy` (a release nobody
- * waits for, docs/design.md "Batching") is not framed at the end of its turn: it waits in the
- * link's queue for the next payload to that peer, or for that same timer. This class owns the
- * two timers and which links wait for them; what goes in a frame is the link's.
+ * one (`PeerLink.flush`); what is still owed when a timer of limits.linkAckDelayMs fires leaves
+ * on its own, one cumulative ack per window (`PeerLink.sendAck`). A payload sent `lazy` (a
+ * release nobody waits for, docs/design.md "Batching") is not framed at the end of its turn:
+ * it waits in the link's queue for the next payload to that peer, or for a timer of
+ * limits.lazyPayloadDelayMs. This class owns the three timers and which links wait for them;
+ * what goes in a frame is the link's.
  */
 import type { Env, Timer } from '../env.js';
 import { limits } from '../limits.js';
@@ -20,25 +21,25 @@ export class MeshFlusher<P> {
   readonly #acksDue = new Set<PeerLink<P>>();
   /** Links whose queue holds only payloads that may wait (`lazyDue`). */
   readonly #lazy = new Set<PeerLink<P>>();
-  readonly #delayMs: number;
   #scheduled: Timer | null = null;
-  #delayTimer: Timer | null = null;
+  #ackTimer: Timer | null = null;
+  #lazyTimer: Timer | null = null;
 
-  constructor(env: Env, delayMs: number = limits.linkAckDelayMs) {
+  constructor(env: Env) {
     this.#env = env;
-    this.#delayMs = delayMs;
   }
 
   /**
    * An inbound stream owes a cumulative ack. Acks only free the sender's resend buffer,
-   * never gate the protocol, so they wait a few ms and cover every frame of that window:
-   * one ack frame per window instead of one per data frame, and none when a data frame to
-   * that peer carries it first.
+   * never gate the protocol, so they wait limits.linkAckDelayMs and cover every frame of that
+   * window: one ack frame per window instead of one per data frame, and none when a data
+   * frame to that peer carries it first, which is how nearly all leave while traffic flows
+   * both ways (docs/design.md section 4).
    */
   ackDue(link: PeerLink<P>): void {
     link.oweAck();
     this.#acksDue.add(link);
-    this.#armDelay();
+    this.#ackTimer ??= this.#env.after(limits.linkAckDelayMs, () => this.#sendAcksOwed());
   }
 
   /** That peer has payloads waiting: frame them at the end of this turn. */
@@ -49,12 +50,12 @@ export class MeshFlusher<P> {
 
   /**
    * That peer has a payload that may wait (`lazy` of `Mesh.send`): it leaves with the next payload
-   * that may not, in the same frame, or on the delay timer (limits.linkAckDelayMs), whichever
+   * that may not, in the same frame, or on the lazy timer (limits.lazyPayloadDelayMs), whichever
    * comes first.
    */
   lazyDue(link: PeerLink<P>): void {
     this.#lazy.add(link);
-    this.#armDelay();
+    this.#lazyTimer ??= this.#env.after(limits.lazyPayloadDelayMs, () => this.#flushLazy());
   }
 
   /** Frames every link's queue now, lazy payloads included (a drain before stopping). */
@@ -68,26 +69,29 @@ export class MeshFlusher<P> {
   /** Stops flushing (mesh closing). */
   cancel(): void {
     this.#env.clear(this.#scheduled);
-    this.#env.clear(this.#delayTimer);
+    this.#env.clear(this.#ackTimer);
+    this.#env.clear(this.#lazyTimer);
     this.#scheduled = null;
-    this.#delayTimer = null;
+    this.#ackTimer = null;
+    this.#lazyTimer = null;
     this.#dirty.clear();
     this.#acksDue.clear();
     this.#lazy.clear();
   }
 
-  #armDelay(): void {
-    this.#delayTimer ??= this.#env.after(this.#delayMs, () => this.#flushDelayed());
-  }
-
-  /** The delay is over: lazy payloads are framed (carrying the acks owed), then the acks still owed leave alone. */
-  #flushDelayed(): void {
-    this.#delayTimer = null;
+  /** The lazy delay is over: lazy payloads are framed (carrying the acks owed to those peers). */
+  #flushLazy(): void {
+    this.#lazyTimer = null;
     const lazy = [...this.#lazy];
     this.#lazy.clear();
     for (const link of lazy) {
       if (!link.allSent) link.flush();
     }
+  }
+
+  /** The ack delay is over: the acks no data frame carried leave alone. */
+  #sendAcksOwed(): void {
+    this.#ackTimer = null;
     const links = [...this.#acksDue];
     this.#acksDue.clear();
     for (const link of links) link.sendAck();

@@ -139,7 +139,7 @@ export class Mesh<P> {
    * Queues `payload` for `to`. Everything queued for one peer in one event-loop turn goes
    * in one frame (split only by limits.frameMessagesMax / frameBytesMax). A `lazy` payload
    * may wait: it leaves with the next payload for that peer that may not, or after
-   * limits.linkAckDelayMs (MeshFlusher.lazyDue); order is kept either way. Throws
+   * limits.lazyPayloadDelayMs (MeshFlusher.lazyDue); order is kept either way. Throws
    * ERR_LINK_BUFFER_FULL when that link's resend buffer is full (backpressure).
    */
   send(to: number, payload: P, lazy = false): void {

@@ -45,7 +45,7 @@ export class PeerLink<P> {
    * over when the resend buffer was full (they wait for acks to free it).
    */
   #pending: P[] = [];
-  /** A cumulative ack for `in` is owed: it rides on our next data frame, or leaves on the flusher's delay timer (limits.linkAckDelayMs). */
+  /** A cumulative ack for `in` is owed: it rides on our next data frame, or leaves on the flusher's ack timer (limits.linkAckDelayMs). */
   #ackDue = false;
   #out: FrameSocket<P> | null = null;
   #in: FrameSocket<P> | null = null;

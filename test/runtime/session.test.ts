@@ -485,7 +485,7 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     expect(packetsWith(a, 1, 'rel', 'L').map((pk) => [pk.atMs, pk.m.map((msg) => (msg as { t: string }).t)])).toEqual([[1510, ['rel', 'req']]]);
   });
 
-  it('sends such a release on its own within limits.linkAckDelayMs when nothing else goes to that peer', () => {
+  it('sends such a release on its own within limits.lazyPayloadDelayMs when nothing else goes to that peer', () => {
     const { env, peers } = world([{}, {}]);
     const a = peerAt(peers, 0);
     advanceTo(env, 1500);
@@ -494,11 +494,11 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     a.session.step({ type: 'release', ref: 1 });
     env.advance(0);
     expect(packetsWith(a, 1, 'rel', 'L')).toEqual([]);
-    advanceTo(env, 1510 + limits.linkAckDelayMs);
+    advanceTo(env, 1510 + limits.lazyPayloadDelayMs);
     const sent = packetsWith(a, 1, 'rel', 'L').map((pk) => pk.atMs);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toBeGreaterThan(1510);
-    advanceTo(env, 1510 + limits.linkAckDelayMs + 1);
+    advanceTo(env, 1510 + limits.lazyPayloadDelayMs + 1);
     expect(peerAt(peers, 1).session.machine.queueSize('L')).toBe(0);
   });
 
