@@ -138,7 +138,7 @@ export class PeerLink<P> {
     let taken = 0;
     while (taken < pending.length) {
       // The ack we owe on `in` rides on the first frame `out` carries (protocol 7): the
-      // flusher's delay timer then finds nothing owed. A frame kept for resend is re-encoded
+      // flusher's ack timer then finds nothing owed. A frame kept for resend is re-encoded
       // without it (LinkSender.resume), so an old ack is never replayed as new.
       const ack = this.#ackDue && this.#out !== null ? this.#receiver.lastDelivered : undefined;
       const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq, ack);
