@@ -103,8 +103,9 @@ function cpuinfoField(name: string): string | undefined {
 
 /**
  * The host's CPU as the reports name it: "2 × AMD EPYC (family 25 model 17 stepping 1,
- * 2596 MHz)". A virtual machine's model name may be as short as "AMD EPYC": family and model
- * still tell the generation.
+ * 2596 MHz, virtual machine, page-table isolation without PCID)". A virtual machine's model
+ * name may be as short as "AMD EPYC": family and model still tell the generation. The last two
+ * say what makes a system call and a wake-up dear on this host (`syscallCostNotes`).
  */
 export function hostCpuName(): string {
   const all = cpus();
@@ -113,8 +114,30 @@ export function hostCpuName(): string {
   const detail = [
     ids.every((v) => v !== undefined) ? `family ${ids[0]} model ${ids[1]} stepping ${ids[2]}` : undefined,
     mhz === undefined || !(mhz > 0) ? undefined : `${mhz} MHz`,
+    ...syscallCostNotes(),
   ].filter((d) => d !== undefined);
   return `${all.length} × ${all[0]?.model.trim() ?? 'unknown CPU'}${detail.length === 0 ? '' : ` (${detail.join(', ')})`}`;
+}
+
+/**
+ * What makes every system call and wake-up dear on this host, which the ratios to the floor
+ * depend on (bench/README.md, "Hosts"): a virtual machine (the CPU's `hypervisor` flag), and
+ * the kernel's page-table isolation (its Meltdown mitigation) without PCID, under which each
+ * system call empties the TLB, so that a process pays again for every page it touches after
+ * one. Empty on a host with neither, or where the files cannot be read.
+ */
+function syscallCostNotes(): string[] {
+  const flags = (cpuinfoField('flags') ?? '').split(' ');
+  let meltdown = '';
+  try {
+    meltdown = readFileSync('/sys/devices/system/cpu/vulnerabilities/meltdown', 'utf8');
+  } catch {
+    // Not Linux, or no such file: nothing to say.
+  }
+  const notes: string[] = [];
+  if (flags.includes('hypervisor')) notes.push('virtual machine');
+  if (meltdown.includes('PTI')) notes.push(flags.includes('pcid') ? 'page-table isolation' : 'page-table isolation without PCID');
+  return notes;
 }
 
 /** The 1-minute load average: how busy the host was besides the benchmark. */
