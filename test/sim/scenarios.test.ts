@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -159,6 +159,20 @@ describe('scripted scenarios on the production runtime', () => {
   it('fails with the forget-incarnation-floor mutant: the eviction of the dead process covers the live one while its lease holds', () => {
     const r = steppedBackBelowEvicted('forget-incarnation-floor');
     expect(r.violations.join('\n')).toMatch(/evicted p1 \(process \d+\) while its lease held/);
+  });
+
+  it('a new process whose predecessor may still hold a lease acks nothing, though every peer it met let it in or keeps it waiting (seed 6298)', () => {
+    const r = unsyncedTwinAsked();
+    const tail = r.transcript.filter((l) => /GRANT|END|START|CRASH|evicted by|waits/.test(l)).slice(-40).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // X's hold ends with its lease; the restarted peer is granted L only once X is evicted.
+    expect(r.xEndedAtMs, tail).not.toBeNull();
+    expect(r.rGranted, tail).toBe(true);
+  });
+
+  it('fails with the ack-while-unsynced mutant: the new process acks, and the restarted peer is granted L beside the old process', () => {
+    const r = unsyncedTwinAsked('ack-while-unsynced');
+    expect(r.violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 
   it('a successor replaced by a newer one is confirmed silent only evict_ms after it was last heard, after its lease lapsed (seeds 2042388, 2048353)', () => {

@@ -307,6 +307,40 @@ export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: reado
 }
 
 /**
+ * Three peers, as `twinMeetsRestartedOnly` but Y reaches p0 too: p2 is down long enough to be
+ * evicted and to hold no echo bound any more; p1's process X holds lock L meanwhile, leased
+ * through p0. A second process Y with p1's id starts, and p2 comes back, reaching p0 and Y but
+ * not X: the new p2 never knew X and lets Y in. Y has met every peer, but p0 still counts X,
+ * so Y is not synced: X may hold a lease, and what Y has not seen of X's (L) is not in its
+ * queue. If Y acked anyway, p2's request for L would have every ack and be granted while X
+ * holds L (what seed 6298 found; pinned here so that a change of timing cannot lose it).
+ */
+export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly string[]; xEndedAtMs: number | null; rGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster, clients, net } = parts;
+  runUntil(parts, 1000);
+  cluster.crash(2);
+  const x = processOf(parts, 1, 0);
+  const held = clients.acquire(x, 'L', exclusive, false, true);
+  runUntil(parts, 4900);
+  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  // A fresh data dir (a replaced VM): the bound of X's own echoes holds Y nobody.
+  cluster.hostOf(1).disk.lose();
+  cluster.restart(1, { duplicate: true });
+  net.stallProcess(x.proc, 2, 30_000);
+  runUntil(parts, 5000);
+  cluster.restart(2);
+  const r = processOf(parts, 2, 0);
+  const asked = clients.acquire(r, 'L', exclusive, false, true);
+  let xEndedAtMs: number | null = null;
+  for (let ms = 5100; ms <= 10_000; ms += 100) {
+    runUntil(parts, ms);
+    if (xEndedAtMs === null && held.state !== 'held') xEndedAtMs = ms;
+  }
+  return { violations: parts.checker.violations, xEndedAtMs, rGranted: asked.state === 'held', transcript: parts.transcript.lines() };
+}
+
+/**
  * Three peers. At 1 s p2 crashes and a second process Y with p0's id starts on an empty data
  * dir (a replaced VM; so Y holds no joins), reaching p2 but not p1 until 3 s; p0's first
  * process X cannot reach p2 again. p2 restarts (empty data dir too) and meets Y first: it
@@ -452,6 +486,7 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'forget-echo-bound': noViolation('restartedEchoerMeetsTwin', restartedEchoerMeetsTwin),
   'count-bound-under-way': noViolation('slowEchoerDiskMeetsTwin', slowEchoerDiskMeetsTwin),
   'ack-without-quorum': noViolation('twinMeetsRestartedOnly', twinMeetsRestartedOnly),
+  'ack-while-unsynced': noViolation('unsyncedTwinAsked', unsyncedTwinAsked),
   'forget-promises-on-rejoin': noViolation('confirmerRejoins', (m) => confirmerRejoins(m)),
   'forget-promises-on-restart': noViolation('confirmerRejoins(crash)', (m) => confirmerRejoins(m, 4102)),
   'forget-quiet-on-rejoin': noViolation('confirmerRejoins(crash, twin)', (m) => confirmerRejoins(m, 4102, true)),
