@@ -253,10 +253,7 @@ export class HttpApi {
     const extra = this.#extra.get(path);
     if (extra !== undefined && req.method === 'GET') return extra(req, res);
     if (path === '/healthz') return send(res, 200, { ok: true });
-    if (path === '/readyz') {
-      const ready = this.#peer.ready();
-      return send(res, ready ? 200 : 503, ready ? { ready: true } : { error: ErrorCode.NotReady, message: 'this peer holds no lease or has not synced with every peer yet' });
-    }
+    if (path === '/readyz') return this.#peer.ready() ? send(res, 200, { ready: true }) : sendError(res, this.#peer.notReadyError());
     if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, clusterJson(this.#peer.cluster()));
     if (path === '/v1/locks' && req.method === 'GET') {
       const prefix = checkPrefix(query?.get('prefix') ?? null);

@@ -47,10 +47,10 @@ export class CurrentSession {
     if (this.#leaseCheck) this.#session?.checkLease();
   }
 
-  /** True while this peer holds a lease and is synced with its view: it can grant (readyz). */
+  /** True while this peer holds a lease, is synced with its view and is no zombie: it can grant (readyz). */
   ready(): boolean {
-    const machine = this.get().machine;
-    return machine.leaseValid && machine.synced;
+    const session = this.get();
+    return session.machine.leaseValid && session.machine.synced && session.supersededError === null;
   }
 
   /** Link counters of the process: every incarnation's mesh counts from 0, so the earlier ones are added. */

@@ -36,6 +36,8 @@ export interface HoldsHost {
   peerId(index: number): string;
   /** The peers whose echoes no longer vouch for our lease. */
   leaseSilentPeers(): string[];
+  /** ERR_SUPERSEDED once this incarnation is a zombie (a newer process runs with our id), else null. */
+  supersededError(): LockError | null;
   /** A local hold began or ended. */
   emitHold(type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null): void;
 }
@@ -257,7 +259,8 @@ export class LocalHolds {
       // Ended here at once (nothing may grant or withdraw it: the core dropped it); the rest
       // of its end, like its answer, waits for its batch.
       req.state = 'ended';
-      this.#tellSoon(req, reason, this.#leaseLostError());
+      // A zombie's fence ends its waiters while its lease may still hold: the client hears why.
+      this.#tellSoon(req, reason, this.#host.supersededError() ?? this.#leaseLostError());
       return;
     }
     this.#finish(req, reason);

@@ -43,6 +43,8 @@ export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, Wait
 export interface LockService {
   /** True while this peer holds a lease and is synced with its view: it can grant (readyz). */
   ready(): boolean;
+  /** Why this peer is not ready (`ready()` false): ERR_SUPERSEDED once a newer process runs with its id, else ERR_NOT_READY. */
+  notReadyError(): LockError;
   /** Starts a request; `cb` hears its grant or failure, then how the hold ended. */
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
   /** Starts an all-or-nothing request for several locks (names distinct); as `request`. */
@@ -309,6 +311,10 @@ export class PeerRuntime implements LockService {
     return this.#sessions.ready();
   }
 
+  notReadyError(): LockError {
+    return this.session().supersededError ?? new LockError(ErrorCode.NotReady, 'this peer holds no lease or has not synced with every peer yet');
+  }
+
   /** Peers whose new incarnation waits here until the majority evicts its predecessor. */
   waitingForPredecessor(): string[] {
     return this.session().waitingForPredecessor();
@@ -367,6 +373,8 @@ export class PeerRuntime implements LockService {
     if (this.#stopping) return new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down');
     this.#checkLease();
     if (this.#rejoining) return new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again');
+    const superseded = this.session().supersededError;
+    if (superseded !== null) return superseded;
     // A failed high-water-mark write stops new requests; each one retries the write first.
     this.#reservation.reserve(this.session().machine.clock);
     return this.#reservation.failure;
@@ -491,6 +499,7 @@ function holdsHost(parts: {
     holders: (lock) => parts.views.lock(lock).holders,
     peerId: (index) => sessions.get().peerId(index),
     leaseSilentPeers: () => sessions.get().leaseSilentPeers(),
+    supersededError: () => sessions.get().supersededError,
     emitHold: (type, req, reason) => {
       if (events.listenerCount('hold') === 0) return;
       const token = req.grant?.token.toString() ?? '';

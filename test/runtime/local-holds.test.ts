@@ -65,6 +65,7 @@ class Harness {
       })),
       peerId: (index) => peerIds[index] ?? '?',
       leaseSilentPeers: () => this.silentPeers,
+      supersededError: () => null,
       emitHold: (type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null) => void this.emitted.push(`${type} ${req.id}${reason === null ? '' : ` ${reason}`}`),
     };
     this.holds = new LocalHolds(host);

@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -136,6 +136,19 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the forget-quiet-on-rejoin mutant: the rejoined confirmer echoes the suspect, evicted while its lease holds', () => {
     expect(confirmerRejoins('forget-quiet-on-rejoin', 4102, true).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  });
+
+  it('a zombie tells its clients why at once: its waiter ends and a new request is refused with ERR_SUPERSEDED while its lease still holds', () => {
+    const r = zombieAnswers();
+    const tail = r.transcript.slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // The lease has not lapsed yet: the fence ended the waiter, not the lease (until the
+    // twentieth session no fence ran outside the act-while-superseded mutant, and the waiter
+    // waited here for its timeout or the lease).
+    expect(r.leaseValid, tail).toBe(true);
+    expect(r.waiterOutcome, tail).toBe('ERR_SUPERSEDED');
+    expect(r.askedOutcome, tail).toBe('ERR_SUPERSEDED');
+    expect(r.ready, tail).toBe(false);
   });
 
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {

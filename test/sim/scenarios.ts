@@ -341,6 +341,31 @@ export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly s
 }
 
 /**
+ * What a zombie's clients hear. Three peers; p0 holds W. p1's process X asks for W and waits.
+ * A second process Y with p1's id starts on an empty data dir and reaches p0, which then
+ * refuses X as older than Y: X is a zombie, its lease still running. Its waiter ends at once
+ * and a request made after is refused, both with ERR_SUPERSEDED (not ERR_LEASE_LOST: the lease
+ * holds), and X is not ready. Returns the two outcomes, X's readiness and lease at 1.5 s.
+ */
+export function zombieAnswers(): { waiterOutcome: string; askedOutcome: string; ready: boolean; leaseValid: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
+  const { cluster, clients } = parts;
+  runUntil(parts, 1000);
+  clients.acquire(processOf(parts, 0, 0), 'W', exclusive, false, true);
+  runUntil(parts, 1100);
+  const x = processOf(parts, 1, 0);
+  const waiter = clients.acquire(x, 'W', exclusive);
+  runUntil(parts, 1200);
+  cluster.hostOf(1).disk.lose();
+  cluster.restart(1, { duplicate: true });
+  runUntil(parts, 1400);
+  const asked = clients.acquire(x, 'Z', exclusive);
+  runUntil(parts, 1500);
+  const session = x.runtime.session();
+  return { waiterOutcome: waiter.outcome, askedOutcome: asked.outcome, ready: x.runtime.ready(), leaseValid: session.machine.leaseValid, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/**
  * Three peers. At 1 s p2 crashes and a second process Y with p0's id starts on an empty data
  * dir (a replaced VM; so Y holds no joins), reaching p2 but not p1 until 3 s; p0's first
  * process X cannot reach p2 again. p2 restarts (empty data dir too) and meets Y first: it
