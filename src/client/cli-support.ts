@@ -126,11 +126,17 @@ function evictionText(due: unknown): string {
 }
 
 /**
- * One line per peer that every grant waits for, from GET /v1/cluster `degraded`
- * (docs/design.md section 6); nothing when there is none or the peer does not say.
+ * What `lamport-lock status` says of the peer above its table, from GET /v1/cluster: a line
+ * when it is superseded (`superseded`: a newer process runs with its id), and one line per
+ * peer that every grant waits for (`degraded`, docs/design.md section 6); nothing when there
+ * is none or the peer does not say.
  */
 export function formatDegraded(cluster: Record<string, unknown>): string {
-  const d = cluster['degraded'];
+  const superseded = typeof cluster['superseded'] === 'string' ? `SUPERSEDED: ${cluster['superseded']}\n` : '';
+  return superseded + formatWaitedFor(cluster['degraded']);
+}
+
+function formatWaitedFor(d: unknown): string {
   if (typeof d !== 'object' || d === null) return '';
   const waiting = (d as Record<string, unknown>)['waiting_for'];
   if (!Array.isArray(waiting)) return '';

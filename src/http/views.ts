@@ -35,6 +35,7 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
     lease: { valid: c.lease.valid, valid_for_ms: c.lease.validForMs },
     stats: c.stats,
     degraded: degradedJson(c.degraded),
+    superseded: c.superseded,
     peers: c.peers.map((p) => ('self' in p
       ? { id: p.id, self: true }
       : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs })),

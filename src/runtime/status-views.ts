@@ -90,6 +90,8 @@ export interface ClusterView {
   readonly lease: { readonly valid: boolean; readonly validForMs: number };
   readonly stats: { readonly locks: number; readonly queued: number; readonly own: number; readonly waiting: number; readonly granted: number };
   readonly degraded: DegradedView;
+  /** Once this process is a zombie (a newer process runs with its id): why, as its clients hear it (ERR_SUPERSEDED); else null. */
+  readonly superseded: string | null;
   /** Every configured peer in config order: this one as `{id, self: true}`. */
   readonly peers: ReadonlyArray<{ readonly id: string; readonly self: true } | PeerLinkView>;
 }
@@ -176,6 +178,7 @@ export class StatusViews {
       lease: { valid: machine.leaseValid, validForMs: machine.leaseValid ? session.leaseValidForMs() : 0 },
       stats: machine.stats(),
       degraded: this.degraded(),
+      superseded: session.supersededError?.message ?? null,
       peers: config.peers.map((p, i) => {
         const s = links.get(i);
         return i === index

@@ -25,6 +25,13 @@ describe('formatDegraded', () => {
     ]);
   });
 
+  it('says first that the peer is superseded, when a newer process runs with its id', () => {
+    const text = formatDegraded({ ...cluster([{ peer: 'c', connected: true, silent_ms: 3500, eviction_due_in_ms: 0 }]), superseded: 'another process runs or ran with this peer id' });
+    expect(text.split('\n')[0]).toBe('SUPERSEDED: another process runs or ran with this peer id');
+    expect(text.split('\n')[1]).toMatch(/^DEGRADED: every grant waits for peer c/);
+    expect(formatDegraded({ id: 'a', superseded: null })).toBe('');
+  });
+
   it('prints nothing for a healthy cluster or a peer that does not report degraded', () => {
     expect(formatDegraded(cluster([]))).toBe('');
     expect(formatDegraded({ id: 'a' })).toBe('');

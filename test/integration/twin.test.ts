@@ -31,6 +31,8 @@ describe('a second process with the id of a live peer', () => {
       const ready = await call(a, '/readyz');
       expect(ready.status).toBe(503);
       expect(ready.body['error']).toBe('ERR_SUPERSEDED');
+      const cluster = await call(a, '/v1/cluster');
+      expect(String(cluster.body['superseded'])).toMatch(/another process runs or ran with this peer id/);
       const asked = await acquire(a, 'twin-new');
       expect(asked.status).toBe(503);
       expect(asked.body['error']).toBe('ERR_SUPERSEDED');
