@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TwinPeer } from '../fault/twin-peer.js';
 import { waitFor } from '../support/wait.js';
 import { acquire, call, release, useTestCluster, waiters } from './helpers.js';
 
@@ -234,5 +235,17 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     await page.screenshot({ path: out, fullPage: true });
     process.stdout.write(`[dashboard.test] screenshot saved to ${out}\n`);
     void Promise.allSettled(pending);
+  }, 30_000);
+
+  // Last: it leaves peer a a zombie for the rest of the file's cluster.
+  it('shows a banner when a second process with this peer\'s id supersedes it', async () => {
+    expect(await page.isHidden('#superseded')).toBe(true);
+    const twin = await TwinPeer.start(cluster(), 'a');
+    try {
+      await page.waitForSelector('#superseded:not([hidden])', { timeout: 10_000 });
+      expect(await page.textContent('#superseded-why')).toMatch(/^another process runs or ran with this peer id \(incarnation \d+\.\d+, newer than this one\)/);
+    } finally {
+      await twin.stop();
+    }
   }, 30_000);
 });

@@ -25,6 +25,9 @@ export const dashboardHtml = `<!doctype html>
   <span id="lease" class="badge">lease ?</span>
   <span id="stream" class="badge warn">connecting</span>
 </header>
+<div id="superseded" class="banner" hidden>
+  <b>Superseded:</b> <span id="superseded-why"></span>
+</div>
 <div id="degraded" class="banner" hidden>
   <b>Degraded:</b> every grant, on every peer, waits for the peers below until they come back or a majority evicts them.
   <ul id="degraded-peers"></ul>

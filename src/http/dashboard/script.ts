@@ -160,8 +160,15 @@ export const dashboardScript = String.raw`'use strict';
     return left > 0 ? 'in ' + fmtMs(left) : 'due';
   }
 
+  // GET /v1/cluster superseded: a newer process runs with this peer's id; this one grants nothing.
+  function renderSuperseded(why) {
+    byId('superseded-why').textContent = why || '';
+    byId('superseded').hidden = !why;
+  }
+
   function renderCluster(c, now, rates) {
     renderHeader(c, now);
+    renderSuperseded(c.superseded);
     renderDegraded(c.degraded);
     renderRates(rates);
     var body = byId('peers').tBodies[0];
