@@ -40,6 +40,8 @@ export interface MetricsSource {
   ready(): boolean;
   /** The peers every grant waits for (GET /v1/cluster `degraded`). */
   degraded(): { readonly active: boolean; readonly waitingFor: readonly unknown[] };
+  /** A newer process runs or ran with this peer's id: this one is a zombie (GET /v1/cluster `superseded`). */
+  superseded(): boolean;
   /** Now on the clock of `meshStatus().lastHeardMs`. */
   leaseNowMs(): number;
 }
@@ -125,6 +127,7 @@ export class PeerMetrics {
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
     gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.ready() ? 1 : 0));
     gauge('lamport_cluster_degraded', '1 while every grant waits for a peer that is unreachable and not evicted (GET /v1/cluster degraded names it).', () => (source.degraded().active ? 1 : 0));
+    gauge('lamport_superseded', '1 once a newer process runs or ran with this peer id: this one grants nothing and answers ERR_SUPERSEDED; stop it.', () => (source.superseded() ? 1 : 0));
     gauge('lamport_peers_unreachable', 'Peers not evicted whose link is down or silent: every grant waits until they return or are evicted.', () => source.degraded().waitingFor.length);
     gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);
     gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().granted);

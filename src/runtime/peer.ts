@@ -165,6 +165,7 @@ export class PeerRuntime implements LockService {
       },
       ready: () => sessions.ready(),
       degraded: () => views.degraded(),
+      superseded: () => sessions.get().supersededError !== null,
       leaseNowMs: () => sessions.get().leaseNowMs(),
     }, opts.processMetrics ?? true);
     this.#sessions = sessions;

@@ -73,6 +73,7 @@ describe('GET /metrics', () => {
       lamport_clock: 'gauge',
       lamport_lease_valid: 'gauge',
       lamport_cluster_degraded: 'gauge',
+      lamport_superseded: 'gauge',
       lamport_peers_unreachable: 'gauge',
       process_cpu_seconds_total: 'counter',
       process_resident_memory_bytes: 'gauge',
@@ -90,6 +91,7 @@ describe('GET /metrics', () => {
     }
     expect(value(s, 'lamport_lease_valid')).toBe(1);
     expect(value(s, 'lamport_cluster_degraded')).toBe(0);
+    expect(value(s, 'lamport_superseded')).toBe(0);
     expect(value(s, 'lamport_peers_unreachable')).toBe(0);
     expect(value(s, 'lamport_clock')).toBeGreaterThan(Date.now() - 3_600_000);
     for (const peer of ['b', 'c']) {

@@ -33,6 +33,8 @@ describe('a second process with the id of a live peer', () => {
       expect(ready.body['error']).toBe('ERR_SUPERSEDED');
       const cluster = await call(a, '/v1/cluster');
       expect(String(cluster.body['superseded'])).toMatch(/another process runs or ran with this peer id/);
+      const metrics = await (await fetch(`${a}/metrics`)).text();
+      expect(metrics).toMatch(/^lamport_superseded 1$/m);
       const asked = await acquire(a, 'twin-new');
       expect(asked.status).toBe(503);
       expect(asked.body['error']).toBe('ERR_SUPERSEDED');

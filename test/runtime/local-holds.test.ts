@@ -48,6 +48,7 @@ class Harness {
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
       ready: () => machine.leaseValid && machine.synced,
       degraded: () => ({ active: false, waitingFor: [] }),
+      superseded: () => false,
       leaseNowMs: () => this.env.monoMs(),
     }, false);
     const host: HoldsHost = {
