@@ -152,6 +152,8 @@ export const limits = {
   /** Reconnect backoff bounds. */
   backoffMsMin: 50,
   backoffMsMax: 5000,
+  /** A peer's redials wait at most this many heartbeat intervals (when shorter than backoffMsMax). */
+  redialHeartbeatsMax: 4,
   /** A peer connection must finish its handshake within this, or it is cut. */
   handshakeMsMax: 5000,
   /** Inbound connections still in their handshake; more are refused ('busy'). */

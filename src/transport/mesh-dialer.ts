@@ -27,6 +27,17 @@ interface Redial {
   readonly backoff: Backoff;
 }
 
+/**
+ * The longest wait between two dials of a peer that does not answer: limits.backoffMsMax, or
+ * limits.redialHeartbeatsMax heartbeat intervals when that is shorter (800 ms at the default
+ * 200 ms), so that both sides of a healed partition find each other within about that, not
+ * the 2.5-5 s of a 5 s ceiling, which outlasted the default evict_ms (1.7 s) several times
+ * over. A peer that restarts is dialed back at once anyway (`dialNow`).
+ */
+export function redialMsMax(heartbeatMs: number): number {
+  return Math.max(2 * limits.backoffMsMin, Math.min(limits.backoffMsMax, limits.redialHeartbeatsMax * heartbeatMs));
+}
+
 /** Our sockets to the other peers, and our streams on them. */
 export class MeshDialer<P> {
   readonly #opts: MeshOptions<P>;
@@ -41,7 +52,8 @@ export class MeshDialer<P> {
     this.#events = events;
     this.#mesh = mesh;
     this.#log = opts.logger;
-    for (const link of links) this.#redials.set(link, { timer: null, backoff: new Backoff(() => opts.env.randomInt(2 ** 30) / 2 ** 30) });
+    const random = (): number => opts.env.randomInt(2 ** 30) / 2 ** 30;
+    for (const link of links) this.#redials.set(link, { timer: null, backoff: new Backoff(random, limits.backoffMsMin, redialMsMax(opts.heartbeatMs)) });
   }
 
   /** Starts dialing every peer. */

@@ -1,8 +1,11 @@
 /**
  * Failover time (issues 5 and 15): from kill -9 of a peer holding a lock to the first grant
  * of that lock on the majority side, 5 times each with the config's defaults and the
- * shorter timings of the fault tests. Run after a build:
- * `npm run failover-time [-- --trials 5 --timings default|all]`; prints every trial and the medians.
+ * shorter timings of the fault tests; then, with the defaults, the way back from a partition:
+ * one peer of three cut off both ways for `--partition-ms` (6 s, past its eviction), and the
+ * time from the heal until it is ready again (`/readyz` 200). Run after a build:
+ * `npm run failover-time [-- --trials 5 --timings default|all --partition-ms 6000]` (0 skips
+ * the partitions); prints every trial and the medians.
  * For comparison: etcd's default session TTL leaves a crashed holder's lock blocked for
  * 60 s, Consul's lock-delay is 15 s.
  */
@@ -60,6 +63,20 @@ async function trial(cluster: LocalCluster, victim: string, waiter: string, lock
   return elapsedMs;
 }
 
+/** One partition trial: `cut` loses every link both ways for `partitionMs`; ms from the heal until it is ready. */
+async function partitionTrial(cluster: LocalCluster, cut: string, partitionMs: number): Promise<number> {
+  const links = cluster.peers.filter((p) => p.id !== cut).flatMap((p) => [cluster.link(cut, p.id), cluster.link(p.id, cut)]);
+  for (const l of links) l.block();
+  await waitFor(`${cut} not ready`, orFalse(async () => (await fetch(`${cluster.url(cut)}/readyz`)).status !== 200), partitionMs);
+  await new Promise((resolve) => setTimeout(resolve, partitionMs));
+  const healedAt = performance.now();
+  for (const l of links) l.resume();
+  await waitFor(`${cut} ready again`, orFalse(async () => (await fetch(`${cluster.url(cut)}/readyz`)).status === 200), 30_000, 5);
+  const ms = performance.now() - healedAt;
+  await cluster.waitReady(30_000);
+  return ms;
+}
+
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
@@ -67,7 +84,7 @@ function median(xs: readonly number[]): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { trials: { type: 'string', default: '5' }, peers: { type: 'string', default: '5' }, timings: { type: 'string', default: 'all' } } });
+  const { values } = parseArgs({ options: { trials: { type: 'string', default: '5' }, peers: { type: 'string', default: '5' }, timings: { type: 'string', default: 'all' }, 'partition-ms': { type: 'string', default: '6000' } } });
   const trials = Number(values.trials);
   const peers = Number(values.peers);
   if (values.timings !== 'all' && values.timings !== 'default') throw new Error('--timings takes default or all');
@@ -89,6 +106,25 @@ async function main(): Promise<void> {
     }
   }
   process.stdout.write(`\nkill -9 of the holder to the first grant on the majority side:\n${medians.join('\n')}\n`);
+  const partitionMs = Number(values['partition-ms']);
+  if (partitionMs > 0) await partitions(trials, partitionMs);
+}
+
+async function partitions(trials: number, partitionMs: number): Promise<void> {
+  const cluster = await LocalCluster.start({ peers: 3, ...timingDefaults, linkProxies: true });
+  try {
+    await cluster.waitReady(30_000);
+    const times: number[] = [];
+    for (let i = 0; i < trials; i++) {
+      const cut = cluster.peers[i % 3]?.id ?? 'a';
+      const ms = await partitionTrial(cluster, cut, partitionMs);
+      times.push(ms);
+      process.stdout.write(`${defaults.name}: partition trial ${i + 1}: ${cut} cut off for ${partitionMs} ms, ready again ${ms.toFixed(0)} ms after the heal\n`);
+    }
+    process.stdout.write(`\nheal of a ${partitionMs} ms partition to the cut-off peer ready again, ${defaults.name}: median ${median(times).toFixed(0)} ms over ${trials} trials (min ${Math.min(...times).toFixed(0)}, max ${Math.max(...times).toFixed(0)}), 3 peers\n`);
+  } finally {
+    await cluster.stop();
+  }
 }
 
 main().catch((err: unknown) => {
