@@ -278,6 +278,17 @@ export function echoerDiskFails(): { p1LeaseAt: (ms: number) => boolean; violati
   return { p1LeaseAt, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
+/** p2 crashes at 1 s (evicted, and no echo bound of it left, by 4.9 s); p1's process X takes L meanwhile and holds it at 4.9 s. */
+function xHoldsWhileP2Down(parts: Parts): { x: SimPeerProcess; held: ClientRequest } {
+  runUntil(parts, 1000);
+  parts.cluster.crash(2);
+  const x = processOf(parts, 1, 0);
+  const held = parts.clients.acquire(x, 'L', exclusive, false, true);
+  runUntil(parts, 4900);
+  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  return { x, held };
+}
+
 /**
  * Three peers. p2 is down long enough to be evicted and to hold no echo bound any more; p1's
  * process X holds lock L meanwhile, leased through p0. A second process Y with p1's id starts,
@@ -288,12 +299,7 @@ export function echoerDiskFails(): { p1LeaseAt: (ms: number) => boolean; violati
 export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: readonly string[]; transcript: readonly string[] } {
   const parts = quietWorld(3, mutant);
   const { cluster, clients, net } = parts;
-  runUntil(parts, 1000);
-  cluster.crash(2);
-  const x = processOf(parts, 1, 0);
-  const held = clients.acquire(x, 'L', exclusive, false, true);
-  runUntil(parts, 4900);
-  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  const { x } = xHoldsWhileP2Down(parts);
   cluster.restart(1, { duplicate: true });
   const y = processOf(parts, 1, 1);
   net.stallProcess(y.proc, 0, 30_000);
@@ -318,12 +324,7 @@ export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: reado
 export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly string[]; xEndedAtMs: number | null; rGranted: boolean; transcript: readonly string[] } {
   const parts = quietWorld(3, mutant);
   const { cluster, clients, net } = parts;
-  runUntil(parts, 1000);
-  cluster.crash(2);
-  const x = processOf(parts, 1, 0);
-  const held = clients.acquire(x, 'L', exclusive, false, true);
-  runUntil(parts, 4900);
-  if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
+  const { x, held } = xHoldsWhileP2Down(parts);
   // A fresh data dir (a replaced VM): the bound of X's own echoes holds Y nobody.
   cluster.hostOf(1).disk.lose();
   cluster.restart(1, { duplicate: true });
