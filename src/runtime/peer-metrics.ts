@@ -36,7 +36,7 @@ export interface MetricsSource {
   meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
   meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
   coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
-  /** Holds a lease and is synced with its view (PeerRuntime.ready). */
+  /** Holds a lease, is synced with its view and is not superseded (PeerRuntime.ready). */
   ready(): boolean;
   /** The peers every grant waits for (GET /v1/cluster `degraded`). */
   degraded(): { readonly active: boolean; readonly waitingFor: readonly unknown[] };
@@ -125,7 +125,7 @@ export class PeerMetrics {
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     };
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
-    gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats) and has synced with every peer.', () => (source.ready() ? 1 : 0));
+    gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats), has synced with every peer and is not superseded.', () => (source.ready() ? 1 : 0));
     gauge('lamport_cluster_degraded', '1 while every grant waits for a peer that is unreachable and not evicted (GET /v1/cluster degraded names it).', () => (source.degraded().active ? 1 : 0));
     gauge('lamport_superseded', '1 once a newer process runs or ran with this peer id: this one grants nothing and answers ERR_SUPERSEDED; stop it.', () => (source.superseded() ? 1 : 0));
     gauge('lamport_peers_unreachable', 'Peers not evicted whose link is down or silent: every grant waits until they return or are evicted.', () => source.degraded().waitingFor.length);

@@ -41,7 +41,7 @@ export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, Wait
  * implementation; the API depends on this, not on the runtime's class.
  */
 export interface LockService {
-  /** True while this peer holds a lease and is synced with its view: it can grant (readyz). */
+  /** True while this peer holds a lease, is synced with its view and is not superseded: it can grant (readyz). */
   ready(): boolean;
   /** Why this peer is not ready (`ready()` false): ERR_SUPERSEDED once a newer process runs with its id, else ERR_NOT_READY. */
   notReadyError(): LockError;
