@@ -180,17 +180,13 @@ export class Session {
    * nothing and decides no eviction, since the
    * leases it would judge were lent by that newer process's echoes, not its own (simulator
    * seed 152084: a superseded twin evicted, alone in a two-peer cluster, a peer whose lease
-   * the newer twin had renewed).
+   * the newer twin had renewed). Set once, to what its clients are told from then on, new
+   * requests and the waiters its fence ended alike (ERR_SUPERSEDED, naming the newer
+   * incarnation when a refusal named it); null while it is not a zombie.
    */
-  #superseded = false;
-  /** What a client asking this incarnation is told once it is a zombie (ERR_SUPERSEDED), else null. */
   #supersededError: LockError | null = null;
 
-  /**
-   * Once this incarnation is a zombie: the error its clients get, new requests and the
-   * waiters its fence ended alike (ERR_SUPERSEDED, naming the newer incarnation when a
-   * refusal named it); null before.
-   */
+  /** ERR_SUPERSEDED once this incarnation is a zombie (`#supersededError`), else null. */
   get supersededError(): LockError | null {
     return this.#supersededError;
   }
@@ -400,10 +396,9 @@ export class Session {
     }
   }
 
-  /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#superseded`). */
+  /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#supersededError`). */
   #becomeZombie(peer: number, known: Incarnation | undefined): void {
-    if (this.#superseded) return;
-    this.#superseded = true;
+    if (this.#supersededError !== null) return;
     this.#supersededError = new LockError(
       ErrorCode.Superseded,
       `another process runs or ran with this peer id (${known === undefined ? 'a newer incarnation' : `incarnation ${formatIncarnation(known)}`}, newer than this one): this one grants nothing from now on; stop it, and ask the peer that runs`,
@@ -533,7 +528,7 @@ export class Session {
 
   /** False once this incarnation is known to be superseded (a zombie), unless the act-while-superseded mutant. */
   #actsOnMembership(): boolean {
-    return !this.#superseded || this.#faults.runtime?.actWhileSuperseded === true;
+    return this.#supersededError === null || this.#faults.runtime?.actWhileSuperseded === true;
   }
 
   /** Feeds one event to the core, after re-checking the lease, and executes its effects. */
