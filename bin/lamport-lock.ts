@@ -11,7 +11,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LockClient, LockError } from '../src/client/lock-client.js';
 import type { AcquireRequest, LockSpec } from '../src/client/lock-client.js';
-import { exitCodes, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
+import { exitCodes, formatClusterHeader, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
 
@@ -246,7 +246,7 @@ await yargs(hideBin(process.argv))
       }
       if (a.prefix !== undefined) fail(new UsageError('--prefix goes with --watch'));
       const [body, cluster] = await Promise.all([client.status(a.name), a.json === true ? null : client.cluster()]).catch(fail);
-      process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatDegraded(cluster ?? {}) + formatStatus(body));
+      process.stdout.write(a.json === true ? `${JSON.stringify(body, null, 2)}\n` : formatClusterHeader(cluster ?? {}) + formatDegraded(cluster ?? {}) + formatStatus(body));
       client.close();
     })
   .demandCommand(1)

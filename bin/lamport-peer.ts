@@ -5,6 +5,8 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { checkConfigFile } from '../src/check-config.js';
+import { LockClient } from '../src/client/lock-client.js';
 import { loadConfig } from '../src/config.js';
 import { isLockError } from '../src/errors.js';
 import { parseSocketMode } from '../src/http/listen-target.js';
@@ -15,9 +17,17 @@ import { startPeerServer } from '../src/server.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('lamport-peer')
-  .usage('$0 --config cluster.json --id a [--http 127.0.0.1:7001 | --http unix:/run/lamport-lock/peer.sock] [--token-file FILE] [--data-dir DIR]')
-  .option('config', { type: 'string', demandOption: true, describe: 'cluster config file (JSON)' })
-  .option('id', { type: 'string', demandOption: true, describe: 'this peer\'s id in the config' })
+  .usage('$0 --config cluster.json --id a [--http 127.0.0.1:7001 | --http unix:/run/lamport-lock/peer.sock] [--token-file FILE] [--data-dir DIR]\n$0 --check-config cluster.json [--peer URL [--token-file FILE]]')
+  .option('config', { type: 'string', describe: 'cluster config file (JSON)' })
+  .option('id', { type: 'string', describe: 'this peer\'s id in the config' })
+  .option('check-config', { type: 'string', describe: 'validate FILE, print its cluster fingerprint and what it covers, and exit: 0 valid (and matching --peer), 1 differs from --peer\'s cluster, 2 invalid' })
+  .option('peer', { type: 'string', describe: 'with --check-config: also compare FILE with the cluster of the running peer at this URL (http://host:port or unix:/path)' })
+  .check((a) => {
+    if (a['check-config'] !== undefined) return true;
+    if (a.config === undefined || a.id === undefined) throw new Error('--config and --id are required (or --check-config FILE)');
+    if (a.peer !== undefined) throw new Error('--peer goes with --check-config');
+    return true;
+  })
   .option('http', { type: 'string', describe: 'HTTP listen host:port or unix:/path (default: the peer\'s "http" in the config)' })
   .option('http-socket-mode', { type: 'string', describe: 'file mode of the unix socket (default 0660: owner and group may connect)' })
   .option('http-socket-group', { type: 'string', describe: 'group of the unix socket (name or id; default the process\'s group)' })
@@ -25,6 +35,7 @@ const argv = yargs(hideBin(process.argv))
   .option('token-file', { type: 'string', describe: 'file with the API token required on every request (mode 0600); needed to listen beyond loopback' })
   .option('admin-token-file', { type: 'string', describe: 'file with the admin token for administrative operations (mode 0600)' })
   .option('data-dir', { type: 'string', describe: 'directory for the persisted clock high-water mark and the bound of the confirmation promises given' })
+  .option('accept-config-change', { type: 'boolean', describe: 'start though the config differs from the one --data-dir last ran with (a change made on purpose, with every peer stopped: docs/operations.md)' })
   .option('log-level', { choices: logLevels, default: 'info' as const })
   .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
   .strict()
@@ -35,10 +46,31 @@ const argv = yargs(hideBin(process.argv))
   })
   .parseSync();
 
-const logger = createLogger({ level: argv['log-level'], peer: argv.id, ...(argv['log-pretty'] === undefined ? {} : { pretty: argv['log-pretty'] }) });
+/** `--check-config FILE [--peer URL]`: prints, exits; no peer is started. */
+async function checkConfig(path: string): Promise<never> {
+  let cluster: Record<string, unknown> | undefined;
+  if (argv.peer !== undefined) {
+    const client = new LockClient({ peer: argv.peer, ...(argv['token-file'] === undefined ? {} : { tokenFile: argv['token-file'] }) });
+    try {
+      cluster = await client.cluster();
+    } catch (err) {
+      process.stderr.write(`lamport-peer: cannot ask the peer at ${argv.peer}: ${(err as Error).message}\n`);
+      process.exit(peerExitCodes.startFailed);
+    } finally {
+      client.close();
+    }
+  }
+  const check = checkConfigFile(path, process.env, cluster);
+  process.stdout.write(check.text);
+  process.exit(check.exitCode);
+}
+
+if (argv['check-config'] !== undefined) await checkConfig(argv['check-config']);
+
+const logger = createLogger({ level: argv['log-level'], peer: argv.id ?? '?', ...(argv['log-pretty'] === undefined ? {} : { pretty: argv['log-pretty'] }) });
 
 async function main(): Promise<void> {
-  const config = loadConfig(argv.config, process.env);
+  const config = loadConfig(argv.config ?? '', process.env);
   const access = {
     tokenFile: argv['token-file'],
     adminTokenFile: argv['admin-token-file'],
@@ -46,7 +78,7 @@ async function main(): Promise<void> {
     socketGroup: argv['http-socket-group'],
     allowHosts: argv['http-allow-host'],
   };
-  const server = await startPeerServer({ config, id: argv.id, http: argv.http, access, dataDir: argv['data-dir'], logger });
+  const server = await startPeerServer({ config, id: argv.id ?? '', http: argv.http, access, dataDir: argv['data-dir'], acceptConfigChange: argv['accept-config-change'], logger });
   let signals = 0;
   const stop = (signal: string): void => {
     signals += 1;

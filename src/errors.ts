@@ -4,6 +4,7 @@
  */
 export const ErrorCode = {
   ConfigInvalid: 'ERR_CONFIG_INVALID',
+  ConfigMismatch: 'ERR_CONFIG_MISMATCH',
   FrameInvalid: 'ERR_FRAME_INVALID',
   FrameTooLarge: 'ERR_FRAME_TOO_LARGE',
   HandshakeRefused: 'ERR_HANDSHAKE_REFUSED',
@@ -63,6 +64,7 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_LIMIT_EXCEEDED: 429,
   ERR_SHUTTING_DOWN: 503,
   ERR_NOT_READY: 503,
+  ERR_CONFIG_MISMATCH: 503,
   ERR_PEER: 502,
   ERR_EVICTED: 503,
   ERR_LEASE_LOST: 503,

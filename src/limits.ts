@@ -156,8 +156,20 @@ export const limits = {
   redialHeartbeatsMax: 4,
   /** A peer connection must finish its handshake within this, or it is cut. */
   handshakeMsMax: 5000,
-  /** Inbound connections still in their handshake; more are refused ('busy'). */
-  handshakesPendingMax: 256,
+  /**
+   * Inbound connections still in their handshake, in all and from one address. A new one
+   * beyond either bound cuts the oldest pending handshake of the address with the most
+   * (mesh-acceptor.ts): a flood of strangers displaces its own connections, while a peer's
+   * handshake, done within a round trip or two, is almost never the oldest.
+   */
+  handshakesPendingMax: 1024,
+  handshakesPendingPerAddressMax: 64,
+  /** One log line per peer (or address) and refusal reason per this; the next says how many were passed over. */
+  refusalLogEveryMs: 60_000,
+  /** Peers and addresses whose refusals are remembered for that. */
+  refusalLogKeysMax: 1024,
+  /** How long a refused link stays listed in GET /v1/cluster after its last refusal. */
+  refusalShownMs: 15_000,
   /** Dialer nonces remembered by a listener to name replayed handshakes. */
   replayNoncesMax: 4096,
   /** Heartbeat intervals of silence after which a peer connection is presumed half-open. */

@@ -2,6 +2,8 @@
  * One whole peer process: the runtime, its HTTP API and its routes, started and stopped
  * together. The binary and the integration tests both start peers through this.
  */
+import { checkClusterMemory } from './cluster-memory.js';
+import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { wsListenAddress } from './config.js';
 import { nodeEnv } from './env.js';
@@ -14,6 +16,7 @@ import { listenHttp, prepareHttp } from './http/listener.js';
 import { metricsRoute } from './http/metrics.js';
 import { Watches } from './http/watch.js';
 import type { Logger } from './log.js';
+import { protocolVersion } from './transport/codec.js';
 import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
 import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
 import { PeerRuntime } from './runtime/peer.js';
@@ -27,6 +30,8 @@ export interface PeerServerOptions {
   /** Tokens, socket mode and group, allowed Host names of the HTTP API. */
   readonly access?: HttpAccessOptions | undefined;
   readonly dataDir?: string | undefined;
+  /** Start though the config's cluster shape differs from the one the data dir last ran with (src/cluster-memory.ts). */
+  readonly acceptConfigChange?: boolean | undefined;
   readonly logger: Logger;
 }
 
@@ -41,6 +46,7 @@ export interface PeerServer {
 export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServer> {
   const self = opts.config.peers.find((p) => p.id === opts.id);
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
+  if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolVersion), opts.acceptConfigChange === true);
   const target = parseListenTarget(opts.http ?? self.http);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);

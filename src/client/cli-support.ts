@@ -126,6 +126,22 @@ function evictionText(due: unknown): string {
 }
 
 /**
+ * The first lines of `lamport-lock status`, from GET /v1/cluster: the peer, its cluster and its
+ * config fingerprint (compare hosts at a glance), then one REFUSED line per link refused
+ * either way of late, with what differs (docs/design.md section 4, "One agreed cluster").
+ */
+export function formatClusterHeader(cluster: Record<string, unknown>): string {
+  if (typeof cluster['fingerprint'] !== 'string') return '';
+  const head = `peer ${String(cluster['id'])} of cluster ${String(cluster['cluster'])}, config fingerprint ${cluster['fingerprint']}\n`;
+  const links = Array.isArray(cluster['refused_links']) ? cluster['refused_links'].filter((r): r is Record<string, unknown> => typeof r === 'object' && r !== null) : [];
+  return head + links.map((r) => {
+    const who = r['direction'] === 'by_peer' ? `peer ${String(r['peer'])} refuses this peer` : `this peer refuses peer ${String(r['peer'])}`;
+    const differences = Array.isArray(r['differences']) && r['differences'].length > 0 ? r['differences'].map(String).join('; ') : String(r['message'] ?? '');
+    return `REFUSED: ${who} (${String(r['reason'])}): ${differences}\n`;
+  }).join('');
+}
+
+/**
  * What `lamport-lock status` says of the peer above its table, from GET /v1/cluster: a line
  * when it is superseded (`superseded`: a newer process runs with its id), and one line per
  * peer that every grant waits for (`degraded`, docs/design.md section 6); nothing when there

@@ -47,10 +47,14 @@ export class CurrentSession {
     if (this.#leaseCheck) this.#session?.checkLease();
   }
 
-  /** True while this peer holds a lease, is synced with its view and is no zombie: it can grant (readyz). */
+  /**
+   * True while this peer holds a lease, is synced with its view, is no zombie, and no peer's
+   * configuration differs from its own of late (readyz): a cluster split by configuration
+   * needs an operator, even on the side that still grants.
+   */
   ready(): boolean {
     const session = this.get();
-    return session.machine.leaseValid && session.machine.synced && session.supersededError === null;
+    return session.machine.leaseValid && session.machine.synced && session.supersededError === null && session.configMismatch() === null;
   }
 
   /** Link counters of the process: every incarnation's mesh counts from 0, so the earlier ones are added. */

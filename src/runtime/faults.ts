@@ -38,6 +38,10 @@ export interface RuntimeFaults {
   readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
+  /** The cluster fingerprint leaves out the order of the peers: a host that lists them in another order is let in. */
+  readonly fingerprintIgnoresOrder: boolean;
+  /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
+  readonly fingerprintIgnoresTimings: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

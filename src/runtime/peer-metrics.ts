@@ -38,6 +38,8 @@ export interface MetricsSource {
   coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
   /** Holds a lease, is synced with its view and is not superseded (PeerRuntime.ready). */
   ready(): boolean;
+  /** Whether a peer's configuration recently differed from this one's (ERR_CONFIG_MISMATCH). */
+  configMismatch(): boolean;
   /** The peers every grant waits for (GET /v1/cluster `degraded`). */
   degraded(): { readonly active: boolean; readonly waitingFor: readonly unknown[] };
   /** A newer process runs or ran with this peer's id: this one is a zombie (GET /v1/cluster `superseded`). */
@@ -85,6 +87,8 @@ export class PeerMetrics {
   readonly holdsEnded: Counter<'reason'>;
   readonly messagesSent: Counter;
   readonly overdueHolds: Counter;
+  /** Peer-link sockets refused or failed, either way, by reason (strangers on the peer port included). */
+  readonly linkRefusals: Counter<'reason'>;
   readonly #rtt: Gauge<'peer'>;
 
   /** `processMetrics`: Node's default process metrics too (one process, one peer; not in the simulator). */
@@ -106,6 +110,7 @@ export class PeerMetrics {
     this.holdsEnded = new Counter({ name: 'lamport_lock_holds_ended_total', help: 'Local holds ended, by reason (released, expired, lease_lost, evicted, shutdown).', labelNames: ['reason'], registers });
     this.messagesSent = new Counter({ name: 'lamport_peer_messages_sent_total', help: 'Protocol messages sent to peers (requests, releases, acks; a coalesced ack counts as one).', registers });
     this.overdueHolds = new Counter({ name: 'lamport_lock_overdue_holds_total', help: 'Local holds kept longer than their expected_ms (each is also logged as a warning).', registers });
+    this.linkRefusals = new Counter({ name: 'lamport_link_refusals_total', help: 'Peer-link connections refused or failed, either way, by reason (wrong_config, bad_mac, busy, ...; strangers on the peer port included).', labelNames: ['reason'], registers });
     this.#rtt = new Gauge({ name: 'lamport_peer_rtt_seconds', help: 'Last heartbeat round trip to each peer.', labelNames: ['peer'], registers });
     for (const mode of modes) this.grants.inc({ mode: mode satisfies Mode }, 0);
     for (const reason of holdEndReasons) this.holdsEnded.inc({ reason }, 0);
@@ -127,6 +132,7 @@ export class PeerMetrics {
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
     gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats), has synced with every peer and is not superseded.', () => (source.ready() ? 1 : 0));
     gauge('lamport_cluster_degraded', '1 while every grant waits for a peer that is unreachable and not evicted (GET /v1/cluster degraded names it).', () => (source.degraded().active ? 1 : 0));
+    gauge('lamport_config_mismatch', '1 while a peer\'s configuration (peers, order, timings, secret or version) differs from this one\'s: GET /v1/cluster refusedLinks and /readyz say which and how.', () => (source.configMismatch() ? 1 : 0));
     gauge('lamport_superseded', '1 once a newer process runs or ran with this peer id: this one grants nothing and answers ERR_SUPERSEDED; stop it.', () => (source.superseded() ? 1 : 0));
     gauge('lamport_peers_unreachable', 'Peers not evicted whose link is down or silent: every grant waits until they return or are evicted.', () => source.degraded().waitingFor.length);
     gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);

@@ -164,6 +164,7 @@ export class PeerRuntime implements LockService {
         return { ...machine.stats(), clock: machine.clock };
       },
       ready: () => sessions.ready(),
+      configMismatch: () => sessions.get().configMismatch() !== null,
       degraded: () => views.degraded(),
       superseded: () => sessions.get().supersededError !== null,
       leaseNowMs: () => sessions.get().leaseNowMs(),
@@ -260,6 +261,7 @@ export class PeerRuntime implements LockService {
       onChanged: () => this.events.emit('changed'),
       onSent: (n) => this.metrics.messagesSent.inc(n),
       onRtt: (peer, rttMs) => this.metrics.observeRtt(peer, rttMs),
+      onLinkFailure: (reason) => this.metrics.linkRefusals.inc({ reason }),
       onClock: (clock) => this.#reservation.reserve(clock),
       onPromise: () => this.#bounds.ensure('promise'),
       onEchoing: () => this.#onEchoing(),
@@ -313,7 +315,8 @@ export class PeerRuntime implements LockService {
   }
 
   notReadyError(): LockError {
-    return this.session().supersededError ?? new LockError(ErrorCode.NotReady, 'this peer holds no lease or has not synced with every peer yet');
+    const session = this.session();
+    return session.supersededError ?? session.configMismatch() ?? new LockError(ErrorCode.NotReady, 'this peer holds no lease or has not synced with every peer yet');
   }
 
   /** Peers whose new incarnation waits here until the majority evicts its predecessor. */

@@ -10,6 +10,8 @@
  * with virtual clocks, timers and sockets.
  */
 import { assert } from '../assert.js';
+import type { ClusterShape } from '../cluster-shape.js';
+import { clusterShapeOf } from '../cluster-shape.js';
 import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
 import { IncarnationBook } from '../core/incarnations.js';
@@ -25,7 +27,9 @@ import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError, isLockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
+import { protocolVersion } from '../transport/codec.js';
 import { Mesh } from '../transport/mesh.js';
+import type { LinkRefusal } from '../transport/refusals.js';
 import type { Listener, Network, RawSocket } from '../transport/network.js';
 import type { PlantedFaults } from './faults.js';
 import { LeaseClock } from './lease-clock.js';
@@ -56,6 +60,8 @@ export interface SessionHooks {
   onChanged(): void;
   onSent(messages: number): void;
   onRtt(peer: string, rttMs: number): void;
+  /** A link's socket failed or was refused, either way (lamport_link_refusals_total). */
+  onLinkFailure(reason: string): void;
   /** The clock moved: persist the high-water mark. */
   onClock(clock: number): void;
   /**
@@ -138,9 +144,17 @@ function guardedListener(l: Listener, guard: Guard): Listener {
   };
 }
 
+/** The shape with the fingerprint mutants' holes in it (the simulator's only); production's as it is. */
+function plantShapeFaults(shape: ClusterShape, faults: PlantedFaults['runtime']): ClusterShape {
+  const ordered = faults?.fingerprintIgnoresOrder === true ? { ...shape, peers: [...shape.peers].sort() } : shape;
+  return faults?.fingerprintIgnoresTimings === true ? { ...ordered, heartbeatMs: 0, leaseMs: 0, evictMs: 0 } : ordered;
+}
+
 /** One incarnation: core + mesh + lease + membership. */
 export class Session {
   readonly incarnation: Incarnation;
+  /** What this peer holds equal with every other (src/cluster-shape.ts); its fingerprint is checked on every link. */
+  readonly shape: ClusterShape;
   readonly #config: ClusterConfig;
   readonly #log: Logger;
   readonly #hooks: SessionHooks;
@@ -212,6 +226,7 @@ export class Session {
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     this.#joinsHeldUntilMs = this.#now() + (opts.joinsHeldForMs ?? 0);
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
+    this.shape = plantShapeFaults(clusterShapeOf(opts.config, protocolVersion), this.#faults.runtime);
     this.#mesh = this.#createMesh(opts);
   }
 
@@ -253,12 +268,12 @@ export class Session {
     const listener = guardedListener(opts.world.listener, guard);
     return new Mesh<Payload>(
       {
-        cluster: opts.config.cluster, secret: opts.config.secret, self, peers: peers.filter((p) => p.index !== opts.index),
+        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, self, peers: peers.filter((p) => p.index !== opts.index),
         env, network, listener, incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => this.#machine.clock, heartbeatClock: (peer, allSent) => this.#heartbeatClock(peer, allSent),
         mayEcho: (peer, inc) => this.#votes() && this.#now() >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
-        incarnations: this.#incarnations,
+        incarnations: this.#incarnations, onFailure: (reason) => this.#hooks.onLinkFailure(reason),
         mergePayloads: (a, b) => ('t' in a || 't' in b ? null : mergePackets(a, b)),
       },
       {
@@ -684,6 +699,21 @@ export class Session {
   }
 
   /** Link status lines; their times are on the lease clock (`leaseNowMs`). */
+  /** This peer's cluster fingerprint (src/cluster-shape.ts), checked on every link. */
+  get fingerprint(): string {
+    return this.#mesh.fingerprint;
+  }
+
+  /** The links refused either way of late (transport/refusals.ts). */
+  linkRefusals(): LinkRefusal[] {
+    return this.#mesh.refusals();
+  }
+
+  /** ERR_CONFIG_MISMATCH while a peer's configuration recently differed from this one's; else null. */
+  configMismatch(): LockError | null {
+    return this.#mesh.configMismatch();
+  }
+
   meshStatus(): ReturnType<Mesh<Payload>['status']> {
     return this.#mesh.status();
   }

@@ -4,6 +4,7 @@
  * this peer and its links. Nothing here changes state. The JSON the API answers with is
  * shaped from these by src/http/views.ts.
  */
+import type { ClusterShape } from '../cluster-shape.js';
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
 import { formatIncarnation } from '../core/types.js';
@@ -80,10 +81,30 @@ export interface PeerLinkView {
   readonly lastTs: number;
 }
 
+/** A link refused either way of late (src/transport/refusals.ts), as GET /v1/cluster lists it. */
+export interface RefusedLinkView {
+  readonly peer: string;
+  /** `by_peer`: that peer refused this one; `by_us`: this one refused that peer (which proved the secret). */
+  readonly direction: string;
+  readonly reason: string;
+  readonly message: string;
+  /** With `wrong_config`: what differs, one sentence each. */
+  readonly differences: readonly string[];
+  readonly msAgo: number;
+  readonly count: number;
+}
+
 /** This peer, its lease, its core's counts and its links (GET /v1/cluster). */
 export interface ClusterView {
   readonly id: string;
   readonly cluster: string;
+  /** The fingerprint of what every peer must hold equal (src/cluster-shape.ts), and what it covers. */
+  readonly fingerprint: string;
+  readonly shape: ClusterShape;
+  /** Links refused either way in the last limits.refusalShownMs, most recent first. */
+  readonly refusedLinks: readonly RefusedLinkView[];
+  /** ERR_CONFIG_MISMATCH's sentence while a peer's configuration differs of late; else null. */
+  readonly configMismatch: string | null;
   readonly incarnation: string;
   readonly clock: number;
   readonly synced: boolean;
@@ -173,7 +194,10 @@ export class StatusViews {
     const view = new Set(machine.view());
     const links = new Map(session.meshStatus().map((s) => [s.peer, s]));
     return {
-      id, cluster: config.cluster, incarnation: formatIncarnation(session.incarnation), clock: machine.clock,
+      id, cluster: config.cluster, fingerprint: session.fingerprint, shape: session.shape,
+      refusedLinks: session.linkRefusals().map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, msAgo: Math.round(now - r.atMs), count: r.count })),
+      configMismatch: session.configMismatch()?.message ?? null,
+      incarnation: formatIncarnation(session.incarnation), clock: machine.clock,
       synced: machine.synced,
       lease: { valid: machine.leaseValid, validForMs: machine.leaseValid ? session.leaseValidForMs() : 0 },
       stats: machine.stats(),

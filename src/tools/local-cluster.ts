@@ -195,6 +195,18 @@ export class LocalCluster {
     return this.#configs.get(id) ?? this.configPath;
   }
 
+  /**
+   * Gives peer `id` a config of its own, `mutate` of the one it has now (another order of the
+   * peers, a peer left out, other timings): what an operator's edit on one host does. It takes
+   * effect at that peer's next start.
+   */
+  rewriteConfig(id: string, mutate: (config: Record<string, unknown>) => Record<string, unknown>): void {
+    const current = JSON.parse(readFileSync(this.configOf(id), 'utf8')) as Record<string, unknown>;
+    const path = join(this.dir, `cluster-${id}.json`);
+    writeFileSync(path, JSON.stringify(mutate(current), null, 2));
+    this.#configs.set(id, path);
+  }
+
   static async #fromFile(dir: string, configPath: string): Promise<LocalCluster> {
     const { loadConfig } = await import('../config.js');
     const config = loadConfig(configPath, process.env);
@@ -214,11 +226,11 @@ export class LocalCluster {
     return `http://${this.peer(id).http}`;
   }
 
-  /** Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. */
-  startPeer(id: string): void {
+  /** Starts (or restarts) one peer process, with `extraArgs` beyond every peer's flags; its log goes to <dir>/<id>.log. */
+  startPeer(id: string, extraArgs: readonly string[] = []): void {
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
-    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs], {
+    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs, ...extraArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout?.pipe(log);

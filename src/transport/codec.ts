@@ -14,6 +14,8 @@ import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import { isIncarnation, isRecord } from '../core/types.js';
+import type { ClusterShape } from '../cluster-shape.js';
+import { fingerprintChars, isClusterShape } from '../cluster-shape.js';
 import type { DataFrame } from './link.js';
 
 export type { DataFrame } from './link.js';
@@ -31,8 +33,11 @@ export type { DataFrame } from './link.js';
  * would keep its resend buffer until the next ack frame). 8: a peer owes no ack for a request
  * its own requests ahead keep out, and a no-wait REQUEST says so (`nw`) to be acked anyway (a
  * peer of version 7 would wait for the holder's release to decide its no-wait requests).
+ * 9: the auth and welcome frames carry the cluster fingerprint under their MAC, the listener
+ * checks nothing but the version before the dialer proved the secret, and a refusal for a
+ * differing configuration carries the refuser's cluster shape (src/cluster-shape.ts).
  */
-export const protocolVersion = 8;
+export const protocolVersion = 9;
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;
@@ -61,6 +66,8 @@ export interface ChallengeFrame {
 /** Dialer -> listener: HMAC over the challenge and the hello (handshake.ts). */
 export interface AuthFrame {
   readonly t: 'auth';
+  /** The dialer's cluster fingerprint (src/cluster-shape.ts), under the MAC. */
+  readonly fp: string;
   readonly mac: Uint8Array;
 }
 
@@ -70,6 +77,8 @@ export interface WelcomeFrame {
   readonly inc: Incarnation;
   readonly clock: number;
   readonly delivered: number;
+  /** The listener's cluster fingerprint, under the MAC. */
+  readonly fp: string;
   readonly mac: Uint8Array;
 }
 
@@ -82,6 +91,8 @@ export interface RefuseFrame {
   readonly known?: Incarnation;
   /** That newest incarnation is evicted too: no process of that id is live at the refuser. */
   readonly knownEvicted?: true;
+  /** With `wrong_config`, to a peer that proved the secret: the refuser's cluster shape, so that the refused side can say what differs. */
+  readonly shape?: ClusterShape;
 }
 
 /** Listener -> dialer: cumulative ack of the stream carried by this socket. */
@@ -162,6 +173,10 @@ function isName(v: unknown, max: number): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= max;
 }
 
+function isFingerprint(v: unknown): v is string {
+  return typeof v === 'string' && v.length === fingerprintChars && /^[0-9a-f]+$/.test(v);
+}
+
 /** Shape guard for an incarnation from the network (one guard, in core/types.ts). */
 export { isIncarnation };
 
@@ -171,12 +186,13 @@ const handshakeChecks: Record<string, (f: Rec) => boolean> = {
     isName(f['from'], limits.peerIdCharsMax) && isName(f['to'], limits.peerIdCharsMax) &&
     isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes),
   challenge: (f) => isBytes(f['nonce'], nonceBytes),
-  auth: (f) => isBytes(f['mac'], macBytes),
-  welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isBytes(f['mac'], macBytes),
+  auth: (f) => isFingerprint(f['fp']) && isBytes(f['mac'], macBytes),
+  welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isFingerprint(f['fp']) && isBytes(f['mac'], macBytes),
   refuse: (f) =>
     typeof f['reason'] === 'string' && f['reason'].length <= limits.refuseReasonCharsMax &&
     typeof f['message'] === 'string' && f['message'].length <= limits.refuseMessageCharsMax &&
-    (f['known'] === undefined || isIncarnation(f['known'])) && (f['knownEvicted'] === undefined || f['knownEvicted'] === true),
+    (f['known'] === undefined || isIncarnation(f['known'])) && (f['knownEvicted'] === undefined || f['knownEvicted'] === true) &&
+    (f['shape'] === undefined || isClusterShape(f['shape'])),
   ack: (f) => isCount(f['ack']),
   hb: (f) => isMs(f['sentAtMs']) && (f['clock'] === undefined || isCount(f['clock'])),
   hbEcho: (f) => isMs(f['sentAtMs']),

@@ -15,7 +15,7 @@ import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import type { Frame, PayloadGuard } from './codec.js';
 import { decodeFrame, encodeFrame } from './codec.js';
-import { knownEvictedOf, knownOf, refuseReasonOf } from './handshake.js';
+import { knownEvictedOf, knownOf, refuseReasonOf, shapeOf } from './handshake.js';
 import { limits } from '../limits.js';
 import type { RawSocket } from './network.js';
 
@@ -27,6 +27,12 @@ export interface FrameSocketOptions<P> {
   readonly logger: Logger;
   /** The socket is cut if the handshake is not done within this. */
   readonly handshakeMsMax: number;
+  /**
+   * Logs and counts a failure (a refusal, a malformed frame) before the socket tells the
+   * other side and closes; the mesh's is rate-limited (docs/design.md section 4, "Refusals").
+   * Default: one warning per failure.
+   */
+  readonly onFail?: ((reason: string, err: LockError) => void) | undefined;
 }
 
 /** WebSocket close codes by error code: policy violation, protocol error, too big. */
@@ -49,6 +55,7 @@ export class FrameSocket<P> {
   readonly #env: Env;
   readonly #isPayload: PayloadGuard<P>;
   readonly #log: Logger;
+  readonly #onFail: ((reason: string, err: LockError) => void) | undefined;
   #closed = false;
   #onOpen: (() => void) | null = null;
   #silenceMsMax = 0;
@@ -61,6 +68,7 @@ export class FrameSocket<P> {
     this.#env = options.env;
     this.#isPayload = options.isPayload;
     this.#log = options.logger;
+    this.#onFail = options.onFail;
     this.lastHeardMs = this.#env.monoMs();
     this.#deadline = this.#env.after(options.handshakeMsMax, () => this.terminate('handshake not finished in time'));
     this.#sock.handle({
@@ -134,10 +142,12 @@ export class FrameSocket<P> {
   fail(err: LockError): void {
     if (this.#closed) return;
     const reason = refuseReasonOf(err) ?? err.code;
-    this.#log.warn({ code: err.code, reason, details: err.details }, `closing connection: ${err.message}`);
+    if (this.#onFail !== undefined) this.#onFail(reason, err);
+    else this.#log.warn({ code: err.code, reason, details: err.details }, `closing connection: ${err.message}`);
     const known = knownOf(err);
+    const shape = shapeOf(err);
     const about = known === undefined ? {} : knownEvictedOf(err) ? { known, knownEvicted: true as const } : { known };
-    this.send({ t: 'refuse', reason, message: err.message.slice(0, limits.refuseMessageCharsMax), ...about });
+    this.send({ t: 'refuse', reason, message: err.message.slice(0, limits.refuseMessageCharsMax), ...about, ...(shape === undefined ? {} : { shape }) });
     this.close(closeCodeOf(err), reason);
   }
 

@@ -4,16 +4,22 @@
  *
  *   dialer  -> hello     {v, cluster, from, to, inc, clock, nonceD}
  *   listener-> challenge {nonceL}                       (fresh random, one use)
- *   dialer  -> auth      {HMAC(secret, "dialer", hello fields, nonceD, nonceL)}
- *   listener-> welcome   {inc, clock, delivered, HMAC(secret, "listener", ..., nonceD, nonceL, inc, clock, delivered)}
+ *   dialer  -> auth      {fp, HMAC(secret, "dialer", hello fields, nonceD, nonceL, fp)}
+ *   listener-> welcome   {inc, clock, delivered, fp, HMAC(secret, "listener", ..., nonceD, nonceL, fp, inc, clock, delivered, fp)}
  *
  * Both sides prove they know the cluster secret, which never crosses the wire. The role
  * label keeps one side's proof from being replayed as the other's; the listener's fresh
  * nonce makes a recorded auth useless on a new connection; the dialer's fresh nonce makes
- * a recorded welcome useless to a new dial. The listener reveals `delivered` (the last seq
- * it delivered from this dialer's incarnation) only after the dialer is authenticated.
- * Any refusal throws LockError(ERR_HANDSHAKE_REFUSED) with `details.reason`; the caller
- * sends a refuse frame, logs, and closes that connection only.
+ * a recorded welcome useless to a new dial. `fp` is each side's cluster fingerprint
+ * (src/cluster-shape.ts): a dialer whose fingerprint differs is refused ('wrong_config') with
+ * the listener's shape, so it can say what differs; a welcome whose fingerprint differs is
+ * refused by the dialer the same way.
+ *
+ * Before the dialer proved the secret the listener checks the protocol version and nothing
+ * else, and says nothing about the cluster: its name, its peers and their incarnations are
+ * checked (and named in refusals) only after the proof. Any refusal throws
+ * LockError(ERR_HANDSHAKE_REFUSED) with `details.reason`; the caller sends a refuse frame,
+ * logs (rate-limited), and closes that connection only.
  */
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
@@ -23,11 +29,13 @@ import { RecentMap } from '../recent-map.js';
 import type { AuthFrame, ChallengeFrame, HelloFrame, WelcomeFrame } from './codec.js';
 import { protocolVersion } from './codec.js';
 import type { IncarnationRefusal } from './incarnations.js';
+import type { ClusterShape } from '../cluster-shape.js';
 
 /** Every reason a connection is refused, as sent in refuse frames and logged. */
 export type RefuseReason =
   | 'wrong_version'
   | 'wrong_cluster'
+  | 'wrong_config'
   | 'unknown_peer'
   | 'bad_mac'
   | 'replayed'
@@ -42,6 +50,17 @@ export type RefuseReason =
  */
 export function refuse(reason: RefuseReason, message: string, known?: Incarnation, knownEvicted = false): never {
   throw new LockError(ErrorCode.HandshakeRefused, message, known === undefined ? { reason } : { reason, known, ...(knownEvicted ? { knownEvicted } : {}) });
+}
+
+/** Throws the refusal of a peer whose cluster shape differs, with ours for it to compare. */
+export function refuseConfig(message: string, shape: ClusterShape): never {
+  throw new LockError(ErrorCode.HandshakeRefused, message, { reason: 'wrong_config' satisfies RefuseReason, shape });
+}
+
+/** The cluster shape a 'wrong_config' refusal carries, if any. */
+export function shapeOf(err: LockError): ClusterShape | undefined {
+  const shape = err.details['shape'];
+  return typeof shape === 'object' && shape !== null ? (shape as ClusterShape) : undefined;
 }
 
 /** The incarnation a stale refusal names, if the LockError carries one. */
@@ -67,6 +86,9 @@ export interface HandshakeIdentity {
   readonly key: KeyObject;
   readonly selfId: string;
   readonly incarnation: Incarnation;
+  /** What this peer holds equal with every other (src/cluster-shape.ts), and its fingerprint. */
+  readonly shape: ClusterShape;
+  readonly fingerprint: string;
   /** Random nonce source (node:crypto randomBytes in production). */
   readonly randomNonce: () => Uint8Array;
 }
@@ -83,12 +105,13 @@ function macOf(key: KeyObject, role: 'dialer' | 'listener', fields: readonly (st
   return createHmac('sha256', key).update(JSON.stringify(['lamport-lock', protocolVersion, role, ...fields])).digest();
 }
 
-function helloFields(h: HelloFrame, nonceL: Uint8Array): (string | number)[] {
-  return [h.cluster, h.from, h.to, h.inc.startMs, h.inc.nonce, h.clock, hex(h.nonce), hex(nonceL)];
+/** What the dialer's proof covers: the hello, both nonces and the dialer's fingerprint. */
+function dialerFields(h: HelloFrame, nonceL: Uint8Array, fp: string): (string | number)[] {
+  return [h.cluster, h.from, h.to, h.inc.startMs, h.inc.nonce, h.clock, hex(h.nonce), hex(nonceL), fp];
 }
 
-function welcomeMac(key: KeyObject, h: HelloFrame, nonceL: Uint8Array, w: Omit<WelcomeFrame, 'mac' | 't'>): Buffer {
-  return macOf(key, 'listener', [...helloFields(h, nonceL), w.inc.startMs, w.inc.nonce, w.clock, w.delivered]);
+function welcomeMac(key: KeyObject, h: HelloFrame, nonceL: Uint8Array, dialerFp: string, w: Omit<WelcomeFrame, 'mac' | 't'>): Buffer {
+  return macOf(key, 'listener', [...dialerFields(h, nonceL, dialerFp), w.inc.startMs, w.inc.nonce, w.clock, w.delivered, w.fp]);
 }
 
 function sameMac(expected: Buffer, got: Uint8Array): boolean {
@@ -123,6 +146,8 @@ export interface ListenerGate {
   isRefused(peer: number, inc: Incarnation): boolean;
   readonly nonces: NonceBook;
   readonly handshakeMsMax: number;
+  /** A dialer that proved the secret is refused: `from`, the id it claims (recorded for GET /v1/cluster). */
+  refusing(from: string, err: LockError): void;
 }
 
 /** A dialer the listener has authenticated. */
@@ -138,6 +163,7 @@ export class ListenerHandshake {
   readonly #gate: ListenerGate;
   #hello: HelloFrame | null = null;
   #challenge: Uint8Array | null = null;
+  #dialerFp = '';
   #issuedAtMs = 0;
   #answered = false;
 
@@ -146,16 +172,10 @@ export class ListenerHandshake {
     this.#gate = gate;
   }
 
-  /** Checks the unauthenticated claims, then issues a one-use challenge. */
+  /** Checks the version, then issues a one-use challenge: nothing else is checked, or told, before the proof. */
   onHello(h: HelloFrame, nowMs: number): ChallengeFrame {
     if (this.#hello !== null) refuse('protocol', 'second hello on one connection');
     if (h.v !== protocolVersion) refuse('wrong_version', `protocol version ${h.v} is not ${protocolVersion}`);
-    if (h.cluster !== this.#id.cluster) refuse('wrong_cluster', `cluster ${JSON.stringify(h.cluster)} is not ${JSON.stringify(this.#id.cluster)}`);
-    const peer = this.#gate.peerIndex(h.from);
-    if (h.to !== this.#id.selfId || peer === undefined) {
-      refuse('unknown_peer', `peer ${JSON.stringify(h.from)} dialing ${JSON.stringify(h.to)} is not configured here`);
-    }
-    this.#checkIncarnation(peer, h.inc);
     if (this.#gate.nonces.has(h.nonce)) refuse('replayed', 'this hello was already answered: replayed handshake');
     this.#hello = h;
     this.#challenge = this.#id.randomNonce();
@@ -163,7 +183,7 @@ export class ListenerHandshake {
     return { t: 'challenge', nonce: this.#challenge };
   }
 
-  /** Verifies the dialer's proof; the challenge is spent whatever the outcome. */
+  /** Verifies the dialer's proof, then its claims; the challenge is spent whatever the outcome. */
   onAuth(a: AuthFrame, nowMs: number): AcceptedDialer {
     const h = this.#hello;
     const challenge = this.#challenge;
@@ -171,14 +191,32 @@ export class ListenerHandshake {
     if (this.#answered) refuse('replayed', 'challenge answered twice');
     this.#answered = true;
     if (nowMs - this.#issuedAtMs > this.#gate.handshakeMsMax) refuse('replayed', 'stale challenge: answered after the handshake deadline');
-    if (!sameMac(macOf(this.#id.key, 'dialer', helloFields(h, challenge)), a.mac)) {
-      refuse('bad_mac', `peer ${JSON.stringify(h.from)} failed the challenge: wrong cluster secret`);
+    if (!sameMac(macOf(this.#id.key, 'dialer', dialerFields(h, challenge, a.fp)), a.mac)) {
+      refuse('bad_mac', 'the handshake proof does not match: wrong cluster secret');
+    }
+    try {
+      const peer = this.#checkClaims(h, a.fp);
+      this.#gate.nonces.add(h.nonce);
+      this.#dialerFp = a.fp;
+      return { peer, inc: h.inc, clock: h.clock };
+    } catch (err) {
+      if (err instanceof LockError) this.#gate.refusing(h.from, err);
+      throw err;
+    }
+  }
+
+  /** What an authenticated dialer claims: our cluster, our shape, a configured id, a live incarnation. */
+  #checkClaims(h: HelloFrame, fp: string): number {
+    if (h.cluster !== this.#id.cluster) refuse('wrong_cluster', `peer ${JSON.stringify(h.from)} is in cluster ${JSON.stringify(h.cluster)}, this peer in ${JSON.stringify(this.#id.cluster)}`);
+    if (fp !== this.#id.fingerprint) {
+      refuseConfig(`peer ${JSON.stringify(h.from)}'s cluster configuration (fingerprint ${fp}) differs from this peer's (${this.#id.fingerprint})`, this.#id.shape);
     }
     const peer = this.#gate.peerIndex(h.from);
-    if (peer === undefined) refuse('unknown_peer', 'peer left the configuration');
-    this.#checkIncarnation(peer, h.inc); // the world may have moved during the round trip
-    this.#gate.nonces.add(h.nonce);
-    return { peer, inc: h.inc, clock: h.clock };
+    if (h.to !== this.#id.selfId || peer === undefined) {
+      refuse('unknown_peer', `peer ${JSON.stringify(h.from)} dialing ${JSON.stringify(h.to)} is not configured here`);
+    }
+    this.#checkIncarnation(peer, h.inc);
+    return peer;
   }
 
   /** The listener's proof, over the dialer's nonce, with what it tells the dialer. */
@@ -186,8 +224,8 @@ export class ListenerHandshake {
     const h = this.#hello;
     const challenge = this.#challenge;
     if (h === null || challenge === null || !this.#answered) refuse('protocol', 'welcome before auth');
-    const body = { inc: this.#id.incarnation, clock, delivered };
-    return { t: 'welcome', ...body, mac: welcomeMac(this.#id.key, h, challenge, body) };
+    const body = { inc: this.#id.incarnation, clock, delivered, fp: this.#id.fingerprint };
+    return { t: 'welcome', ...body, mac: welcomeMac(this.#id.key, h, challenge, this.#dialerFp, body) };
   }
 
   #checkIncarnation(peer: number, inc: Incarnation): void {
@@ -228,16 +266,20 @@ export class DialerHandshake {
   onChallenge(c: ChallengeFrame): AuthFrame {
     if (this.#hello === null || this.#challenge !== null) refuse('protocol', 'unexpected challenge');
     this.#challenge = c.nonce;
-    return { t: 'auth', mac: macOf(this.#id.key, 'dialer', helloFields(this.#hello, c.nonce)) };
+    const fp = this.#id.fingerprint;
+    return { t: 'auth', fp, mac: macOf(this.#id.key, 'dialer', dialerFields(this.#hello, c.nonce, fp)) };
   }
 
-  /** Verifies the listener's proof; the caller then checks its incarnation. */
+  /** Verifies the listener's proof and its fingerprint; the caller then checks its incarnation. */
   onWelcome(w: WelcomeFrame): AcceptedListener {
     const h = this.#hello;
     const challenge = this.#challenge;
     if (h === null || challenge === null) refuse('protocol', 'welcome before challenge');
-    if (!sameMac(welcomeMac(this.#id.key, h, challenge, w), w.mac)) {
+    if (!sameMac(welcomeMac(this.#id.key, h, challenge, this.#id.fingerprint, w), w.mac)) {
       refuse('bad_mac', `listener ${JSON.stringify(this.#targetId)} failed to prove the cluster secret`);
+    }
+    if (w.fp !== this.#id.fingerprint) {
+      refuseConfig(`peer ${JSON.stringify(this.#targetId)}'s cluster configuration (fingerprint ${w.fp}) differs from this peer's (${this.#id.fingerprint})`, this.#id.shape);
     }
     return { inc: w.inc, clock: w.clock, delivered: w.delivered };
   }

@@ -23,7 +23,9 @@ export class MeshAcceptor<P> {
   readonly #mesh: MeshContext<P>;
   readonly #gate: ListenerGate;
   #started = false;
-  #handshakesPending = 0;
+  /** Sockets still in their handshake, by remote address, oldest first (`#makeRoom`). */
+  readonly #pending = new Map<string, Set<FrameSocket<P>>>();
+  #pendingCount = 0;
 
   constructor(opts: MeshOptions<P>, events: MeshEvents<P>, mesh: MeshContext<P>) {
     this.#opts = opts;
@@ -36,6 +38,7 @@ export class MeshAcceptor<P> {
       isRefused: (peer, inc) => mesh.book.isRefused(peer, inc),
       nonces: new NonceBook(limits.replayNoncesMax),
       handshakeMsMax: limits.handshakeMsMax,
+      refusing: (from, err) => mesh.refusing(from, err),
     };
   }
 
@@ -59,30 +62,62 @@ export class MeshAcceptor<P> {
     const mesh = this.#mesh;
     const sock = mesh.newSocket(raw, remote);
     if (mesh.closing()) return sock.terminate('mesh closing');
-    if (this.#handshakesPending >= limits.handshakesPendingMax) {
-      return sock.fail(new LockError(ErrorCode.HandshakeRefused, 'too many handshakes in progress', { reason: 'busy' satisfies RefuseReason }));
-    }
-    this.#handshakesPending++;
+    this.#makeRoom(remote);
+    this.#pendingAdd(remote, sock);
     let link: PeerLink<P> | null = null;
     const hs = new ListenerHandshake(mesh.identity, this.#gate);
     sock.onClose = () => {
       mesh.forget(sock);
-      if (link === null) this.#handshakesPending--;
+      if (link === null) this.#pendingDelete(remote, sock);
       else this.#onInboundClosed(link, sock);
     };
     sock.onFrame = (frame) => {
       mesh.counters.frameReceived();
       if (frame.t === 'hello') sock.send(hs.onHello(frame, this.#opts.env.monoMs()));
-      else if (frame.t === 'auth') link = this.#onAuth(sock, hs.onAuth(frame, this.#opts.env.monoMs()), hs);
+      else if (frame.t === 'auth') link = this.#onAuth(sock, remote, hs.onAuth(frame, this.#opts.env.monoMs()), hs);
       else if (frame.t === 'refuse') sock.close(1000, 'refused');
       else refuse('protocol', `unexpected ${frame.t} frame during the handshake`);
     };
   }
 
-  #onAuth(sock: FrameSocket<P>, dialer: { peer: number; inc: Incarnation; clock: number }, hs: ListenerHandshake): PeerLink<P> {
+  /**
+   * Before a new handshake starts: beyond limits.handshakesPendingPerAddressMax from its
+   * address, or limits.handshakesPendingMax in all, the oldest pending handshake of that
+   * address (or of the address with the most) is cut. A flood displaces its own connections;
+   * a peer's handshake lasts a round trip or two and is almost never the oldest, so a
+   * configured peer gets its slot however many strangers connect (docs/design.md section 4,
+   * "Strangers on the peer port").
+   */
+  #makeRoom(remote: string): void {
+    const own = this.#pending.get(remote);
+    let victims: Set<FrameSocket<P>> | undefined;
+    if (own !== undefined && own.size >= limits.handshakesPendingPerAddressMax) victims = own;
+    else if (this.#pendingCount >= limits.handshakesPendingMax) {
+      for (const set of this.#pending.values()) if (victims === undefined || set.size > victims.size) victims = set;
+    }
+    const oldest = victims?.values().next().value;
+    if (oldest === undefined) return;
+    oldest.fail(new LockError(ErrorCode.HandshakeRefused, 'too many handshakes in progress from this address', { reason: 'busy' satisfies RefuseReason }));
+  }
+
+  #pendingAdd(remote: string, sock: FrameSocket<P>): void {
+    let set = this.#pending.get(remote);
+    if (set === undefined) this.#pending.set(remote, (set = new Set()));
+    set.add(sock);
+    this.#pendingCount++;
+  }
+
+  #pendingDelete(remote: string, sock: FrameSocket<P>): void {
+    const set = this.#pending.get(remote);
+    if (set === undefined || !set.delete(sock)) return;
+    this.#pendingCount--;
+    if (set.size === 0) this.#pending.delete(remote);
+  }
+
+  #onAuth(sock: FrameSocket<P>, remote: string, dialer: { peer: number; inc: Incarnation; clock: number }, hs: ListenerHandshake): PeerLink<P> {
     const link = this.#mesh.link(dialer.peer);
     this.#mesh.admit(link, dialer.inc, dialer.clock);
-    this.#handshakesPending--;
+    this.#pendingDelete(remote, sock);
     link.attachIncoming(sock);
     sock.onFrame = (frame) => this.#onInboundFrame(link, sock, frame);
     sock.send(hs.welcome(link.delivered, this.#opts.clock()));

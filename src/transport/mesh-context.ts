@@ -6,6 +6,7 @@
  * the links change it.
  */
 import type { Incarnation } from '../core/types.js';
+import type { LockError } from '../errors.js';
 import type { RefuseFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
@@ -33,6 +34,8 @@ export interface MeshContext<P> {
   forget(sock: FrameSocket<P>): void;
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
   admit(link: PeerLink<P>, inc: Incarnation, clock: number): void;
+  /** We refuse `peer` (an id it claims, after it proved the secret): remember why, for GET /v1/cluster. */
+  refusing(peer: string, err: LockError): void;
   /** The peer refused us on `sock`: log it, close it, tell the runtime. */
   refused(link: PeerLink<P>, frame: RefuseFrame, sock: FrameSocket<P>): void;
   /** Reports a change of "both sockets up" for that peer. */

@@ -96,11 +96,21 @@ export class MeshDialer<P> {
     sock.onFrame = (frame) => {
       this.#mesh.counters.frameReceived();
       if (frame.t === 'challenge') sock.send(hs.onChallenge(frame));
-      else if (frame.t === 'welcome') this.#onWelcome(link, sock, hs.onWelcome(frame));
+      else if (frame.t === 'welcome') this.#welcomed(link, sock, () => hs.onWelcome(frame));
       else if (frame.t === 'refuse') this.#mesh.refused(link, frame, sock);
       else refuse('protocol', `unexpected ${frame.t} frame during the handshake`);
     };
     sock.onOpen(() => sock.send(hs.hello(this.#opts.clock())));
+  }
+
+  /** A welcome: proven and checked, or refused (and that refusal remembered for GET /v1/cluster). */
+  #welcomed(link: PeerLink<P>, sock: FrameSocket<P>, check: () => { inc: Incarnation; clock: number; delivered: number }): void {
+    try {
+      this.#onWelcome(link, sock, check());
+    } catch (err) {
+      if (err instanceof LockError) this.#mesh.refusing(link.peer.id, err);
+      throw err;
+    }
   }
 
   #onWelcome(link: PeerLink<P>, sock: FrameSocket<P>, welcome: { inc: Incarnation; clock: number; delivered: number }): void {

@@ -8,6 +8,7 @@ import type { Env } from '../env.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import type { IncarnationGate } from './incarnations.js';
+import type { ClusterShape } from '../cluster-shape.js';
 import type { Listener, Network } from './network.js';
 
 /** A configured peer; `index` is its position in the cluster configuration. */
@@ -22,6 +23,8 @@ export interface MeshPeer {
 export interface MeshOptions<P> {
   readonly cluster: string;
   readonly secret: string;
+  /** What every peer of the cluster holds equal (src/cluster-shape.ts): its fingerprint is checked on every link. */
+  readonly shape: ClusterShape;
   readonly self: MeshPeer;
   /** Every other configured peer (not self). */
   readonly peers: readonly MeshPeer[];
@@ -67,6 +70,8 @@ export interface MeshOptions<P> {
    * the mesh admits and refuses incarnations in it. Default: a book of the mesh's own.
    */
   readonly incarnations?: IncarnationGate | undefined;
+  /** Counts one socket failure by reason (a refusal either way, a malformed frame): lamport_link_refusals_total. */
+  readonly onFailure?: ((reason: string) => void) | undefined;
 }
 
 /** Planted bugs of the mesh (the simulator's mutants); production sets none. */

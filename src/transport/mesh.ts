@@ -19,7 +19,9 @@
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';
-import { ErrorCode } from '../errors.js';
+import { fingerprintOf } from '../cluster-shape.js';
+import type { LockError } from '../errors.js';
+import { LogLimiter } from '../log-limiter.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import type { Timer } from '../env.js';
@@ -41,6 +43,9 @@ import type { MeshStats } from './mesh-stats.js';
 import { MeshCounters } from './mesh-stats.js';
 import type { RawSocket } from './network.js';
 import { PeerLink } from './peer-link.js';
+import type { LinkRefusal } from './refusals.js';
+import { LinkRefusals } from './refusals.js';
+import { refuseReasonOf } from './handshake.js';
 
 export type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
 export type { MeshStats } from './mesh-stats.js';
@@ -70,6 +75,11 @@ export class Mesh<P> {
   readonly #flusher: MeshFlusher<P>;
   readonly #acceptor: MeshAcceptor<P>;
   readonly #dialer: MeshDialer<P>;
+  readonly #refusals: LinkRefusals;
+  /** Socket failures, one line per remote address and reason per interval (strangers included). */
+  readonly #failLines = new LogLimiter(limits.refusalLogEveryMs, limits.refusalLogKeysMax);
+  /** This peer's cluster fingerprint (src/cluster-shape.ts), checked on every link. */
+  readonly fingerprint: string;
   #closing = false;
   /** The one heartbeat timer of the mesh: every socket's heartbeat and silence check (`#tick`). */
   #ticker: Timer | null = null;
@@ -88,8 +98,12 @@ export class Mesh<P> {
       this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log, merge: opts.mergePayloads });
       this.#indexOfId.set(peer.id, peer.index);
     }
+    this.fingerprint = fingerprintOf(opts.shape);
+    this.#refusals = new LinkRefusals(opts.shape, this.#log);
     const identity: HandshakeIdentity = {
       cluster: opts.cluster,
+      shape: opts.shape,
+      fingerprint: this.fingerprint,
       key: secretKey(opts.secret),
       selfId: opts.self.id,
       incarnation: opts.incarnation,
@@ -108,6 +122,7 @@ export class Mesh<P> {
       forget: (sock) => this.#sockets.delete(sock),
       admit: (link, inc, clock) => this.#admit(link, inc, clock),
       refused: (link, frame, sock) => this.#refused(link, frame, sock),
+      refusing: (peer, err) => this.#refusals.byUs(peer, refuseReasonOf(err) ?? err.code, err.message, opts.env.monoMs()),
       updateConnected: (link) => this.#updateConnected(link),
       dialNow: (link) => this.#dialer.dialNow(link),
     };
@@ -186,6 +201,16 @@ export class Mesh<P> {
     return lines;
   }
 
+  /** The links refused either way in the last limits.refusalShownMs, most recent first. */
+  refusals(): LinkRefusal[] {
+    return this.#refusals.list(this.#opts.env.monoMs());
+  }
+
+  /** ERR_CONFIG_MISMATCH while a peer's configuration (or secret, or version) recently differed from ours; else null. */
+  configMismatch(): LockError | null {
+    return this.#refusals.mismatch(this.#opts.env.monoMs());
+  }
+
   /** Counters since start. */
   stats(): MeshStats {
     return this.#counters.snapshot();
@@ -226,15 +251,24 @@ export class Mesh<P> {
       isPayload: this.#opts.isPayload,
       logger: this.#log.child({ remote }),
       handshakeMsMax: limits.handshakeMsMax,
+      onFail: (reason, err) => this.#socketFailed(remote, reason, err),
     });
     this.#sockets.add(sock);
     return sock;
+  }
+
+  /** Counts a socket's failure, and logs it once per remote and reason per interval. */
+  #socketFailed(remote: string, reason: string, err: LockError): void {
+    this.#opts.onFailure?.(reason);
+    const passedOver = this.#failLines.admit(`${remote}\n${reason}`, this.#opts.env.monoMs());
+    if (passedOver !== null) this.#log.warn({ code: err.code, reason, remote, passedOver }, `closing connection: ${err.message}`);
   }
 
   // ---- incarnations -------------------------------------------------------------------
 
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
   #admit(link: PeerLink<P>, inc: Incarnation, clock: number): void {
+    this.#refusals.cleared(link.peer.id);
     const news = this.#book.admit(link.peer.index, inc);
     if (news === 'same') return;
     link.dropStreams();
@@ -243,7 +277,7 @@ export class Mesh<P> {
   }
 
   #refused(link: PeerLink<P>, frame: RefuseFrame, sock: FrameSocket<P>): void {
-    this.#log.warn({ code: ErrorCode.HandshakeRefused, reason: frame.reason, remote: link.peer.id }, `refused by peer: ${frame.message}`);
+    this.#refusals.byPeer(link.peer.id, frame.reason, frame.message, frame.shape, this.#opts.env.monoMs());
     sock.close(1000, 'refused');
     this.#events.onRefused?.(link.peer.index, frame.reason, frame.known, frame.knownEvicted === true);
   }

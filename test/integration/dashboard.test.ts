@@ -237,6 +237,27 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     void Promise.allSettled(pending);
   }, 30_000);
 
+  it('shows a banner naming a peer whose config differs, and what differs', async () => {
+    expect(await page.isHidden('#refused')).toBe(true);
+    expect(await page.textContent('#fingerprint')).toMatch(/^[0-9a-f]{24}$/);
+    const shared = (): Record<string, unknown> => JSON.parse(readFileSync(cluster().configPath, 'utf8')) as Record<string, unknown>;
+    const restart = async (): Promise<void> => {
+      await cluster().stopPeer('c', 'SIGKILL');
+      cluster().startPeer('c', ['--accept-config-change']);
+    };
+    // c's file lists the same peers in another order: every link refuses it.
+    cluster().rewriteConfig('c', (cfg) => ({ ...cfg, peers: [0, 2, 1].map((i) => (cfg['peers'] as unknown[])[i]) }));
+    await restart();
+    try {
+      await page.waitForSelector('#refused:not([hidden])', { timeout: 10_000 });
+      await waitFor('the difference named', async () => (await page.textContent('#refused-links'))?.includes('peer c lists the peers [a, c, b]; this peer lists [a, b, c]') === true, 10_000);
+    } finally {
+      cluster().rewriteConfig('c', () => shared());
+      await restart();
+    }
+    await cluster().waitReady();
+  }, 60_000);
+
   // Last: it leaves peer a a zombie for the rest of the file's cluster.
   it('shows a banner when a second process with this peer\'s id supersedes it', async () => {
     expect(await page.isHidden('#superseded')).toBe(true);

@@ -46,7 +46,7 @@ class Harness {
       meshStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
       meshStatus: () => [],
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
-      ready: () => machine.leaseValid && machine.synced,
+      configMismatch: () => false, ready: () => machine.leaseValid && machine.synced,
       degraded: () => ({ active: false, waitingFor: [] }),
       superseded: () => false,
       leaseNowMs: () => this.env.monoMs(),

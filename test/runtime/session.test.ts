@@ -118,7 +118,7 @@ function hooksOf(h: Hooks): SessionHooks {
     onRejoin: (reason) => void h.rejoins.push(reason),
     onChanged: () => undefined,
     onSent: () => undefined,
-    onRtt: (peer) => void h.echoesFrom.push(peer),
+    onLinkFailure: () => undefined, onRtt: (peer) => void h.echoesFrom.push(peer),
     onClock: () => undefined,
     onPromise: () => {
       h.promiseAsked++;

@@ -164,6 +164,11 @@ export class Cluster {
     o.checker.validity = (h, nowMs) => this.#holdValid(h, nowMs);
   }
 
+  /** The config every host holds (a misconfiguration episode restarts one with another). */
+  get config(): ClusterConfig {
+    return this.#config;
+  }
+
   /** Number of configured peers. */
   get size(): number {
     return this.#hosts.length;
@@ -260,7 +265,7 @@ export class Cluster {
    * Starts a new process for `peer` (after a crash, or beside a live one: a duplicate). Its
    * runtime loads the clock floor from the host's disk and begins a new incarnation.
    */
-  restart(peer: number, opts: { duplicate?: boolean } = {}): void {
+  restart(peer: number, opts: { duplicate?: boolean; config?: ClusterConfig } = {}): void {
     const h = this.#host(peer);
     if (h.procs.length > 0 && opts.duplicate !== true) return;
     if (opts.duplicate === true) this.#duplicated.add(peer);
@@ -269,12 +274,13 @@ export class Cluster {
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
     const runtime = new PeerRuntime({
-      config: this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
+      config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
     });
     const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY } };
     h.procs.push(p);
-    transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''} floor hwm=${h.disk.hwm}`);
+    const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
+    transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);
     proc.run(() => runtime.start());
     this.afterTask(p);
     this.onStarted(p);

@@ -16,7 +16,8 @@ import type { SimTime } from './host.js';
 import type { Wire } from './network.js';
 import type { Prng } from '../support/prng.js';
 import type { SimNetworks } from './sockets.js';
-import type { Scenario } from './scenario.js';
+import type { ClusterConfig } from '../../src/config.js';
+import type { MisconfigKind, Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 
 /** What a fault plan is built from. */
@@ -53,7 +54,7 @@ export class FaultPlan {
   start(): void {
     this.#next();
     const { scenario: s, rng, schedule } = this.#o;
-    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode) return;
+    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null) return;
     const episodes = rng.fork();
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
     // Each episode takes up to about three eviction periods: it starts early enough to end
@@ -80,6 +81,56 @@ export class FaultPlan {
       const peer = episodes.int(0, s.peers - 1);
       schedule(at(4), () => this.#twinMetFirst(peer, episodes, true));
     }
+    const misconfig = s.misconfigEpisode;
+    if (misconfig !== null) {
+      const peer = episodes.int(0, s.peers - 1);
+      schedule(at(6), () => this.#misconfigure(peer, misconfig, episodes));
+    }
+  }
+
+  /** Peers running with a config of their own (a misconfiguration episode): the heal restarts them with the cluster's. */
+  readonly #misconfigured = new Set<number>();
+
+  /**
+   * A host restarted with a config of its own (Scenario.misconfigEpisode): every link must
+   * refuse it, so it never holds a lease. To give a mutant that lets it in (a fingerprint
+   * that leaves out the order or the timings) its chance, it runs a while, then is cut off
+   * from every other peer for longer than their eviction (with a longer lease of its own, it
+   * would hold on after they granted), then runs with the cluster's config again.
+   */
+  #misconfigure(peer: number, kind: MisconfigKind, rng: Prng): void {
+    const { cluster, wire, schedule, time, scenario: s, transcript } = this.#o;
+    if (!this.#active || cluster.processes(peer).length !== 1 || time.nowMs < this.#episodeUntilMs) return;
+    const config = misconfigOf(cluster.config, peer, kind, rng);
+    if (config === null) return;
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    // It joins once the others evicted its previous process (about evict_ms), and once its
+    // own echoes of that process lapsed (about 1.5 lease_ms): it runs joined a while after that.
+    const joinedAt = time.nowMs + Math.ceil(1.5 * evictGlobalMs + 1.5 * s.leaseMs);
+    const cutAt = joinedAt + rng.int(Math.ceil(4 * s.heartbeatMs), Math.ceil(2 * evictGlobalMs));
+    const healAt = cutAt + rng.int(Math.ceil(1.2 * evictGlobalMs), Math.ceil(2 * evictGlobalMs));
+    const fixAt = healAt + rng.int(1, Math.ceil(evictGlobalMs));
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, fixAt);
+    transcript.add(time.nowMs, peer, `MISCONFIG (${kind}): restarted with a config of its own, cut off from ${cutAt}ms to ${healAt}ms, the cluster's config again at ${fixAt}ms`);
+    cluster.crash(peer);
+    cluster.restart(peer, { config });
+    this.#misconfigured.add(peer);
+    schedule(cutAt, () => {
+      for (let q = 0; q < s.peers; q++) {
+        if (q === peer) continue;
+        wire.cut(peer, q, healAt);
+        wire.cut(q, peer, healAt);
+      }
+    });
+    schedule(fixAt, () => this.#fixConfig(peer));
+  }
+
+  /** The misconfigured peer runs with the cluster's config again (an operator mended its file). */
+  #fixConfig(peer: number): void {
+    if (!this.#misconfigured.delete(peer)) return;
+    const { cluster } = this.#o;
+    while (cluster.isUp(peer)) cluster.crash(peer);
+    cluster.restart(peer);
   }
 
   #weights(): number[] {
@@ -146,6 +197,7 @@ export class FaultPlan {
       const staysUp = (q: number): boolean => cluster.processes(q).length === 1 && !cluster.wasDuplicated(q);
       if (cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate, staysUp)) this.#dead = candidate;
     }
+    for (const peer of [...this.#misconfigured]) this.#fixConfig(peer);
     for (let peer = 0; peer < cluster.size; peer++) {
       cluster.hostOf(peer).disk.failing = false;
       // Two processes with one id make each other unavailable (safely): the operator stops
@@ -449,4 +501,39 @@ export class FaultPlan {
     const gap = Math.max(1, Math.round(-Math.log(1 - rng.float()) * meanMs));
     schedule(time.nowMs + gap, () => this.#onFault());
   }
+}
+
+/**
+ * The cluster's config as one host's file may differ from it: `order`, the host swapped with
+ * one listed before it (both indexes change; none for the first peer); `left_out`, another peer missing
+ * (not the only other one); `added`,
+ * a peer that never runs; `timings`, lease and eviction three times as long. Null when the
+ * cluster is too small for that kind.
+ */
+function misconfigOf(config: ClusterConfig, peer: number, kind: MisconfigKind, rng: Prng): ClusterConfig | null {
+  const peers = [...config.peers];
+  const others = peers.map((_, i) => i).filter((i) => i !== peer);
+  if (kind === 'timings') {
+    const leaseMs = 3 * config.leaseMs;
+    return { ...config, leaseMs, evictMs: Math.ceil(leaseMs * 1.5 + config.heartbeatMs) + rng.int(0, config.heartbeatMs) };
+  }
+  if (kind === 'added') return { ...config, peers: [...peers, { id: `p${peers.length}`, ws: `ws://p${peers.length}:1`, http: '127.0.0.1:0' }] };
+  if (others.length === 0) return null;
+  if (kind === 'left_out') {
+    // Not down to itself alone: a file that lists only its own host is a cluster of one, which
+    // needs nobody's answer, so no link can refuse it (README, "What is not promised").
+    if (others.length < 2) return null;
+    const gone = rng.pick(others);
+    return { ...config, peers: peers.filter((_, i) => i !== gone) };
+  }
+  // Ahead of a peer that ranks before it everywhere else: on a tie of timestamps, each of the
+  // two then ranks its own request first (the other way round, each would wait for the other).
+  const ahead = others.filter((i) => i < peer);
+  const other = ahead.length > 0 ? rng.pick(ahead) : null;
+  const self = peers[peer];
+  const swapped = other === null ? undefined : peers[other];
+  if (other === null || self === undefined || swapped === undefined) return null;
+  peers[peer] = swapped;
+  peers[other] = self;
+  return { ...config, peers };
 }

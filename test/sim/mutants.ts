@@ -51,6 +51,8 @@ const mutants = {
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
+  'fingerprint-ignores-order': { runtime: { fingerprintIgnoresOrder: true } },
+  'fingerprint-ignores-timings': { runtime: { fingerprintIgnoresTimings: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

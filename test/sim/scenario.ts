@@ -76,6 +76,14 @@ export interface Scenario {
    * for acks (backpressure) and a session whose buffer overflows rejoins. Drawn last.
    */
   readonly linkBufferBytes: number | null;
+  /**
+   * A host restarted with a config of its own (docs/design.md section 4, "One agreed cluster"):
+   * the peers in another order, one of them left out, one added that never runs, or other
+   * timings; later cut off from the others for longer than their eviction, then restarted
+   * with the cluster's config. Every link must refuse it. Drawn after everything else (its
+   * seeds alone change).
+   */
+  readonly misconfigEpisode: MisconfigKind | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -122,6 +130,9 @@ export interface ScenarioOverrides {
 }
 
 /** Draws one seed's scenario; the same generator state always yields the same scenario. */
+/** How the misconfigured host's file differs (Scenario.misconfigEpisode). */
+export type MisconfigKind = 'order' | 'left_out' | 'added' | 'timings';
+
 export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scenario {
   const drawn = drawBase(rng, overrides);
   // Episodes are drawn last, so a seed without them is the scenario it was before they
@@ -132,12 +143,13 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const linkBufferBytes = rng.chance(0.25) ? rng.pick([8192, 16384, 32768]) : null;
   const isolatedTwinEpisode = drawn.peers >= 3 && rng.chance(0.2);
   const evictGlobalMs = drawn.evictMs / Math.min(...drawn.clockRates);
-  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode;
+  const misconfigEpisode = rng.chance(0.25) ? rng.pick<MisconfigKind>(['order', 'order', 'left_out', 'added', 'timings', 'timings']) : null;
+  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null;
   const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes };
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

@@ -70,11 +70,11 @@ type RegressionSeed = number | { readonly seed: number; readonly net: 'link' };
 const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'ack-ge': 3,
   'no-fifo': 1,
-  'clock-reset': 6,
+  'clock-reset': 9,
   'no-state-transfer': 1,
   'bad-tiebreak': 2,
   'semaphore-overcount': 2,
-  'no-self-fence': 1,
+  'no-self-fence': 2,
   'accept-evicted': 5,
   'synced-on-handshake': { seed: 1939, net: 'link' },
   'issue-without-lease': 16,
@@ -85,20 +85,25 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'confirm-from-arrival': 18,
   'echo-despite-promise': 129,
   'hb-clock-while-pending': 808,
-  'forget-predecessor': 1,
+  'forget-predecessor': 2,
   'no-lease-check-before-event': 32,
   'lease-from-arrival': 67,
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
-  'join-on-older-eviction': 132,
-  // Found by the seventh session's 100,000-seed run (as was 1143197 --net link); none of the
-  // first 2000 seeds on either network catches it, a scripted scenario does too.
-  'forget-incarnation-floor': 1043577,
+  'join-on-older-eviction': 128,
+  // forget-incarnation-floor: seed 1043577 of the seventh session's 100,000-seed run caught it
+  // until misconfiguration episodes moved that seed's trajectory (twenty-first session); the
+  // scripted scenario steppedBackBelowEvicted catches it.
   // forget-successor-heard: seeds 2042388 and 2048353 of the ninth session's 100,000-seed run
   // caught it until one heartbeat tick per mesh moved every trajectory (eighteenth session);
   // the scripted scenario replacedSuccessorSuspected catches it since.
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
+  // A host restarted with a config of its own (Scenario.misconfigEpisode): ahead of a peer it
+  // swapped places with, each ranks its own request first on a tie; with three times the
+  // lease, it holds on after the others evicted it.
+  'fingerprint-ignores-order': 100,
+  'fingerprint-ignores-timings': 43,
 };
 
 /**
@@ -202,8 +207,8 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     };
     const plain = runSeeds(1, 12);
     expect(run(['--seeds', '12', '--seed', '1', '--jobs', '3'])).toMatch(new RegExp(`^sim: 12 seeds, ${plain.grants} grants, 0 violations$`, 'm'));
-    const planted = run(['--seeds', '3', '--seed', '1043576', '--jobs', '2', '--mutant', 'forget-incarnation-floor']);
-    expect(planted).toMatch(/^failing seeds: 1043577$/m);
+    const planted = run(['--seeds', '3', '--seed', '8', '--jobs', '2', '--mutant', 'clock-reset']);
+    expect(planted).toMatch(/^failing seeds: 9$/m);
     expect(planted).toMatch(/^sim: 3 seeds, \d+ grants, 1 violations$/m);
   });
 

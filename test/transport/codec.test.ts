@@ -36,8 +36,9 @@ describe('codec', () => {
   const frames: Frame<Packet>[] = [
     { t: 'hello', v: 1, cluster: 'c', from: 'a', to: 'b', inc: { startMs: 1_735_000_000_000, nonce: 4_000_000_000 }, clock: 2 ** 53 - 1, nonce: Buffer.alloc(16, 7) },
     { t: 'challenge', nonce: Buffer.alloc(16, 1) },
-    { t: 'auth', mac: Buffer.alloc(32, 2) },
-    { t: 'welcome', inc: { startMs: 5, nonce: 6 }, clock: 9, delivered: 2 ** 40, mac: Buffer.alloc(32, 3) },
+    { t: 'auth', fp: 'ab'.repeat(12), mac: Buffer.alloc(32, 2) },
+    { t: 'welcome', inc: { startMs: 5, nonce: 6 }, clock: 9, delivered: 2 ** 40, fp: '0123456789abcdef01234567', mac: Buffer.alloc(32, 3) },
+    { t: 'refuse', reason: 'wrong_config', message: 'no', shape: { cluster: 'c', peers: ['a', 'b'], heartbeatMs: 1, leaseMs: 2, evictMs: 3, marginMilli: 1500, protocol: 9 } },
     { t: 'refuse', reason: 'bad_mac', message: 'no' },
     { t: 'data', seq: 2 ** 52, payloads: [packet, { c: 0, m: [] }] },
     { t: 'data', seq: 3, payloads: [packet], ack: 2 ** 53 - 2 },

@@ -7,6 +7,8 @@ import type { Frame, HelloFrame } from '../../src/transport/codec.js';
 import { decodeFrame, encodeFrame, nonceBytes, protocolVersion } from '../../src/transport/codec.js';
 import type { HandshakeIdentity } from '../../src/transport/handshake.js';
 import { DialerHandshake, secretKey } from '../../src/transport/handshake.js';
+import type { ClusterShape } from '../../src/cluster-shape.js';
+import { clusterShapeOf, fingerprintOf } from '../../src/cluster-shape.js';
 import type { Mesh } from '../../src/transport/mesh.js';
 import { waitFor } from '../support/wait.js';
 import type { Recorder, TestPayload } from './helpers.js';
@@ -23,7 +25,12 @@ interface RawOptions {
   readonly replay?: { hello: Buffer; auth: Buffer };
   /** After the welcome, answer the challenge a second time. */
   readonly authTwice?: boolean;
+  /** The dialer's cluster shape; default the listener's (peers p0, p1, p2, heartbeat 100 ms). */
+  readonly shape?: ClusterShape;
 }
+
+/** The shape of the meshes of this file (startStandaloneMesh's default for them). */
+const meshShape = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p1' }, { id: 'p2' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolVersion);
 
 interface RawResult {
   /** 'welcome', or the reason of the refuse frame. */
@@ -32,12 +39,18 @@ interface RawResult {
   readonly known: Incarnation | undefined;
   /** The refusal says that newest one is evicted too. */
   readonly knownEvicted: boolean;
+  /** The refusal's sentence and the listener's shape it carries. */
+  readonly message: string;
+  readonly shape: ClusterShape | undefined;
   readonly sent: { hello: Buffer; auth: Buffer | null };
 }
 
 /** Dials the listener by hand, as a (possibly misbehaving) peer would. */
 function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
+  const shape = o.shape ?? meshShape;
   const identity: HandshakeIdentity = {
+    shape,
+    fingerprint: fingerprintOf(shape),
     cluster: o.cluster ?? 'test',
     key: secretKey(o.secret ?? 'sesame'),
     selfId: o.selfId ?? 'p2',
@@ -52,9 +65,11 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
     let outcome = 'closed';
     let known: Incarnation | undefined;
     let knownEvicted = false;
+    let message = '';
+    let theirs: ClusterShape | undefined;
     ws.on('open', () => ws.send(hello));
     ws.on('error', reject);
-    ws.on('close', () => resolve({ outcome, known, knownEvicted, sent }));
+    ws.on('close', () => resolve({ outcome, known, knownEvicted, sent, message, shape: theirs }));
     ws.on('message', (data: Buffer) => {
       const frame: Frame<TestPayload> = decodeFrame(data, isTestPayload);
       if (frame.t === 'challenge') {
@@ -69,6 +84,8 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
         outcome = frame.reason;
         known = frame.known;
         knownEvicted = frame.knownEvicted === true;
+        message = frame.message;
+        theirs = frame.shape;
       }
     });
   });
@@ -129,6 +146,45 @@ describe('handshake refusals', () => {
   it('refuses a bad MAC (wrong secret)', async () => {
     expect((await dialRaw(m0.port(), { secret: 'guess' })).outcome).toBe('bad_mac');
     expect(logged('bad_mac')).toBe(true);
+  });
+
+  it('tells a dialer that has not proved the secret nothing about the cluster', async () => {
+    // A wrong cluster name, an unknown id, an incarnation older than one known: without the
+    // secret, each gets the same bad_mac and a sentence that names nothing of the cluster.
+    for (const o of [{ cluster: 'other' }, { selfId: 'mallory' }, { selfId: 'p1', inc: { startMs: 1000, nonce: 7 } }]) {
+      const r = await dialRaw(m0.port(), { ...o, secret: 'guess' });
+      expect([r.outcome, r.known, r.shape]).toEqual(['bad_mac', undefined, undefined]);
+      expect(r.message).not.toMatch(/test|p0|p1|p2|mallory|other|1000/);
+    }
+  });
+
+  it('refuses a peer whose configuration differs, and tells it ours so it can say what differs', async () => {
+    const reordered = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p2' }, { id: 'p1' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolVersion);
+    const r = await dialRaw(m0.port(), { shape: reordered });
+    expect(r.outcome).toBe('wrong_config');
+    expect(r.shape).toEqual(meshShape);
+    expect(r.message).toContain(fingerprintOf(reordered));
+    const slower = await dialRaw(m0.port(), { shape: { ...meshShape, leaseMs: 5000 } });
+    expect([slower.outcome, slower.shape?.leaseMs]).toEqual(['wrong_config', 0]);
+    // The listener remembers whom it refused and why, for GET /v1/cluster and /readyz.
+    expect(m0.refusals().some((x) => x.peer === 'p2' && x.direction === 'by_us' && x.reason === 'wrong_config')).toBe(true);
+    expect(m0.configMismatch()?.code).toBe('ERR_CONFIG_MISMATCH');
+    expect(logged('wrong_config')).toBe(true);
+  });
+
+  it('gives a configured peer a handshake slot however many strangers hold connections open', async () => {
+    // 300 connections from this address that never say hello: more than the 256 slots every
+    // stranger shared before; each new one now displaces the oldest of its own address.
+    const idle = await Promise.all(Array.from({ length: 300 }, () => new Promise<WebSocket>((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${m0.port()}`);
+      ws.on('open', () => resolve(ws));
+      ws.on('error', reject);
+    })));
+    try {
+      expect((await dialRaw(m0.port())).outcome).toBe('welcome');
+    } finally {
+      for (const ws of idle) ws.terminate();
+    }
   });
 
   it('refuses a wrong protocol version', async () => {

@@ -20,6 +20,7 @@ export const dashboardHtml = `<!doctype html>
   <h1>lamport-lock</h1>
   <span class="crumb">cluster <b id="cluster-name">?</b></span>
   <span class="crumb">peer <b id="peer-id">?</b></span>
+  <span class="crumb" title="fingerprint of what every peer's config must hold equal: lamport-peer --check-config FILE prints a file's">config <b id="fingerprint" class="mono">?</b></span>
   <span class="crumb">clock <b id="clock">?</b></span>
   <span class="crumb">grants here <b id="grant-rate">?</b> <span id="grant-rate-seen" class="dim"></span></span>
   <span id="lease" class="badge">lease ?</span>
@@ -27,6 +28,10 @@ export const dashboardHtml = `<!doctype html>
 </header>
 <div id="superseded" class="banner" hidden>
   <b>Superseded:</b> <span id="superseded-why"></span>
+</div>
+<div id="refused" class="banner" hidden>
+  <b>Refused links:</b> peers whose configuration, secret or version differs from this one's are kept out of the cluster until an operator makes them match.
+  <ul id="refused-links"></ul>
 </div>
 <div id="degraded" class="banner" hidden>
   <b>Degraded:</b> every grant, on every peer, waits for the peers below until they come back or a majority evicts them.

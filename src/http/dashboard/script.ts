@@ -100,6 +100,7 @@ export const dashboardScript = String.raw`'use strict';
   function renderHeader(c, now) {
     byId('cluster-name').textContent = c.cluster;
     byId('peer-id').textContent = c.id;
+    byId('fingerprint').textContent = c.fingerprint || '?';
     timeCell(byId('clock'), c.clock, now);
     var lease = byId('lease');
     var valid = c.lease && c.lease.valid && c.synced;
@@ -166,9 +167,24 @@ export const dashboardScript = String.raw`'use strict';
     byId('superseded').hidden = !why;
   }
 
+  // GET /v1/cluster refused_links: each link refused either way of late, why, and what differs.
+  function renderRefused(links) {
+    links = links || [];
+    var items = links.map(function (r) {
+      var who = r.direction === 'by_peer' ? 'peer ' + r.peer + ' refuses this peer' : 'this peer refuses peer ' + r.peer;
+      var what = r.differences && r.differences.length > 0 ? r.differences.join('; ') : r.message;
+      var li = el('li', '');
+      li.textContent = who + ' (' + r.reason + '): ' + what;
+      return li;
+    });
+    byId('refused-links').replaceChildren.apply(byId('refused-links'), items);
+    byId('refused').hidden = items.length === 0;
+  }
+
   function renderCluster(c, now, rates) {
     renderHeader(c, now);
     renderSuperseded(c.superseded);
+    renderRefused(c.refused_links);
     renderDegraded(c.degraded);
     renderRates(rates);
     var body = byId('peers').tBodies[0];

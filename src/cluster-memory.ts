@@ -1,0 +1,56 @@
+/**
+ * The cluster shape a data dir last ran with (docs/design.md section 4, "One agreed cluster"):
+ * `cluster-shape.json` beside the clock. A peer restarted with a config whose shape differs refuses
+ * to start (ERR_CONFIG_INVALID, exit 2), naming what differs: an old peer list put back on a
+ * host, or the file of another cluster, never starts a peer that would count majorities of
+ * another member set. A change made on purpose (every peer stopped, every host's file
+ * changed) starts with `--accept-config-change`, which records the new shape.
+ */
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ClusterShape } from './cluster-shape.js';
+import { fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
+import { ErrorCode, LockError } from './errors.js';
+
+/** Where the shape lives in a data dir. */
+export function clusterMemoryPath(dataDir: string): string {
+  return join(dataDir, 'cluster-shape.json');
+}
+
+/** The shape this data dir last ran with; null when none was recorded (a new data dir, or one of an older version). */
+export function loadClusterMemory(dataDir: string): ClusterShape | null {
+  const path = clusterMemoryPath(dataDir);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new LockError(ErrorCode.ConfigInvalid, `cannot read ${path}: ${(err as Error).message}`);
+  }
+  let shape: unknown;
+  try {
+    shape = (JSON.parse(text) as Record<string, unknown>)['shape'];
+  } catch {
+    shape = undefined;
+  }
+  if (!isClusterShape(shape)) throw new LockError(ErrorCode.ConfigInvalid, `${path} is corrupt: remove it to start with the config file's cluster as it is`);
+  return shape;
+}
+
+/**
+ * Refuses a start whose shape differs from the one the data dir last ran with (unless
+ * `accept`), then records `shape`. Throws ERR_CONFIG_INVALID with the differences.
+ */
+export function checkClusterMemory(dataDir: string, shape: ClusterShape, accept: boolean): void {
+  const before = loadClusterMemory(dataDir);
+  if (before !== null && !accept && fingerprintOf(before) !== fingerprintOf(shape)) {
+    const differences = shapeDifferences(shape, before, 'the config this data dir last ran with');
+    throw new LockError(ErrorCode.ConfigInvalid,
+      `this config differs from the one this peer's data dir last ran with (${differences.join('; ')}). A peer of a changed config would count majorities of another member set than its peers: change every host's file with every peer stopped, then start each with --accept-config-change; or put the old file back`,
+      { problems: differences });
+  }
+  const path = clusterMemoryPath(dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(`${path}.tmp`, `${JSON.stringify({ fingerprint: fingerprintOf(shape), shape }, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${path}.tmp`, path);
+}
