@@ -42,7 +42,7 @@ const wildcard = new Set(['0.0.0.0', '::', '']);
 
 /** The HTTP API and the peer links on one port is a config error (exit 2), not a busy port to retry (75). */
 function checkPortsApart(http: ReturnType<typeof parseListenTarget>, ws: { host: string; port: number }, wsText: string): void {
-  if (http.kind !== 'tcp' || http.port !== ws.port) return;
+  if (http.kind !== 'tcp' || http.port !== ws.port || ws.port === 0) return; // Port 0: each gets its own.
   const host = http.host.replace(/^\[|\]$/g, '');
   if (host === ws.host || wildcard.has(host) || wildcard.has(ws.host)) {
     throw new LockError(ErrorCode.ConfigInvalid, `the HTTP API (${http.host}:${http.port}) and the peer links (${wsText}) cannot share port ${ws.port}: give each its own port`);

@@ -183,6 +183,11 @@ describe('LockClient against a peer', () => {
     await waitFor('both free after withLocks', async () => (await holderIds('c/with-1')).length === 0 && (await holderIds('c/with-2')).length === 0);
   });
 
+  it('refuses an empty lock name as ERR_BAD_REQUEST with a sentence, not as a missing route', async () => {
+    expect(await refusal(client.acquire(''))).toMatchObject({ code: 'ERR_BAD_REQUEST', message: 'a lock name must not be empty' });
+    expect(await refusal(client.status(''))).toMatchObject({ code: 'ERR_BAD_REQUEST' });
+  });
+
   it('reads the peer\'s view of the cluster', async () => {
     expect(await client.cluster()).toMatchObject({ id: 'a', cluster: 'client-test', synced: true, lease: { valid: true } });
   });
