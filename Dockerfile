@@ -13,7 +13,7 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /build
 COPY package.json package-lock.json ./
-# --ignore-scripts: the prepare script (tsc) runs below, once the sources are in.
+# --ignore-scripts: dist/ is built below (tsc), once the sources are in.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json README.md LICENSE ./
 COPY src ./src
@@ -27,7 +27,7 @@ ENV NODE_ENV=production
 COPY --from=build /build/pkg /tmp/pkg
 # A global install puts the two binaries in /usr/local/bin, as on a host; only the
 # production dependencies are installed.
-RUN npm install -g --no-audit --no-fund /tmp/pkg/lamport-lock-*.tgz \
+RUN npm install -g --ignore-scripts --no-audit --no-fund /tmp/pkg/lamport-lock-*.tgz \
  && rm -rf /tmp/pkg \
  && npm cache clean --force \
  && mkdir -p /var/lib/lamport /var/lib/lamport-token /etc/lamport \

@@ -5,6 +5,7 @@
 import { checkClusterMemory } from './cluster-memory.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
+import { checkDataDir } from './data-dir.js';
 import { wsListenAddress } from './config.js';
 import { nodeEnv } from './env.js';
 import { ErrorCode, LockError } from './errors.js';
@@ -42,12 +43,25 @@ export interface PeerServer {
   stop(): Promise<void>;
 }
 
+const wildcard = new Set(['0.0.0.0', '::', '']);
+
+/** The HTTP API and the peer links on one port is a config error (exit 2), not a busy port to retry (75). */
+function checkPortsApart(http: ReturnType<typeof parseListenTarget>, ws: { host: string; port: number }, wsText: string): void {
+  if (http.kind !== 'tcp' || http.port !== ws.port || ws.port === 0) return; // Port 0: each gets its own.
+  const host = http.host.replace(/^\[|\]$/g, '');
+  if (host === ws.host || wildcard.has(host) || wildcard.has(ws.host)) {
+    throw new LockError(ErrorCode.ConfigInvalid, `the HTTP API (${http.host}:${http.port}) and the peer links (${wsText}) cannot share port ${ws.port}: give each its own port`);
+  }
+}
+
 /** Starts one peer: mesh, runtime, HTTP API. */
 export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServer> {
   const self = opts.config.peers.find((p) => p.id === opts.id);
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
   if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolVersion), opts.acceptConfigChange === true);
   const target = parseListenTarget(opts.http ?? self.http);
+  if (opts.dataDir !== undefined) checkDataDir(opts.dataDir);
+  checkPortsApart(target, wsListenAddress(self.ws), self.ws);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
   const network = new WsNetwork({ tls, logger: opts.logger.child({ component: 'mesh' }) });

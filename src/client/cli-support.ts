@@ -1,3 +1,6 @@
+import type { ErrorCode } from '../errors.js';
+import { withScheme } from './wire.js';
+
 /**
  * Pieces of the lamport-lock CLI that are worth testing on their own: exit codes,
  * duration parsing, `run`'s lock names and command, the grants as printed, the status
@@ -12,7 +15,10 @@ export const exitCodes = {
   usage: 64,
   /** The local peer is unreachable or the request was undecidable: peers unreachable (EX_UNAVAILABLE). */
   unavailable: 69,
-  /** The lock was not acquired within --timeout (EX_TEMPFAIL). */
+  /**
+   * Worth retrying (EX_TEMPFAIL): the lock was not acquired within --timeout, or the peer refused
+   * for a reason that passes (lease lost, evicted, not ready, stopping, too busy, disk).
+   */
   notAcquired: 75,
   /** The hold was lost while CMD ran; CMD was sent SIGTERM (then SIGKILL after --grace). */
   lockLost: 76,
@@ -27,14 +33,70 @@ export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** The peer's refusals that pass: a script may try again (exit 75, like a --timeout). */
+const retryable: ReadonlySet<string> = new Set<ErrorCode>(['ERR_TIMEOUT', 'ERR_LEASE_LOST', 'ERR_EVICTED', 'ERR_NOT_READY', 'ERR_SHUTTING_DOWN', 'ERR_LIMIT_EXCEEDED', 'ERR_STORAGE', 'ERR_WATCH_BEHIND', 'ERR_LINK_BUFFER_FULL']);
+/** The peer's refusals of what was typed: a name or value out of its limits (exit 64). */
+const refusedInput: ReadonlySet<string> = new Set<ErrorCode>(['ERR_BAD_REQUEST', 'ERR_BODY_TOO_LARGE']);
+
+/** The exit code of a peer's (or the client's) coded refusal. */
+export function exitCodeOf(code: string): number {
+  if (retryable.has(code)) return exitCodes.notAcquired;
+  if (refusedInput.has(code)) return exitCodes.usage;
+  if (code === 'ERR_UNREACHABLE') return exitCodes.unavailable;
+  if (code === 'ERR_NOT_HELD') return exitCodes.notHeld;
+  return exitCodes.error;
+}
+
 const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
-/** Parses `500ms`, `30s`, `2m`, `1h` or a bare number of milliseconds. */
+/**
+ * Parses `500ms`, `30s`, `2m`, `1h`; a bare number is seconds, as `flock -w 5` and `sleep 5`
+ * read it (so `--timeout 0.5` is 500 ms).
+ */
 export function parseDuration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (m === null) throw new UsageError(`invalid duration ${JSON.stringify(text)}: use e.g. 500ms, 30s, 2m, 1h`);
-  const value = Number(m[1]) * (units[m[2] ?? 'ms'] ?? 1);
+  if (m === null) throw new UsageError(`invalid duration ${JSON.stringify(text)}: use e.g. 500ms, 30s, 2m, 1h (a bare number is seconds)`);
+  const value = Number(m[1]) * (units[m[2] ?? 's'] ?? 1);
   return Math.round(value);
+}
+
+/** A whole number of at least `min` for `flag` (--limit, --permits), or a sentence. */
+export function parseCount(text: unknown, flag: string, min = 1): number {
+  const t = String(text).trim();
+  if (!/^\d+$/.test(t) || Number(t) < min || !Number.isSafeInteger(Number(t))) throw new UsageError(`${flag} ${JSON.stringify(String(text))} must be a whole number of at least ${min}`);
+  return Number(t);
+}
+
+/**
+ * Refuses lock names split by flags (`acquire x --timeout 5 seconds` would take `x` and
+ * `seconds`): the words of a command that are not flags or their values must come together,
+ * before or after the flags. `args` is the command line without node and script;
+ * `valued` the flags that take a value, without dashes (short ones included).
+ */
+export function checkNamesTogether(args: readonly string[], valued: ReadonlySet<string>): void {
+  const end = args.indexOf('--');
+  const words: Array<{ word: string; at: number }> = [];
+  for (let i = 0; i < (end < 0 ? args.length : end); i += 1) {
+    const a = args[i] ?? '';
+    if (a.startsWith('-') && a.length > 1) {
+      if (!a.includes('=') && valued.has(a.replace(/^--?/, ''))) i += 1;
+      continue;
+    }
+    words.push({ word: a, at: i });
+  }
+  // words[0] is the command itself; its names follow.
+  const names = words.slice(1);
+  for (let k = 1; k < names.length; k += 1) {
+    const [prev, cur] = [names[k - 1], names[k]];
+    if (prev !== undefined && cur !== undefined && cur.at !== prev.at + 1) {
+      throw new UsageError(`${JSON.stringify(cur.word)} comes after a flag, apart from ${JSON.stringify(prev.word)}: give every NAME together (a duration is one word: --timeout 5s)`);
+    }
+  }
+}
+
+/** The lock names of a command: refuses an empty one, which names no lock. */
+export function checkNames(names: readonly string[]): void {
+  if (names.some((n) => n === '')) throw new UsageError('a lock name must not be empty');
 }
 
 /**
@@ -43,8 +105,7 @@ export function parseDuration(text: string): number {
  * anything else that is not a URL gets a sentence instead of "Invalid URL".
  */
 export function parsePeerUrl(text: string, what: string): string {
-  const t = text.trim();
-  const url = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d+$/.test(t) ? `http://${t}` : t;
+  const url = withScheme(text);
   try {
     new URL(url);
   } catch {

@@ -13,12 +13,17 @@ import type { IncomingMessage, RequestOptions } from 'node:http';
 import { LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import { readTokenFile } from '../token-file.js';
-import type { AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, Target, WatchEvent } from './wire.js';
-import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, sseParser, targetOf, toError, toHold, toMultiHold } from './wire.js';
+import type { AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, SignalOptions, Target, WatchEvent } from './wire.js';
+import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, signalOf, sseParser, targetOf, toError, toHold, toMultiHold } from './wire.js';
 
 export { LockError } from '../errors.js';
 export type { ErrorCode } from '../errors.js';
-export type { AcquireAllRequest, AcquireRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, WatchEvent } from './wire.js';
+export type { AcquireAllRequest, AcquireRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, SignalOptions, WatchEvent } from './wire.js';
+
+/** The caller's abort of a wait, as every acquire rejects with it. */
+function aborted(): LockError {
+  return new LockError('ERR_TIMEOUT', 'acquire aborted by the caller', { reason: 'aborted' });
+}
 /** A client of one local peer. */
 export class LockClient {
   readonly #target: Target;
@@ -52,20 +57,30 @@ export class LockClient {
       const cancel = this.#open(method, path, body, (res) => {
         readAll(res).then((t) => resolve({ status: res.statusCode ?? 0, body: parseJson(t) }), reject);
       }, reject);
+      if (signal?.aborted === true) {
+        cancel();
+        reject(aborted());
+        return;
+      }
       signal?.addEventListener('abort', () => {
         cancel();
-        reject(new LockError('ERR_TIMEOUT', 'acquire aborted by the caller'));
+        reject(aborted());
       }, { once: true });
     });
   }
 
   static #path(name: string, action?: string): string {
+    if (name === '') throw new LockError('ERR_BAD_REQUEST', 'a lock name must not be empty');
     return `/v1/locks/${encodeURIComponent(name)}${action === undefined ? '' : `/${action}`}`;
   }
 
-  /** Acquires `name`; rejects with a LockError (ERR_TIMEOUT 423, ERR_UNREACHABLE 503, ...). */
-  async acquire(name: string, opts: AcquireRequest = {}, signal?: AbortSignal): Promise<Hold> {
-    const a = await this.#call('POST', LockClient.#path(name, 'acquire'), acquireBody(opts), signal);
+  /**
+   * Acquires `name`; rejects with a LockError (ERR_TIMEOUT 423, ERR_UNREACHABLE 503, ...).
+   * `opts.signal` stops the wait (ERR_TIMEOUT, reason `aborted`); a signal as third argument is
+   * the older form of it.
+   */
+  async acquire(name: string, opts: AcquireRequest = {}, signal?: AbortSignal | SignalOptions): Promise<Hold> {
+    const a = await this.#call('POST', LockClient.#path(name, 'acquire'), acquireBody(opts), opts.signal ?? signalOf(signal));
     if (a.status !== 200) throw toError(a);
     return toHold(a.body);
   }
@@ -73,7 +88,7 @@ export class LockClient {
   /** Acquires `name` as a hold bound to this connection: it ends when `close()` is called. */
   acquireOnConnection(name: string, opts: AcquireRequest = {}): Promise<ConnectionHold> {
     const body = { ...acquireBody(opts), hold: 'connection', ttl_ms: opts.ttlMs ?? 0 };
-    return this.#acquireBound(LockClient.#path(name, 'acquire'), body, toHold);
+    return this.#acquireBound(LockClient.#path(name, 'acquire'), body, toHold, opts.signal);
   }
 
   /**
@@ -81,8 +96,8 @@ export class LockClient {
    * all of them together; rejects as `acquire` does (ERR_BAD_REQUEST for a name given twice
    * or too many names, ERR_TIMEOUT 423, ...). Release the hold with `releaseHold`.
    */
-  async acquireAll(locks: readonly LockSpec[], opts: AcquireAllRequest = {}, signal?: AbortSignal): Promise<MultiHold> {
-    const a = await this.#call('POST', '/v1/acquire', acquireAllBody(locks, opts), signal);
+  async acquireAll(locks: readonly LockSpec[], opts: AcquireAllRequest = {}, signal?: AbortSignal | SignalOptions): Promise<MultiHold> {
+    const a = await this.#call('POST', '/v1/acquire', acquireAllBody(locks, opts), opts.signal ?? signalOf(signal));
     if (a.status !== 200) throw toError(a);
     return toMultiHold(a.body);
   }
@@ -90,21 +105,33 @@ export class LockClient {
   /** Acquires every lock of `locks` or none, as a hold bound to this connection: it ends when `close()` is called. */
   acquireAllOnConnection(locks: readonly LockSpec[], opts: AcquireAllRequest = {}): Promise<ConnectionMultiHold> {
     const body = { ...acquireAllBody(locks, opts), hold: 'connection', ttl_ms: opts.ttlMs ?? 0 };
-    return this.#acquireBound('/v1/acquire', body, toMultiHold);
+    return this.#acquireBound('/v1/acquire', body, toMultiHold, opts.signal);
   }
 
   /** An acquire with hold "connection": the grant line, then the line of its end (or the connection's end). */
-  #acquireBound<H>(path: string, body: Record<string, unknown>, toGrant: (line: Record<string, unknown>) => H): Promise<H & BoundToConnection> {
+  #acquireBound<H>(path: string, body: Record<string, unknown>, toGrant: (line: Record<string, unknown>) => H, signal: AbortSignal | undefined): Promise<H & BoundToConnection> {
     return new Promise((resolve, reject) => {
       let endedResolve: (r: string) => void = () => undefined;
       const ended = new Promise<string>((r) => (endedResolve = r));
+      let granted = false;
+      const onAbort = (): void => {
+        if (granted) return;
+        cancel();
+        reject(aborted());
+      };
       const cancel = this.#open('POST', path, body, (res) => {
         if (res.statusCode !== 200) {
           readAll(res).then((t) => reject(toError({ status: res.statusCode ?? 0, body: parseJson(t) })), reject);
           return;
         }
-        this.#watchConnectionHold(res, (line) => resolve({ ...toGrant(line), ended, close: cancel }), endedResolve);
+        this.#watchConnectionHold(res, (line) => {
+          granted = true;
+          signal?.removeEventListener('abort', onAbort);
+          resolve({ ...toGrant(line), ended, close: cancel });
+        }, endedResolve);
       }, reject);
+      if (signal?.aborted === true) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -163,6 +190,17 @@ export class LockClient {
     return a.body;
   }
 
+  /**
+   * Ends every hold of `name` that this peer's clients have (an administrative operation: the
+   * client needs the admin token as its `token`, or the peer's unix socket); returns their ids.
+   */
+  async forceRelease(name: string): Promise<string[]> {
+    const a = await this.#call('POST', LockClient.#path(name, 'force-release'), {});
+    if (a.status !== 200) throw toError(a);
+    const ids = a.body['released'];
+    return Array.isArray(ids) ? ids.map(String) : [];
+  }
+
   /** This peer's view of the cluster. */
   async cluster(): Promise<Record<string, unknown>> {
     const a = await this.#call('GET', '/v1/cluster');
@@ -173,27 +211,31 @@ export class LockClient {
   /**
    * Runs `fn` while holding `name`. The hold is bound to a connection (so it ends if this
    * process dies) and has a TTL refreshed every third of it. `signal` fires with the reason
-   * when the hold is lost before `fn` settles; the hold is released when `fn` settles.
+   * when the hold is lost before `fn` settles (an administrator's force-release included), and
+   * withLock then rejects with that reason whatever `fn` returned: its work was not all done
+   * under the lock. The hold is released when `fn` settles. `opts.signal` stops the wait for
+   * the grant and, once held, fires `fn`'s signal too.
    */
   async withLock<T>(name: string, fn: (hold: Hold, signal: AbortSignal) => Promise<T>, opts: AcquireRequest = {}): Promise<T> {
     const ttlMs = opts.ttlMs ?? 60_000;
     const hold = await this.acquireOnConnection(name, { ...opts, ttlMs });
-    return this.#whileHeld(hold, `the hold on ${name}`, () => this.refresh(name, hold.id, ttlMs), ttlMs, fn);
+    return this.#whileHeld(hold, `the hold on ${name}`, () => this.refresh(name, hold.id, ttlMs), { ttlMs, signal: opts.signal }, fn);
   }
 
   /**
    * Runs `fn` while holding every lock of `locks`, taken all or nothing in one request, as
    * `withLock` runs it under one: bound to a connection, its TTL refreshed every third of it,
    * `signal` fired with the reason when the hold (of all of them: it ends as a whole) is lost
-   * before `fn` settles, and released when `fn` settles.
+   * before `fn` settles (withLocks then rejects with it), and released when `fn` settles.
    */
   async withLocks<T>(locks: readonly LockSpec[], fn: (hold: MultiHold, signal: AbortSignal) => Promise<T>, opts: AcquireAllRequest = {}): Promise<T> {
     const ttlMs = opts.ttlMs ?? 60_000;
     const hold = await this.acquireAllOnConnection(locks, { ...opts, ttlMs });
-    return this.#whileHeld(hold, `the hold on ${lockNames(locks)}`, () => this.refreshHold(hold.id, ttlMs), ttlMs, fn);
+    return this.#whileHeld(hold, `the hold on ${lockNames(locks)}`, () => this.refreshHold(hold.id, ttlMs), { ttlMs, signal: opts.signal }, fn);
   }
 
-  async #whileHeld<H extends BoundToConnection, T>(hold: H, what: string, refresh: () => Promise<unknown>, ttlMs: number, fn: (hold: H, signal: AbortSignal) => Promise<T>): Promise<T> {
+  /** Runs `fn` under `hold`; rejects with the loss when the hold ended before `fn` settled. */
+  async #whileHeld<H extends BoundToConnection, T>(hold: H, what: string, refresh: () => Promise<unknown>, opts: { ttlMs: number; signal: AbortSignal | undefined }, fn: (hold: H, signal: AbortSignal) => Promise<T>): Promise<T> {
     const lost = new AbortController();
     let done = false;
     void hold.ended.then((reason) => {
@@ -203,9 +245,12 @@ export class LockClient {
       refresh().catch((err: unknown) => {
         if (!done) lost.abort(err);
       });
-    }, Math.max(100, Math.floor(ttlMs / 3)));
+    }, Math.max(100, Math.floor(opts.ttlMs / 3)));
+    const signal = opts.signal === undefined ? lost.signal : AbortSignal.any([lost.signal, opts.signal]);
     try {
-      return await fn(hold, lost.signal);
+      const result = await fn(hold, signal);
+      if (lost.signal.aborted) throw lost.signal.reason;
+      return result;
     } finally {
       done = true;
       clearInterval(timer);
@@ -215,13 +260,13 @@ export class LockClient {
 
   /**
    * Follows one lock (`name`) or every lock whose name starts with `prefix`: the current state,
-   * then every change, until `signal` aborts or the loop breaks. Rejects with a LockError when
+   * then every change, until `signal` (or `{ signal }`) aborts or the loop breaks. Rejects with a LockError when
    * the peer refuses the stream (ERR_LIMIT_EXCEEDED) or ends it (ERR_WATCH_BEHIND: the loop
    * was too slow; watch again), and with ERR_UNREACHABLE when the peer goes away.
    */
-  watch(what: string | { readonly prefix: string }, signal?: AbortSignal): AsyncGenerator<WatchEvent, void, undefined> {
+  watch(what: string | { readonly prefix: string }, signal?: AbortSignal | SignalOptions): AsyncGenerator<WatchEvent, void, undefined> {
     const path = typeof what === 'string' ? LockClient.#path(what, 'watch') : `/v1/watch?prefix=${encodeURIComponent(what.prefix)}`;
-    return this.#events(path, ['state', 'queued', 'granted', 'released', 'left'], signal);
+    return this.#events(path, ['state', 'queued', 'granted', 'released', 'left'], signalOf(signal));
   }
 
   /**
@@ -249,10 +294,10 @@ export class LockClient {
 
   /**
    * Every change of leader of election `name`: first who leads now (`leader`, or `vacant`
-   * when nobody does), then each change, until `signal` aborts or the loop breaks.
+   * when nobody does), then each change, until `signal` (or `{ signal }`) aborts or the loop breaks.
    */
-  observe(name: string, signal?: AbortSignal): AsyncGenerator<{ readonly type: 'leader' | 'vacant'; readonly data: Record<string, unknown> }, void, undefined> {
-    return this.#events(`/v1/elections/${encodeURIComponent(name)}/observe`, ['leader', 'vacant'], signal);
+  observe(name: string, signal?: AbortSignal | SignalOptions): AsyncGenerator<{ readonly type: 'leader' | 'vacant'; readonly data: Record<string, unknown> }, void, undefined> {
+    return this.#events(`/v1/elections/${encodeURIComponent(name)}/observe`, ['leader', 'vacant'], signalOf(signal));
   }
 
   async *#events<T extends string>(path: string, types: readonly T[], signal?: AbortSignal): AsyncGenerator<{ readonly type: T; readonly data: Record<string, unknown> }, void, undefined> {

@@ -4,6 +4,7 @@
  * bodies, server-sent events). [`LockClient`](./lock-client.ts) does the talking.
  */
 import type { IncomingMessage } from 'node:http';
+import { userInfo } from 'node:os';
 import type { ErrorCode } from '../errors.js';
 import { LockError } from '../errors.js';
 
@@ -17,6 +18,36 @@ export interface AcquireRequest {
   readonly owner?: string;
   readonly meta?: Record<string, unknown>;
   readonly expectedMs?: number;
+  /** Stops waiting for the grant (and, in `withLock`, aborts `fn`'s signal): the Node options habit. */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of the calls that only take a signal (`watch`, `observe`). */
+export interface SignalOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * The signal of `arg`, an options object `{ signal }` or (the older form) the signal itself.
+ * Anything else is a caller's mistake: a sentence, not "addEventListener is not a function".
+ */
+export function signalOf(arg: AbortSignal | SignalOptions | undefined): AbortSignal | undefined {
+  if (arg === undefined || arg instanceof AbortSignal) return arg;
+  if (typeof arg === 'object' && arg !== null && (arg.signal === undefined || arg.signal instanceof AbortSignal)) return arg.signal;
+  throw new LockError('ERR_BAD_REQUEST', 'the options\' signal must be an AbortSignal: pass { signal }');
+}
+
+/** Who holds, when the caller does not say: user@pidN, as `lamport-lock` says it. */
+export function defaultOwner(): string {
+  let user = process.env['USER'] ?? '';
+  if (user === '') {
+    try {
+      user = userInfo().username;
+    } catch {
+      user = 'user';
+    }
+  }
+  return `${user}@pid${process.pid}`;
 }
 
 /** A granted hold. */
@@ -76,7 +107,7 @@ export interface ConnectionMultiHold extends MultiHold, BoundToConnection {}
 
 /** Client options. */
 export interface LockClientOptions {
-  /** The local peer: `http://host:port` or `unix:/path/peer.sock`; default `LAMPORT_PEER` or http://127.0.0.1:7001. */
+  /** The local peer: `http://host:port`, `host:port` or `unix:/path/peer.sock`; default `LAMPORT_PEER` or http://127.0.0.1:7001. */
   readonly peer?: string;
   /** The peer's API token, when it requires one. */
   readonly token?: string;
@@ -87,7 +118,14 @@ export interface LockClientOptions {
 /** Where requests go: a base URL, or a unix socket. */
 export type Target = { readonly base: URL; readonly socketPath: null } | { readonly base: null; readonly socketPath: string };
 
-export function targetOf(peer: string): Target {
+/** `host:port` without a scheme (how the config writes `http`), which means http://host:port. */
+export function withScheme(peer: string): string {
+  const t = peer.trim();
+  return /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d+$/.test(t) ? `http://${t}` : t;
+}
+
+export function targetOf(given: string): Target {
+  const peer = withScheme(given);
   if (peer.startsWith('unix:')) {
     const socketPath = peer.slice('unix:'.length);
     if (!socketPath.startsWith('/')) throw new LockError('ERR_BAD_REQUEST', `peer ${JSON.stringify(peer)}: a unix socket path must be absolute (unix:/run/lamport-lock/peer.sock)`);
@@ -97,7 +135,7 @@ export function targetOf(peer: string): Target {
   try {
     base = new URL(peer);
   } catch {
-    throw new LockError('ERR_BAD_REQUEST', `peer ${JSON.stringify(peer)} must be a URL such as http://127.0.0.1:7001, or unix:/path/peer.sock`);
+    throw new LockError('ERR_BAD_REQUEST', `peer ${JSON.stringify(given)} must be a URL such as http://127.0.0.1:7001 (or 127.0.0.1:7001), or unix:/path/peer.sock`);
   }
   return { base, socketPath: null };
 }
@@ -140,7 +178,7 @@ export function acquireBody(opts: AcquireRequest): Record<string, unknown> {
   if (opts.mode !== undefined) body['mode'] = opts.mode;
   if (opts.limit !== undefined) body['limit'] = opts.limit;
   if (opts.permits !== undefined) body['permits'] = opts.permits;
-  if (opts.owner !== undefined) body['owner'] = opts.owner;
+  body['owner'] = opts.owner ?? defaultOwner();
   if (opts.meta !== undefined) body['meta'] = opts.meta;
   if (opts.expectedMs !== undefined) body['expected_ms'] = opts.expectedMs;
   return body;

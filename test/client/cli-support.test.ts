@@ -4,7 +4,7 @@
  * `run`'s lock names and command, and a multi-lock grant as `acquire` prints it.
  */
 import { describe, expect, it } from 'vitest';
-import { formatDegraded, formatMultiGrant, runTarget, UsageError } from '../../src/client/cli-support.js';
+import { checkNamesTogether, exitCodeOf, formatDegraded, formatMultiGrant, parseDuration, runTarget, UsageError } from '../../src/client/cli-support.js';
 
 function cluster(waiting: unknown[]): Record<string, unknown> {
   return { id: 'a', degraded: { active: waiting.length > 0, waiting_for: waiting } };
@@ -67,5 +67,29 @@ describe('formatMultiGrant', () => {
       id: 'h1', locks: [{ lock: 'a', mode: 'exclusive', token: '123456789012345678901' }, { lock: 'b', mode: 'shared', token: '123456789012345678901' }],
       lock: 'a', token: '123456789012345678901', mode: 'exclusive', peer: 'b', granted_at: 1000, expires_at: null,
     });
+  });
+});
+
+describe('parseDuration', () => {
+  it('reads a bare number as seconds and a unit as given', () => {
+    expect([parseDuration('5'), parseDuration('0.5'), parseDuration('0'), parseDuration('500ms'), parseDuration('2m')]).toEqual([5000, 500, 0, 500, 120_000]);
+    expect(() => parseDuration('5 seconds')).toThrow(UsageError);
+  });
+});
+
+describe('checkNamesTogether', () => {
+  const valued = new Set(['timeout', 'w', 'peer']);
+  it('accepts names before or after the flags, and refuses names a flag splits', () => {
+    expect(() => checkNamesTogether(['--peer', 'p', 'acquire', '-w', '5', 'a', 'b'], valued)).not.toThrow();
+    expect(() => checkNamesTogether(['acquire', 'a', 'b', '--timeout=5', '-n'], valued)).not.toThrow();
+    expect(() => checkNamesTogether(['run', 'a', '--', 'sh', '-c', 'x y'], valued)).not.toThrow();
+    expect(() => checkNamesTogether(['acquire', 'x', '--timeout', '5', 'seconds'], valued)).toThrow('"seconds" comes after a flag');
+  });
+});
+
+describe('exitCodeOf', () => {
+  it('gives retryable refusals 75 and refused input 64', () => {
+    expect(['ERR_TIMEOUT', 'ERR_LEASE_LOST', 'ERR_EVICTED', 'ERR_NOT_READY'].map(exitCodeOf)).toEqual([75, 75, 75, 75]);
+    expect(['ERR_BAD_REQUEST', 'ERR_UNREACHABLE', 'ERR_NOT_HELD', 'ERR_ADMIN_REQUIRED'].map(exitCodeOf)).toEqual([64, 69, 77, 1]);
   });
 });

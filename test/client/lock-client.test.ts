@@ -8,6 +8,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { userInfo } from 'node:os';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LockClient, LockError } from '../../src/client/lock-client.js';
 import type { ClusterConfig } from '../../src/config.js';
@@ -133,12 +134,16 @@ describe('LockClient against a peer', () => {
     expect(result).toBe(42);
     await waitFor('the hold released after the function', async () => (await holderIds('c/with')).length === 0);
 
-    const reason = await client.withLock('c/with', async (hold, signal) => {
+    let heard: unknown = null;
+    const ended = await refusal(client.withLock('c/with', async (hold, signal) => {
       const lost = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
       await client.release('c/with', hold.id); // Someone else ends it: the function must hear.
-      return lost;
-    });
-    expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'released' } });
+      heard = await lost;
+      return 'done anyway';
+    }));
+    expect(heard).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'released' } });
+    // The function's result does not hide the loss: withLock rejects with it.
+    expect(ended).toBe(heard);
   });
 
   it('acquires several locks as one hold with one token, keeps a single acquire out, and releases them together by id', async () => {
@@ -168,14 +173,19 @@ describe('LockClient against a peer', () => {
   });
 
   it('runs a function under withLocks and aborts its signal when the hold is released elsewhere', async () => {
-    const reason = await client.withLocks(['c/with-1', 'c/with-2'], async (hold, signal) => {
+    const reason = await refusal(client.withLocks(['c/with-1', 'c/with-2'], async (hold, signal) => {
       expect([await holderIds('c/with-1'), await holderIds('c/with-2')]).toEqual([[hold.id], [hold.id]]);
       const lost = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
       await client.releaseHold(hold.id);
       return lost;
-    });
+    }));
     expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', details: { reason: 'released' } });
     await waitFor('both free after withLocks', async () => (await holderIds('c/with-1')).length === 0 && (await holderIds('c/with-2')).length === 0);
+  });
+
+  it('refuses an empty lock name as ERR_BAD_REQUEST with a sentence, not as a missing route', async () => {
+    expect(await refusal(client.acquire(''))).toMatchObject({ code: 'ERR_BAD_REQUEST', message: 'a lock name must not be empty' });
+    expect(await refusal(client.status(''))).toMatchObject({ code: 'ERR_BAD_REQUEST' });
   });
 
   it('reads the peer\'s view of the cluster', async () => {
@@ -331,7 +341,7 @@ describe('LockClient multi-lock requests, against a recording stand-in', () => {
 
   it('holds several locks on a connection and reports the end line the peer sends', async () => {
     const hold = await stub.acquireAllOnConnection(['a', 'b']);
-    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], hold: 'connection', ttl_ms: 0 });
+    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], hold: 'connection', ttl_ms: 0, owner: `${process.env['USER'] ?? userInfo().username}@pid${process.pid}` });
     expect(hold).toMatchObject({ id: 'multi-1', token: 12345678901234567890123n, expiresAt: null });
     bound[0]?.({ ended: 'lease_lost', id: 'multi-1' });
     expect(await hold.ended).toBe('lease_lost');
@@ -339,14 +349,14 @@ describe('LockClient multi-lock requests, against a recording stand-in', () => {
   });
 
   it('runs a function under withLocks, refreshing by id, and aborts its signal with the end\'s reason', async () => {
-    const reason = await stub.withLocks(['a', 'b'], async (hold, signal) => {
+    const reason = await refusal(stub.withLocks(['a', 'b'], async (hold, signal) => {
       expect(hold.locks.map((l) => l.lock)).toEqual(['a', 'b']);
       await waitFor('a refresh by id', () => seen.some((s) => s.url === '/v1/refresh'));
       const lost = new Promise<unknown>((resolve) => signal.addEventListener('abort', () => resolve(signal.reason), { once: true }));
       bound[0]?.({ ended: 'evicted', id: hold.id });
       return lost;
-    }, { ttlMs: 300 });
-    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], ttl_ms: 300, hold: 'connection' });
+    }, { ttlMs: 300, owner: 'me' }));
+    expect(seen[0]?.body).toEqual({ locks: [{ name: 'a' }, { name: 'b' }], ttl_ms: 300, owner: 'me', hold: 'connection' });
     expect(seen.find((s) => s.url === '/v1/refresh')?.body).toEqual({ id: 'multi-1', ttl_ms: 300 });
     expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', message: 'lost the hold on "a", "b": evicted', details: { reason: 'evicted' } });
   });

@@ -2,6 +2,7 @@
  * Helpers for tests against real peer processes on 127.0.0.1: the test cluster's timings and
  * its start, and shorthands for the HTTP API.
  */
+import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { afterAll, beforeAll } from 'vitest';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
@@ -96,4 +97,21 @@ export async function holders(base: string, name: string): Promise<Array<Record<
 export async function waiters(base: string, name: string): Promise<Array<Record<string, unknown>>> {
   const a = await call(base, `/v1/locks/${encodeURIComponent(name)}`);
   return a.body['waiters'] as Array<Record<string, unknown>>;
+}
+
+/** What a binary run to its end printed and exited with. */
+export interface BinRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A built binary run with node (`bin` a path), with its output collected as it comes. */
+export function runBin(bin: string, args: readonly string[], env: Record<string, string> = {}): { done: Promise<BinRun>; pid: number | undefined; out: () => BinRun } {
+  const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const seen: BinRun = { code: null, stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (seen.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (seen.stderr += d.toString()));
+  const done = new Promise<BinRun>((res) => child.on('close', (code) => res({ ...seen, code })));
+  return { done, pid: child.pid, out: () => seen };
 }

@@ -9,7 +9,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -56,6 +56,10 @@ function filesUnder(dir: string): string[] {
 
 let tarball = '';
 let packed: string[] = [];
+let installErr = '';
+/** The flags of README's install line (`sudo npm install -g ... ./lamport-lock-0.1.0.tgz`), which this file installs with. */
+const readmeFlags = (/^sudo npm install (.+?) \.\/lamport-lock-[\d.]+\.tgz/m.exec(readFileSync(join(root, 'README.md'), 'utf8'))?.[1] ?? '').split(/\s+/).filter((f) => f.startsWith('-') && f !== '--prefix');
+const adminToken = join(work, 'admin-token');
 const peers: Array<{ id: string; proc: ChildProcess; http: string; exited: Promise<number | null> }> = [];
 
 beforeAll(async () => {
@@ -66,8 +70,9 @@ beforeAll(async () => {
   const info = (JSON.parse(pack.stdout) as Array<{ filename: string; files: Array<{ path: string }> }>)[0];
   tarball = join(work, info?.filename ?? '');
   packed = (info?.files ?? []).map((f) => f.path);
-  const install = await run('npm', ['install', '-g', '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', tarball], work, 120_000);
+  const install = await run('npm', ['install', ...readmeFlags, '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline', tarball], work, 120_000);
   expect(install.code, install.stderr).toBe(0);
+  installErr = install.stderr;
 }, 150_000);
 
 afterAll(async () => {
@@ -103,6 +108,38 @@ describe('npm pack', () => {
   });
 });
 
+describe('npm install of the tarball, as README says it', () => {
+  it('is quiet, ships no install-time script, and loads msgpackr\'s native extension (prebuilt, no build script)', async () => {
+    expect(readmeFlags).toEqual(expect.arrayContaining(['-g', '--ignore-scripts']));
+    expect(installErr.split('\n').filter((l) => l.startsWith('npm warn'))).toEqual([]);
+    const pkgDir = join(prefix, 'lib', 'node_modules', 'lamport-lock');
+    const scripts = (JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
+    expect(Object.keys(scripts).filter((k) => ['preinstall', 'install', 'postinstall', 'prepare'].includes(k))).toEqual([]);
+    const native = await run(process.execPath, ['--input-type=module', '-e', 'import("msgpackr").then((m) => console.log(m.isNativeAccelerationEnabled))'], pkgDir);
+    expect(native.stdout.trim(), native.stderr).toBe('true');
+  });
+
+  it('gives types that resolve under moduleResolution node10 (tsc on a fixture project)', async () => {
+    const fixture = join(work, 'types-node10');
+    mkdirSync(join(fixture, 'node_modules'), { recursive: true });
+    symlinkSync(join(prefix, 'lib', 'node_modules', 'lamport-lock'), join(fixture, 'node_modules', 'lamport-lock'));
+    writeFileSync(join(fixture, 'tsconfig.json'), JSON.stringify({
+      compilerOptions: { module: 'commonjs', moduleResolution: 'node10', ignoreDeprecations: '6.0', target: 'es2022', strict: true, noEmit: true, typeRoots: [join(root, 'node_modules', '@types')], types: ['node'] },
+      files: ['index.ts'],
+    }));
+    writeFileSync(join(fixture, 'index.ts'), [
+      'import { LockClient, LockError } from \'lamport-lock/client\';',
+      'import type { Hold } from \'lamport-lock/client\';',
+      'const client: LockClient = new LockClient({ peer: \'127.0.0.1:7001\' });',
+      'export const held: Promise<Hold> = client.acquire(\'x\', { timeoutMs: 1 });',
+      'export const isError = (e: unknown): boolean => e instanceof LockError;',
+    ].join('\n'));
+    const tsc = await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', fixture], fixture);
+    expect(tsc.stdout + tsc.stderr, 'tsc output').toBe('');
+    expect(tsc.code).toBe(0);
+  }, 60_000);
+});
+
 describe('the installed binaries, outside the repo', () => {
   const peerBin = join(prefix, 'bin', 'lamport-peer');
   const lockBin = join(prefix, 'bin', 'lamport-lock');
@@ -112,8 +149,9 @@ describe('the installed binaries, outside the repo', () => {
     const addrs = await Promise.all(ids.map(async (id) => ({ id, ws: `ws://127.0.0.1:${await freePort()}`, http: `127.0.0.1:${await freePort()}` })));
     mkdirSync(outside, { recursive: true });
     writeFileSync(join(outside, 'cluster.json'), JSON.stringify({ cluster: 'installed', secret: 'install-test-secret', heartbeat_ms: 100, lease_ms: 1000, evict_ms: 3000, peers: addrs }));
+    writeFileSync(adminToken, 'installed-admin-token-0123456789abcdef\n', { mode: 0o600 });
     for (const a of addrs) {
-      const proc = spawn(peerBin, ['--config', 'cluster.json', '--id', a.id, '--data-dir', join(outside, a.id), '--no-log-pretty', '--log-level', 'warn'], { cwd: outside, stdio: ['ignore', 'ignore', 'pipe'] });
+      const proc = spawn(peerBin, ['--config', 'cluster.json', '--id', a.id, '--data-dir', join(outside, a.id), '--admin-token-file', adminToken, '--no-log-pretty', '--log-level', 'warn'], { cwd: outside, stdio: ['ignore', 'ignore', 'pipe'] });
       const exited = new Promise<number | null>((res) => proc.once('exit', (code) => res(code)));
       peers.push({ id: a.id, proc, http: a.http, exited });
     }
@@ -137,6 +175,22 @@ describe('the installed binaries, outside the repo', () => {
     expect(ran.stdout).toBe('held installed-job\n');
     expect(ran.code).toBe(7);
   }, 60_000);
+
+  it('serve the installed typed client: host:port, { signal }, the default owner, and a force-release that withLock sees', async () => {
+    const [a] = peers;
+    const app = join(outside, 'app');
+    mkdirSync(join(app, 'node_modules'), { recursive: true });
+    symlinkSync(join(prefix, 'lib', 'node_modules', 'lamport-lock'), join(app, 'node_modules', 'lamport-lock'));
+    writeFileSync(join(app, 'app.mjs'), clientApp);
+    const r = await run(process.execPath, ['app.mjs', a?.http ?? '', readFileSync(adminToken, 'utf8').trim()], app, 30_000);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(out).toEqual({
+      owner: `${process.env['USER'] ?? 'root'}@pid${String(out['pid'])}`, pid: out['pid'],
+      abortedAcquire: { code: 'ERR_TIMEOUT', reason: 'aborted' }, abortedWithLock: { code: 'ERR_TIMEOUT', reason: 'aborted' },
+      forceReleased: { code: 'ERR_NOT_HELD', reason: 'released', fnSawIt: true },
+    });
+  }, 30_000);
 
   it('stop on SIGTERM sent to the installed binary itself, with exit 0', async () => {
     expect(peers).toHaveLength(3);
@@ -180,3 +234,36 @@ describe('the installed binaries, outside the repo', () => {
     expect(await exited).toBe(0);
   }, 30_000);
 });
+
+/**
+ * An application of the installed package (`lamport-lock/client` from its node_modules):
+ * argv[2] the peer as host:port, argv[3] the admin token. Prints what it saw as JSON.
+ */
+const clientApp = `import { LockClient } from 'lamport-lock/client';
+const [peer, adminToken] = process.argv.slice(2);
+const client = new LockClient({ peer });
+const admin = new LockClient({ peer, token: adminToken });
+const codeOf = (e) => ({ code: e.code, reason: e.details.reason });
+const out = { pid: process.pid };
+const held = await client.acquire('app/owner', { ttlMs: 30000 });
+out.owner = (await client.status('app/owner')).holders[0].owner;
+// A signal in the options, as Node APIs take it: the acquire and withLock stop waiting.
+const ac = new AbortController();
+setTimeout(() => ac.abort(), 200);
+out.abortedAcquire = await client.acquire('app/owner', { timeoutMs: 10000 }, { signal: ac.signal }).then(() => 'granted', codeOf);
+const ac2 = new AbortController();
+setTimeout(() => ac2.abort(), 200);
+out.abortedWithLock = await client.withLock('app/owner', async () => 'ran', { timeoutMs: 10000, signal: ac2.signal }).then((v) => v, codeOf);
+await client.release('app/owner', held.id);
+// An administrator's force-release ends the hold: withLock rejects, whatever fn returns.
+let fnSawIt = false;
+out.forceReleased = await client.withLock('app/forced', async (hold, signal) => {
+  await admin.forceRelease('app/forced');
+  if (!signal.aborted) await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+  fnSawIt = true;
+  return 'finished anyway';
+}).then((v) => v, (e) => ({ ...codeOf(e), fnSawIt }));
+console.log(JSON.stringify(out));
+client.close();
+admin.close();
+`;

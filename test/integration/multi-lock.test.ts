@@ -298,7 +298,7 @@ describe('the typed client\'s withLocks', () => {
       const lost = new Promise<unknown>((r) => signal.addEventListener('abort', () => r(signal.reason), { once: true }));
       await client.release('m/with-2', hold.id); // Someone else ends it: the function must hear.
       return lost;
-    }, { ttlMs: 5000 });
+    }, { ttlMs: 5000 }).then(() => null, (err: unknown) => err); // ... and withLocks rejects with it.
     expect(reason).toBeInstanceOf(LockError);
     expect(reason).toMatchObject({ code: 'ERR_NOT_HELD', message: 'lost the hold on "m/with-1", "m/with-2": released', details: { reason: 'released' } });
     client.close();

@@ -1,0 +1,95 @@
+/**
+ * The CLI's dealings with a local peer that comes and goes: waiting for it to answer
+ * (--dial-timeout, etcdctl's habit) and following a stream across its restarts
+ * (`status --watch`, `leader --watch`), and `members`' table of GET /v1/cluster.
+ */
+import { LockError } from '../errors.js';
+import type { LockClient } from './lock-client.js';
+
+/** The client's own "cannot connect" (no answer at all), as opposed to a peer's 503 ERR_UNREACHABLE. */
+function noAnswer(err: unknown): boolean {
+  return err instanceof LockError && err.code === 'ERR_UNREACHABLE' && err.details['status'] === undefined;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Waits up to `timeoutMs` for the peer to answer anything (GET /v1/cluster): a peer that is
+ * starting refuses connections for a moment. Returns at the first answer, whatever it is;
+ * rejects with the last ERR_UNREACHABLE once the time is up.
+ */
+export async function dial(client: LockClient, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await client.cluster();
+      return;
+    } catch (err) {
+      if (!noAnswer(err)) return;
+      if (Date.now() >= deadline) throw err;
+      await sleep(Math.min(100, Math.max(1, deadline - Date.now())));
+    }
+  }
+}
+
+/** Stream ends that a new stream mends: the peer went away or restarted, or this reader fell behind. */
+function mendable(err: unknown): boolean {
+  return err instanceof LockError && ['ERR_UNREACHABLE', 'ERR_SHUTTING_DOWN', 'ERR_WATCH_BEHIND'].includes(err.code);
+}
+
+/**
+ * Follows `open()`'s stream until interrupted: when it ends for a reason a new stream mends
+ * (the peer restarted or stopped, this reader fell behind), says so on stderr, opens a new
+ * one every `retryMs` until the peer answers, and says that it resumed; the new stream starts
+ * with the current state, so nothing is left stale. Other refusals reject.
+ */
+export async function follow<E>(open: () => AsyncIterable<E>, onEvent: (e: E) => void, where: string, retryMs = 250): Promise<never> {
+  let broken: string | null = null;
+  for (;;) {
+    try {
+      for await (const e of open()) {
+        if (broken !== null) {
+          process.stderr.write(`lamport-lock: reconnected to the peer at ${where}; resuming from its current state\n`);
+          broken = null;
+        }
+        onEvent(e);
+      }
+      throw new LockError('ERR_UNREACHABLE', `the peer at ${where} ended the stream`);
+    } catch (err) {
+      if (!mendable(err)) throw err;
+      if (broken === null) {
+        broken = (err as LockError).message;
+        process.stderr.write(`lamport-lock: ${(err as LockError).code}: ${broken}; reconnecting\n`);
+      }
+      await sleep(retryMs);
+    }
+  }
+}
+
+function cell(v: unknown): string {
+  if (v === null || v === undefined) return '-';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+/** Fields `members` shows in its own columns; any other a peer's entry has is shown after them as key=value. */
+const columns = ['id', 'self', 'connected', 'evicted', 'last_heard_ms_ago', 'rtt_ms', 'incarnation', 'last_ts'] as const;
+
+/**
+ * `lamport-lock members`: one line per peer of GET /v1/cluster, as the asked peer sees it
+ * (ID, STATE, LAST HEARD, RTT, INCARNATION), then any other field the peer gives of it.
+ */
+export function formatMembers(cluster: Record<string, unknown>): string {
+  const peers = Array.isArray(cluster['peers']) ? (cluster['peers'] as unknown[]).filter((p): p is Record<string, unknown> => typeof p === 'object' && p !== null) : [];
+  const lease = typeof cluster['lease'] === 'object' && cluster['lease'] !== null ? (cluster['lease'] as Record<string, unknown>) : {};
+  const head = `peer ${cell(cluster['id'])} of cluster ${cell(cluster['cluster'])}: lease ${lease['valid'] === true ? 'valid' : 'NOT valid'}, ${cluster['synced'] === true ? 'synced' : 'NOT synced'}\n`;
+  const lines = [['ID', 'STATE', 'LAST_HEARD', 'RTT', 'INCARNATION', 'OTHER']];
+  for (const p of peers) {
+    const state = p['self'] === true ? 'self' : p['evicted'] === true ? 'evicted' : p['connected'] === true ? 'connected' : 'down';
+    const heard = typeof p['last_heard_ms_ago'] === 'number' ? `${p['last_heard_ms_ago']}ms ago` : '-';
+    const rtt = typeof p['rtt_ms'] === 'number' ? `${p['rtt_ms']}ms` : '-';
+    const other = Object.entries(p).filter(([k]) => !(columns as readonly string[]).includes(k)).map(([k, v]) => `${k}=${cell(v)}`).join(' ');
+    lines.push([cell(p['id']), state, heard, rtt, cell(p['incarnation']), other]);
+  }
+  const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
+  return head + lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
