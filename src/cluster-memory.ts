@@ -6,7 +6,7 @@
  * another member set. A change made on purpose (every peer stopped, every host's file
  * changed) starts with `--accept-config-change`, which records the new shape.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterShape } from './cluster-shape.js';
 import { fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
@@ -39,7 +39,8 @@ export function loadClusterMemory(dataDir: string): ClusterShape | null {
 
 /**
  * Refuses a start whose shape differs from the one the data dir last ran with (unless
- * `accept`), then records `shape`. Throws ERR_CONFIG_INVALID with the differences.
+ * `accept`), then records `shape`. Throws ERR_CONFIG_INVALID with the differences. The data
+ * dir exists and is writable (data-dir.ts checked it first).
  */
 export function checkClusterMemory(dataDir: string, shape: ClusterShape, accept: boolean): void {
   const before = loadClusterMemory(dataDir);
@@ -50,7 +51,10 @@ export function checkClusterMemory(dataDir: string, shape: ClusterShape, accept:
       { problems: differences });
   }
   const path = clusterMemoryPath(dataDir);
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(`${path}.tmp`, `${JSON.stringify({ fingerprint: fingerprintOf(shape), shape }, null, 2)}\n`, { mode: 0o600 });
-  renameSync(`${path}.tmp`, path);
+  try {
+    writeFileSync(`${path}.tmp`, `${JSON.stringify({ fingerprint: fingerprintOf(shape), shape }, null, 2)}\n`, { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
+  } catch (err) {
+    throw new LockError(ErrorCode.ConfigInvalid, `cannot write ${path}: ${(err as Error).message}`);
+  }
 }

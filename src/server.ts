@@ -58,9 +58,11 @@ function checkPortsApart(http: ReturnType<typeof parseListenTarget>, ws: { host:
 export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServer> {
   const self = opts.config.peers.find((p) => p.id === opts.id);
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
-  if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolVersion), opts.acceptConfigChange === true);
   const target = parseListenTarget(opts.http ?? self.http);
-  if (opts.dataDir !== undefined) checkDataDir(opts.dataDir);
+  if (opts.dataDir !== undefined) {
+    checkDataDir(opts.dataDir);
+    checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolVersion), opts.acceptConfigChange === true);
+  }
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
