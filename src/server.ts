@@ -17,6 +17,7 @@ import type { Logger } from './log.js';
 import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
 import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
 import { PeerRuntime } from './runtime/peer.js';
+import type { RouteSpec } from './http/routes.js';
 
 /** What a peer server needs. */
 export interface PeerServerOptions {
@@ -34,6 +35,8 @@ export interface PeerServerOptions {
 export interface PeerServer {
   readonly runtime: PeerRuntime;
   readonly httpUrl: string;
+  /** Every route its HTTP API serves (the OpenAPI test compares them with the description). */
+  routes(): RouteSpec[];
   stop(): Promise<void>;
 }
 
@@ -67,6 +70,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   return {
     runtime,
     httpUrl,
+    routes: () => api.routes(),
     stop: () => {
       stopping ??= (async () => {
         const closed = api.close();
