@@ -140,12 +140,22 @@ function formatWaitedFor(d: unknown): string {
   if (typeof d !== 'object' || d === null) return '';
   const waiting = (d as Record<string, unknown>)['waiting_for'];
   if (!Array.isArray(waiting)) return '';
+  const minority = minorityText((d as Record<string, unknown>)['minority']);
   const peers = waiting.filter((w): w is Record<string, unknown> => typeof w === 'object' && w !== null);
-  return peers.map((w) => {
+  return minority + peers.map((w) => {
     const link = w['connected'] === true ? 'link up' : 'link down';
     const silent = typeof w['silent_ms'] === 'number' ? `, silent ${seconds(w['silent_ms'])}` : '';
-    return `DEGRADED: every grant waits for peer ${String(w['peer'])} (${link}${silent}); ${evictionText(w['eviction_due_in_ms'])}\n`;
+    const eviction = minority === '' ? evictionText(w['eviction_due_in_ms']) : 'this peer cannot evict it from the minority';
+    return `DEGRADED: every grant waits for peer ${String(w['peer'])} (${link}${silent}); ${eviction}\n`;
   }).join('');
+}
+
+/** GET /v1/cluster `degraded.minority`: this peer's side of a partition that left it without a majority. */
+function minorityText(m: unknown): string {
+  if (typeof m !== 'object' || m === null) return '';
+  const { hears, peers, majority } = m as Record<string, unknown>;
+  return `MINORITY: this peer has no lease: it is in the minority (hears ${String(hears)} of ${String(peers)} peers, itself included; a majority is ${String(majority)}). `
+    + 'It grants nothing and evicts nobody; the peers on the majority side evict this one.\n';
 }
 
 /** A readable table of holders and waiters, for `lamport-lock status`. */

@@ -72,8 +72,12 @@ const cluster = obj({
       type: 'array',
       items: obj({
         peer: str(), connected: bool, silent_ms: int(undefined, 0),
-        eviction_due_in_ms: nullableInt('ms until this peer suspects it; null: this peer will not evict it'),
+        eviction_due_in_ms: nullableInt('ms until this peer suspects it; null: this peer will not evict it (two peers, never met, or this peer is in the minority)'),
       }),
+    },
+    minority: {
+      oneOf: [{ type: 'null' }, obj({ hears: int('configured peers this one hears, itself included', 1), peers: int(undefined, 1), majority: int(undefined, 1) })],
+      description: 'this peer has no lease and hears fewer than a majority: it evicts nobody; the majority side evicts it',
     },
   }),
   superseded: { type: ['string', 'null'], description: 'why this process grants nothing any more (ERR_SUPERSEDED), or null' },

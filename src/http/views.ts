@@ -25,6 +25,7 @@ export function degradedJson(d: DegradedView): Record<string, unknown> {
   return {
     active: d.active,
     waiting_for: d.waitingFor.map((w) => ({ peer: w.peer, connected: w.connected, silent_ms: w.silentMs, eviction_due_in_ms: w.evictionDueInMs })),
+    minority: d.minority === null ? null : { hears: d.minority.hears, peers: d.minority.peers, majority: d.minority.majority },
   };
 }
 

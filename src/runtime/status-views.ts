@@ -46,15 +46,30 @@ export interface WaitedPeer {
   /**
    * Ms until this peer suspects it (`evict_ms` of silence); the eviction follows once a
    * majority confirms. 0: due, waiting for confirmations. null: this peer will not evict it
-   * (a two-peer cluster, or an incarnation it never met): it waits for the peer to return.
+   * (a two-peer cluster, an incarnation it never met, or this peer is in the minority): it
+   * waits for the peer to return.
    */
   readonly evictionDueInMs: number | null;
+}
+
+/**
+ * This peer without a lease, hearing fewer peers (itself included) than a majority of the
+ * configuration: no confirmation majority can form on its side, so it evicts nobody; the
+ * majority side, if there is one, evicts it.
+ */
+export interface MinorityView {
+  /** Configured peers this one hears, itself included. */
+  readonly hears: number;
+  readonly peers: number;
+  readonly majority: number;
 }
 
 /** GET /v1/cluster `degraded`: the peers every grant waits for, if any (docs/design.md section 6). */
 export interface DegradedView {
   readonly active: boolean;
   readonly waitingFor: readonly WaitedPeer[];
+  /** Set while this peer is in the minority (then every `evictionDueInMs` is null); else null. */
+  readonly minority: MinorityView | null;
 }
 
 /** One lock, cluster-wide, as this peer knows it. */
@@ -149,8 +164,10 @@ export class StatusViews {
    */
   degraded(): DegradedView {
     const session = this.#src.sessions.get();
-    const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
+    const links = session.meshStatus();
+    const connected = new Map(links.map((s) => [s.peer, s.connected]));
     const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
+    const minority = this.#minority(links, silentAfterMs);
     const waiting: WaitedPeer[] = [];
     // The view lists a peer that rejoined after an eviction last: configuration order reads better.
     for (const peer of [...session.machine.view()].sort((x, y) => x - y)) {
@@ -158,10 +175,21 @@ export class StatusViews {
       if (silence === null) continue;
       const up = connected.get(peer) ?? false;
       if (up && silence.silentMs < silentAfterMs) continue;
-      const due = silence.suspectInMs === null ? null : Math.round(silence.suspectInMs);
+      const due = silence.suspectInMs === null || minority !== null ? null : Math.round(silence.suspectInMs);
       waiting.push({ peer: session.peerId(peer), connected: up, silentMs: Math.round(silence.silentMs), evictionDueInMs: due });
     }
-    return { active: waiting.length > 0, waitingFor: waiting };
+    return { active: waiting.length > 0, waitingFor: waiting, minority: waiting.length > 0 ? minority : null };
+  }
+
+  /** This peer's side when it holds no lease and hears fewer than a majority of the configured peers (itself included); else null. */
+  #minority(links: ReadonlyArray<{ readonly connected: boolean; readonly lastHeardMs: number | null }>, silentAfterMs: number): MinorityView | null {
+    const session = this.#src.sessions.get();
+    if (session.machine.leaseValid) return null;
+    const now = session.leaseNowMs();
+    const hears = 1 + links.filter((l) => l.connected && l.lastHeardMs !== null && now - l.lastHeardMs < silentAfterMs).length;
+    const peers = this.#src.config.peers.length;
+    const majority = Math.floor(peers / 2) + 1;
+    return hears < majority ? { hears, peers, majority } : null;
   }
 
   /** This peer and its links, for GET /v1/cluster. */

@@ -23,7 +23,7 @@ class FakePeer {
   cluster(): ClusterView {
     return {
       id: 'a', cluster: 't', incarnation: '1.1', clock: 1, synced: true, lease: { valid: true, validForMs: 1000 },
-      stats: { locks: 0, queued: 0, own: 0, waiting: 0, granted: 0 }, degraded: { active: false, waitingFor: [] }, superseded: null, peers: [],
+      stats: { locks: 0, queued: 0, own: 0, waiting: 0, granted: 0 }, degraded: { active: false, waitingFor: [], minority: null }, superseded: null, peers: [],
     };
   }
   /** The `entriesMax` of each locks() call: the feed must never ask for whole queues. */

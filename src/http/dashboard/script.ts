@@ -114,12 +114,21 @@ export const dashboardScript = String.raw`'use strict';
   }
 
   // GET /v1/cluster degraded: the peers every grant waits for, pushed with the link state.
+  // In the minority this peer evicts nobody: it says so, and that the majority evicts it.
   function renderDegraded(d) {
     var waiting = d && d.waiting_for ? d.waiting_for : [];
+    var minority = d && d.minority ? d.minority : null;
     var items = [];
+    if (minority) {
+      var m = el('li', null, 'this peer has no lease: it is in the minority (hears ' + minority.hears + ' of ' + minority.peers +
+        ' peers, itself included; a majority is ' + minority.majority + '). It grants nothing and evicts nobody; the peers on the majority side evict this one.');
+      m.dataset.role = 'minority';
+      items.push(m);
+    }
     for (var i = 0; i < waiting.length; i++) {
       var w = waiting[i];
-      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' + evictionText(w.eviction_due_in_ms));
+      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' +
+        (minority ? 'this peer cannot evict it from the minority' : evictionText(w.eviction_due_in_ms)));
       li.dataset.peer = w.peer;
       items.push(li);
     }
