@@ -104,6 +104,12 @@ interface Row {
   readonly token?: unknown;
   readonly mode?: unknown;
   readonly since?: unknown;
+  readonly waits_for_acks?: unknown;
+}
+
+/** A holder of another peer that its peer cannot have granted yet, as far as this peer heard: the acks it waits for. */
+function pendingAcks(r: Row): string[] {
+  return Array.isArray(r.waits_for_acks) ? r.waits_for_acks.map(String) : [];
 }
 
 function rowsOf(lock: Record<string, unknown>, key: 'holders' | 'waiters'): Row[] {
@@ -165,16 +171,21 @@ export function formatStatus(body: Record<string, unknown>, now = Date.now()): s
     return 'no locks held or waited for\n';
   }
   // AGE: since the request was made (its `since`, the same on every peer), waiting included.
+  // STATE admitted: another peer's request that the mode rule admits here, whose peer has
+  // not heard every ack yet (as far as this peer knows): not granted there yet.
   const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'AGE']];
+  const notes: string[] = [];
   for (const lock of locks) {
     for (const [state, key] of [['held', 'holders'], ['waiting', 'waiters']] as const) {
       for (const r of rowsOf(lock, key)) {
-        lines.push([String(lock['name']), state, String(r.peer ?? ''), String(r.owner ?? ''), String(r.mode ?? ''), String(r.token ?? ''), age(r.since, now)]);
+        const acks = pendingAcks(r);
+        if (acks.length > 0) notes.push(`admitted: ${String(lock['name'])} token ${String(r.token ?? '')} is admitted here, not granted by peer ${String(r.peer ?? '')} until it hears from ${acks.join(', ')}`);
+        lines.push([String(lock['name']), acks.length > 0 ? 'admitted' : state, String(r.peer ?? ''), String(r.owner ?? ''), String(r.mode ?? ''), String(r.token ?? ''), age(r.since, now)]);
       }
     }
   }
   const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
-  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n' + notes.map((n) => `${n}\n`).join('');
 }
 
 /**

@@ -57,6 +57,10 @@ const queueEntry = obj({
   expires_at: nullableInt('epoch ms; this peer\'s own holds with a TTL only'),
   local: { type: 'boolean', description: 'a request of this peer\'s clients' },
   id: str('the hold id, on its own peer only'),
+  waits_for_acks: {
+    type: 'array', items: str(),
+    description: 'a holder of another peer: the unreachable peers (degraded) from which this peer heard nothing stamped after it; while any is listed it is admitted here but not granted by its peer yet',
+  },
 }, ['peer', 'owner', 'meta', 'token', 'mode', 'limit', 'permits', 'since', 'granted_at', 'expires_at', 'local']);
 
 const cluster = obj({

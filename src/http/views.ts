@@ -11,6 +11,7 @@ export function queueJson(v: QueueView): Record<string, unknown> {
     peer: v.peer, owner: v.owner, meta: v.meta, token: v.token, mode: v.mode, limit: v.limit, permits: v.permits,
     since: v.requestedAtMs, granted_at: v.grantedAtMs, expires_at: v.expiresAtMs, local: v.local,
     ...(v.id === undefined ? {} : { id: v.id }),
+    ...(v.waitsForAcks === undefined ? {} : { waits_for_acks: v.waitsForAcks }),
   };
 }
 

@@ -34,6 +34,14 @@ export interface QueueView {
   readonly expiresAtMs: number | null;
   readonly local: boolean;
   readonly id?: string;
+  /**
+   * A request of another peer that the mode rule admits on this peer's queue: the
+   * unreachable peers of the view (`degraded`), other than its requester, from which this
+   * peer heard nothing stamped after it. Its requester grants it only once every peer acked
+   * it, so while one is listed it is admitted here but, as far as this peer can tell, not
+   * granted there. Absent for this peer's own requests and for waiters.
+   */
+  readonly waitsForAcks?: readonly string[];
 }
 
 /** A peer every grant waits for: in the view (not evicted), its link down or silent. */
@@ -140,7 +148,23 @@ export class StatusViews {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
       limit: e.limit, permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: grant?.grantedAt ?? null, expiresAtMs: grant?.expiresAt ?? null,
       local, ...(req === undefined ? {} : { id: req.id }),
+      ...(local || !e.held ? {} : { waitsForAcks: this.#unacked(e.peer, e.ts) }),
     };
+  }
+
+  /**
+   * The unreachable peers of the view (`degraded`), other than `requester`, heard from here
+   * at or below `ts` only: its requester cannot have their acks unless they reach it and not
+   * this peer. A reachable peer that has sent this one nothing since is not listed: it acks
+   * to the requester, not here.
+   */
+  #unacked(requester: number, ts: number): string[] {
+    const session = this.#src.sessions.get();
+    const machine = session.machine;
+    const unreachable = new Set(this.degraded().waitingFor.map((w) => w.peer));
+    if (unreachable.size === 0) return [];
+    return machine.view().filter((p) => p !== requester && p !== this.#src.index && unreachable.has(session.peerId(p)) && machine.lastTs(p) <= ts)
+      .sort((x, y) => x - y).map((p) => session.peerId(p));
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them: the first `max` of its queue. */

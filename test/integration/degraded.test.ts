@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, startTestCluster } from './helpers.js';
+import { acquire, call, holders, startTestCluster } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 let cluster: LocalCluster | undefined;
@@ -130,5 +130,21 @@ describe('degraded: a peer unreachable and not evicted yet', () => {
     expect(majority.waiting_for.map((w) => w.peer)).toEqual(['c']);
     expect(majority.waiting_for[0]?.eviction_due_in_ms).toBeGreaterThan(0);
     expect((await status(a)).stdout).toMatch(/^DEGRADED: every grant waits for peer c \(link down, silent \d+\.\ds\); eviction due in \d+\.\ds$/m);
+  });
+
+  it('shows another peer\'s request that waits for an unreachable peer\'s ack as admitted here, not held', async () => {
+    cluster = await startTestCluster({ evictMs: 8000 });
+    const [a, b] = [cluster.url('a'), cluster.url('b')];
+    await cluster.stopPeer('c', 'SIGKILL');
+    await waitFor('a reports c unreachable', async () => (await degraded(a)).active, 3000);
+    const waiting = acquire(b, 'admitted', { timeout_ms: 4000, owner: 'on-b' });
+    await waitFor('a sees b\'s request', async () => (await holders(a, 'admitted')).length === 1, 3000);
+    // b cannot grant it: c's ack is missing. a's queue admits it, and a says what it knows.
+    expect((await holders(a, 'admitted'))[0]).toMatchObject({ peer: 'b', owner: 'on-b', waits_for_acks: ['c'] });
+    const shown = (await status(a)).stdout;
+    expect(shown).toMatch(/^admitted\s+admitted\s+b\s+on-b\s/m);
+    expect(shown).not.toMatch(/^admitted\s+held\s/m);
+    expect(shown).toMatch(/^admitted: admitted token \d+ is admitted here, not granted by peer b until it hears from c$/m);
+    expect((await waiting).body).toMatchObject({ error: 'ERR_UNREACHABLE', unreachable_peers: ['c'] });
   });
 });

@@ -199,6 +199,14 @@ export const dashboardScript = String.raw`'use strict';
       with_.title = 'one all-or-nothing request: also ' + (role === 'holder' ? 'holds ' : 'waits for ') + others.join(', ');
       modeCell.appendChild(with_);
     }
+    // Another peer's request the mode rule admits here, whose peer has not heard every ack
+    // yet (as far as this peer knows): admitted here, not granted there.
+    if (role === 'holder' && v.waits_for_acks && v.waits_for_acks.length > 0) {
+      tr.dataset.role = 'admitted';
+      var adm = badge('admitted here; not granted on ' + v.peer + ' until ' + v.waits_for_acks.join(', ') + ' acks', 'warn');
+      adm.dataset.role = 'pending';
+      modeCell.appendChild(adm);
+    }
     cell(tr, v.token, 'token');
     // since: when the request was made, on its requester's clock (the same on every peer).
     var since = cell(tr, fmtMs(Math.max(0, now - v.since)), 'mono');
@@ -297,7 +305,10 @@ export const dashboardScript = String.raw`'use strict';
     tr.dataset.lock = a.lock;
     tr.dataset.peer = a.peer;
     cell(tr, fmtTime(a.at), 'when');
-    var b = badge(labels[a.type] || a.type, kinds[a.type]);
+    // A hold that ended other than by its release (lease_lost, expired, evicted...) says so.
+    var lost = (a.type === 'ended' || a.type === 'gone') && a.reason !== null && a.reason !== 'released';
+    var b = badge(lost ? 'ended: ' + a.reason : labels[a.type] || a.type, lost ? 'bad' : kinds[a.type]);
+    if (a.reason !== null) tr.dataset.reason = a.reason;
     var what = cell(tr, '');
     what.appendChild(b);
     if (a.local) what.appendChild(el('span', 'dim', ' local'));
