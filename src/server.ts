@@ -21,6 +21,7 @@ import { protocolVersion } from './transport/codec.js';
 import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
 import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
 import { PeerRuntime } from './runtime/peer.js';
+import type { RouteSpec } from './http/routes.js';
 
 /** What a peer server needs. */
 export interface PeerServerOptions {
@@ -40,6 +41,8 @@ export interface PeerServerOptions {
 export interface PeerServer {
   readonly runtime: PeerRuntime;
   readonly httpUrl: string;
+  /** Every route its HTTP API serves (the OpenAPI test compares them with the description). */
+  routes(): RouteSpec[];
   stop(): Promise<void>;
 }
 
@@ -89,6 +92,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   return {
     runtime,
     httpUrl,
+    routes: () => api.routes(),
     stop: () => {
       stopping ??= (async () => {
         const closed = api.close();

@@ -165,6 +165,12 @@ interface Row {
   readonly token?: unknown;
   readonly mode?: unknown;
   readonly since?: unknown;
+  readonly waits_for_acks?: unknown;
+}
+
+/** A holder of another peer that its peer cannot have granted yet, as far as this peer heard: the acks it waits for. */
+function pendingAcks(r: Row): string[] {
+  return Array.isArray(r.waits_for_acks) ? r.waits_for_acks.map(String) : [];
 }
 
 function rowsOf(lock: Record<string, unknown>, key: 'holders' | 'waiters'): Row[] {
@@ -217,12 +223,22 @@ function formatWaitedFor(d: unknown): string {
   if (typeof d !== 'object' || d === null) return '';
   const waiting = (d as Record<string, unknown>)['waiting_for'];
   if (!Array.isArray(waiting)) return '';
+  const minority = minorityText((d as Record<string, unknown>)['minority']);
   const peers = waiting.filter((w): w is Record<string, unknown> => typeof w === 'object' && w !== null);
-  return peers.map((w) => {
+  return minority + peers.map((w) => {
     const link = w['connected'] === true ? 'link up' : 'link down';
     const silent = typeof w['silent_ms'] === 'number' ? `, silent ${seconds(w['silent_ms'])}` : '';
-    return `DEGRADED: every grant waits for peer ${String(w['peer'])} (${link}${silent}); ${evictionText(w['eviction_due_in_ms'])}\n`;
+    const eviction = minority === '' ? evictionText(w['eviction_due_in_ms']) : 'this peer cannot evict it from the minority';
+    return `DEGRADED: every grant waits for peer ${String(w['peer'])} (${link}${silent}); ${eviction}\n`;
   }).join('');
+}
+
+/** GET /v1/cluster `degraded.minority`: this peer's side of a partition that left it without a majority. */
+function minorityText(m: unknown): string {
+  if (typeof m !== 'object' || m === null) return '';
+  const { hears, peers, majority } = m as Record<string, unknown>;
+  return `MINORITY: this peer has no lease: it is in the minority (hears ${String(hears)} of ${String(peers)} peers, itself included; a majority is ${String(majority)}). `
+    + 'It grants nothing and evicts nobody; the peers on the majority side evict this one.\n';
 }
 
 /** A readable table of holders and waiters, for `lamport-lock status`. */
@@ -232,16 +248,21 @@ export function formatStatus(body: Record<string, unknown>, now = Date.now()): s
     return 'no locks held or waited for\n';
   }
   // AGE: since the request was made (its `since`, the same on every peer), waiting included.
+  // STATE admitted: another peer's request that the mode rule admits here, whose peer has
+  // not heard every ack yet (as far as this peer knows): not granted there yet.
   const lines = [['LOCK', 'STATE', 'PEER', 'OWNER', 'MODE', 'TOKEN', 'AGE']];
+  const notes: string[] = [];
   for (const lock of locks) {
     for (const [state, key] of [['held', 'holders'], ['waiting', 'waiters']] as const) {
       for (const r of rowsOf(lock, key)) {
-        lines.push([String(lock['name']), state, String(r.peer ?? ''), String(r.owner ?? ''), String(r.mode ?? ''), String(r.token ?? ''), age(r.since, now)]);
+        const acks = pendingAcks(r);
+        if (acks.length > 0) notes.push(`admitted: ${String(lock['name'])} token ${String(r.token ?? '')} is admitted here, not granted by peer ${String(r.peer ?? '')} until it hears from ${acks.join(', ')}`);
+        lines.push([String(lock['name']), acks.length > 0 ? 'admitted' : state, String(r.peer ?? ''), String(r.owner ?? ''), String(r.mode ?? ''), String(r.token ?? ''), age(r.since, now)]);
       }
     }
   }
   const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
-  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n' + notes.map((n) => `${n}\n`).join('');
 }
 
 /**

@@ -20,6 +20,9 @@ import type { SocketAccess } from './listen-target.js';
 import { ParkedSockets, parkingDefaults } from './parked-sockets.js';
 import type { ParkingOptions } from './parked-sockets.js';
 import { applySocketAccess } from './listen-target.js';
+import { openApiSpec } from './openapi.js';
+import { apiRoutes, matchRoute } from './routes.js';
+import type { RouteKey, RouteSpec } from './routes.js';
 import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
 
 /** The JSON a grant is answered with. */
@@ -122,6 +125,15 @@ export function requestTarget(raw: string): { path: string; query: URLSearchPara
   return { path: url.pathname, query: url.searchParams };
 }
 
+/** What a route's handler gets: the request, its answer, its `{name}` (checked; '' without one), query and access. */
+interface RouteContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly name: string;
+  readonly query: URLSearchParams | null;
+  readonly access: Access;
+}
+
 /** Extra routes served beside the API (metrics, dashboard), keyed by exact path. */
 export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -167,6 +179,11 @@ export class HttpApi {
   /** Serves `handler` for GET on `path` (metrics, dashboard). */
   route(path: string, handler: ExtraRoute): void {
     this.#extra.set(path, handler);
+  }
+
+  /** Every route served: the API's table and the extra GET routes (the OpenAPI test compares them with the description). */
+  routes(): RouteSpec[] {
+    return [...apiRoutes, ...[...this.#extra.keys()].map((path) => ({ method: 'GET' as const, path }))];
   }
 
   #watch: ((req: IncomingMessage, res: ServerResponse, selector: WatchSelector) => void) | null = null;
@@ -252,91 +269,64 @@ export class HttpApi {
     if (req.method === 'POST') checkJsonBody(req);
     const extra = this.#extra.get(path);
     if (extra !== undefined && req.method === 'GET') return extra(req, res);
-    if (path === '/healthz') return send(res, 200, { ok: true });
-    if (path === '/readyz') return this.#peer.ready() ? send(res, 200, { ready: true }) : sendError(res, this.#peer.notReadyError());
-    if (path === '/v1/cluster' && req.method === 'GET') return send(res, 200, clusterJson(this.#peer.cluster()));
-    if (path === '/v1/locks' && req.method === 'GET') {
+    const match = matchRoute(req.method ?? '', path);
+    if (match === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
+    if ('template' in match) throw new LockError(ErrorCode.NotFound, `use ${match.methods.join(' or ')} on ${match.template}`);
+    const name = match.segment === undefined ? '' : pathName(match.segment);
+    return this.#routes[match.key]({ req, res, name, query, access });
+  }
+
+  /** The handler of each route of `apiRoutes` (routes.ts): the type makes the table complete. */
+  readonly #routes: Readonly<Record<RouteKey, (c: RouteContext) => void | Promise<void>>> = {
+    'GET /healthz': ({ res }) => send(res, 200, { ok: true }),
+    'GET /readyz': ({ res }) => (this.#peer.ready() ? send(res, 200, { ready: true }) : sendError(res, this.#peer.notReadyError())),
+    'GET /v1/openapi.json': ({ res }) => send(res, 200, openApiSpec),
+    'GET /v1/cluster': ({ res }) => send(res, 200, clusterJson(this.#peer.cluster())),
+    'GET /v1/locks': ({ res, query }) => {
       const prefix = checkPrefix(query?.get('prefix') ?? null);
-      return send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
-    }
-    if (path === '/v1/watch' && req.method === 'GET') return this.#openWatch(req, res, { prefix: checkPrefix(query?.get('prefix') ?? null) });
-    const h = /^\/v1\/(acquire|release|refresh)$/.exec(path);
-    if (h !== null) return this.#holdRoute(req, res, h[1] ?? '');
-    const e = /^\/v1\/elections\/([^/]+)(?:\/(campaign|resign|proclaim|observe))?$/.exec(path);
-    if (e !== null) return this.#electionRoute(req, res, pathName(e[1]), e[2]);
-    const m = /^\/v1\/locks\/([^/]+)(?:\/(acquire|release|refresh|force-release|watch))?$/.exec(path);
-    if (m === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method ?? ''} ${path}`);
-    return this.#lockRoute(req, res, { name: pathName(m[1]), action: m[2], access });
-  }
-
-  /**
-   * Elections (docs/design.md section 6): a campaign is an exclusive, connection-bound
-   * acquire of the lock `name` whose meta is `{value}`; the leader is its holder; resign is
-   * a release; observe streams each change of leader.
-   */
-  async #electionRoute(req: IncomingMessage, res: ServerResponse, name: string, action: string | undefined): Promise<void> {
-    if (action === undefined || action === 'observe') {
-      if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/elections/{name}${action === undefined ? '' : '/observe'}`);
-      if (action === 'observe') return this.#openWatch(req, res, { election: name });
-      return send(res, 200, { name, leader: leaderJson(this.#peer.lock(name)) });
-    }
-    if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/elections/{name}/${action}`);
-    const body = parseBody(await readBody(req));
-    if (action === 'resign') {
-      return answerRelease(res, this.#peer.release(name, parseRelease(body).id), { resigned: true });
-    }
-    if (action === 'proclaim') {
-      const { id, value } = parseProclaim(body);
-      this.#peer.setMeta(name, id, { value });
-      return send(res, 200, { proclaimed: true });
-    }
-    const opts = parseCampaign(body);
-    return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb), (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));
-  }
-
-  /**
-   * Routes on holds by id, whatever locks they name (docs/design.md section 6, "Multi-lock"):
-   * POST /v1/acquire takes several locks all-or-nothing; /v1/release and /v1/refresh act on
-   * any hold by its id alone.
-   */
-  async #holdRoute(req: IncomingMessage, res: ServerResponse, action: string): Promise<void> {
-    if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/${action}`);
-    const body = parseBody(await readBody(req));
-    if (action === 'acquire') {
-      const { asks, opts } = parseAcquireAll(body);
+      send(res, 200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
+    },
+    'GET /v1/watch': ({ req, res, query }) => this.#openWatch(req, res, { prefix: checkPrefix(query?.get('prefix') ?? null) }),
+    'POST /v1/acquire': async ({ req, res }) => {
+      const { asks, opts } = parseAcquireAll(parseBody(await readBody(req)));
       return this.#acquire(res, opts.hold, (cb) => this.#peer.requestAll(asks, opts, cb), grantAllJson);
-    }
-    if (action === 'release') {
-      return answerRelease(res, this.#peer.release(null, parseRelease(body).id), { released: true });
-    }
-    const { id, ttlMs } = parseRefresh(body);
-    return send(res, 200, { expires_at: this.#peer.refresh(null, id, ttlMs) });
-  }
-
-  async #lockRoute(req: IncomingMessage, res: ServerResponse, route: { name: string; action: string | undefined; access: Access }): Promise<void> {
-    const { name, action } = route;
-    if (action === undefined) {
-      if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, `use GET on /v1/locks/{name}`);
-      return send(res, 200, lockJson(this.#peer.lock(name)));
-    }
-    if (action === 'watch') {
-      if (req.method !== 'GET') throw new LockError(ErrorCode.NotFound, 'use GET on /v1/locks/{name}/watch');
-      return this.#openWatch(req, res, { lock: name });
-    }
-    if (req.method !== 'POST') throw new LockError(ErrorCode.NotFound, `use POST on /v1/locks/{name}/${action}`);
-    if (action === 'force-release') requireAdmin(route.access, 'force-release');
-    const body = parseBody(await readBody(req));
-    if (action === 'force-release') return this.#forceRelease(res, name, body);
-    if (action === 'acquire') {
-      const opts = parseAcquire(body);
+    },
+    'POST /v1/release': async ({ req, res }) => answerRelease(res, this.#peer.release(null, parseRelease(parseBody(await readBody(req))).id), { released: true }),
+    'POST /v1/refresh': async ({ req, res }) => {
+      const { id, ttlMs } = parseRefresh(parseBody(await readBody(req)));
+      send(res, 200, { expires_at: this.#peer.refresh(null, id, ttlMs) });
+    },
+    'GET /v1/locks/{name}': ({ res, name }) => send(res, 200, lockJson(this.#peer.lock(name))),
+    'GET /v1/locks/{name}/watch': ({ req, res, name }) => this.#openWatch(req, res, { lock: name }),
+    'POST /v1/locks/{name}/acquire': async ({ req, res, name }) => {
+      const opts = parseAcquire(parseBody(await readBody(req)));
       return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb));
-    }
-    if (action === 'release') {
-      return answerRelease(res, this.#peer.release(name, parseRelease(body).id), { released: true });
-    }
-    const { id, ttlMs } = parseRefresh(body);
-    return send(res, 200, { expires_at: this.#peer.refresh(name, id, ttlMs) });
-  }
+    },
+    'POST /v1/locks/{name}/release': async ({ req, res, name }) => answerRelease(res, this.#peer.release(name, parseRelease(parseBody(await readBody(req))).id), { released: true }),
+    'POST /v1/locks/{name}/refresh': async ({ req, res, name }) => {
+      const { id, ttlMs } = parseRefresh(parseBody(await readBody(req)));
+      send(res, 200, { expires_at: this.#peer.refresh(name, id, ttlMs) });
+    },
+    'POST /v1/locks/{name}/force-release': async ({ req, res, name, access }) => {
+      requireAdmin(access, 'force-release');
+      this.#forceRelease(res, name, parseBody(await readBody(req)));
+    },
+    // Elections (docs/design.md section 6): a campaign is an exclusive, connection-bound
+    // acquire of the lock `name` whose meta is `{value}`; the leader is its holder; resign is
+    // a release; observe streams each change of leader.
+    'GET /v1/elections/{name}': ({ res, name }) => send(res, 200, { name, leader: leaderJson(this.#peer.lock(name)) }),
+    'GET /v1/elections/{name}/observe': ({ req, res, name }) => this.#openWatch(req, res, { election: name }),
+    'POST /v1/elections/{name}/campaign': async ({ req, res, name }) => {
+      const opts = parseCampaign(parseBody(await readBody(req)));
+      return this.#acquire(res, opts.hold, (cb) => this.#peer.request(name, opts, cb), (g) => ({ ...grantJson(g), term: g.token.toString(), value: opts.meta?.['value'] ?? null }));
+    },
+    'POST /v1/elections/{name}/proclaim': async ({ req, res, name }) => {
+      const { id, value } = parseProclaim(parseBody(await readBody(req)));
+      this.#peer.setMeta(name, id, { value });
+      send(res, 200, { proclaimed: true });
+    },
+    'POST /v1/elections/{name}/resign': async ({ req, res, name }) => answerRelease(res, this.#peer.release(name, parseRelease(parseBody(await readBody(req))).id), { resigned: true }),
+  };
 
   /**
    * Ends every hold of `name` that this peer's clients have (not other peers' holds: each

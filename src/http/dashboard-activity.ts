@@ -61,9 +61,10 @@ export class QueueDiff {
   /**
    * The changes since the last call. Local holds are reported by their hold events, so a
    * local request only shows here when it enters the queue as a waiter or leaves it
-   * without a grant; `reported` holds the tokens of the hold events of this interval.
+   * without a grant; `reported` holds the tokens of the hold events of this interval;
+   * `evicted`, the peers out of this peer's view now (their requests left as `evicted`).
    */
-  next(locks: Parameters<typeof snapshotOf>[0], at: number, reported: ReadonlySet<string> = new Set()): Activity[] {
+  next(locks: Parameters<typeof snapshotOf>[0], at: number, reported: ReadonlySet<string> = new Set(), evicted: ReadonlySet<string> = new Set()): Activity[] {
     const cur = snapshotOf(locks);
     const out: Activity[] = [];
     for (const [key, s] of cur) {
@@ -75,7 +76,8 @@ export class QueueDiff {
     }
     for (const [key, s] of this.#prev) {
       if (cur.has(key)) continue;
-      if (!s.view.local) out.push(line(s.held ? 'gone' : 'left', s, at));
+      // Another peer's request dropped with its evicted peer: the one end this peer knows the reason of.
+      if (!s.view.local) out.push({ ...line(s.held ? 'gone' : 'left', s, at), reason: evicted.has(s.view.peer) ? 'evicted' : null });
       else if (!s.held && !reported.has(s.view.token)) out.push(line('left', s, at));
     }
     this.#prev = cur;

@@ -214,7 +214,8 @@ export class DashboardFeed {
     const locks = this.#source.locks(this.#entriesMax());
     this.#keepLastPending();
     const reported = new Set(this.#pending.map((a) => a.token));
-    const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported)];
+    const evicted = new Set(this.#source.cluster().peers.flatMap((p) => ('self' in p || !p.evicted ? [] : [p.id])));
+    const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported, evicted)];
     this.#pending.length = 0;
     if (fresh.length > 0) {
       this.#remember(fresh);

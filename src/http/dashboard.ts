@@ -32,6 +32,9 @@ function asset(body: string, contentType: string): (req: IncomingMessage, res: S
   };
 }
 
+/** The dashboard's routes: its page and assets, and the feed it reads (not part of the API's description). */
+export const dashboardPaths = ['/', '/dashboard/app.js', '/dashboard/style.css', '/v1/events'] as const;
+
 /** Registers GET /, /dashboard/app.js, /dashboard/style.css and /v1/events; returns the feed (to close on stop). */
 export function registerDashboard(api: HttpApi, source: DashboardSource, opts: Partial<DashboardFeedOptions> = {}): DashboardFeed {
   const feed = new DashboardFeed(source, opts);

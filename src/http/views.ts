@@ -11,6 +11,7 @@ export function queueJson(v: QueueView): Record<string, unknown> {
     peer: v.peer, owner: v.owner, meta: v.meta, token: v.token, mode: v.mode, limit: v.limit, permits: v.permits,
     since: v.requestedAtMs, granted_at: v.grantedAtMs, expires_at: v.expiresAtMs, local: v.local,
     ...(v.id === undefined ? {} : { id: v.id }),
+    ...(v.waitsForAcks === undefined ? {} : { waits_for_acks: v.waitsForAcks }),
   };
 }
 
@@ -25,6 +26,7 @@ export function degradedJson(d: DegradedView): Record<string, unknown> {
   return {
     active: d.active,
     waiting_for: d.waitingFor.map((w) => ({ peer: w.peer, connected: w.connected, silent_ms: w.silentMs, eviction_due_in_ms: w.evictionDueInMs })),
+    minority: d.minority === null ? null : { hears: d.minority.hears, peers: d.minority.peers, majority: d.minority.majority },
   };
 }
 

@@ -35,6 +35,14 @@ export interface QueueView {
   readonly expiresAtMs: number | null;
   readonly local: boolean;
   readonly id?: string;
+  /**
+   * A request of another peer that the mode rule admits on this peer's queue: the
+   * unreachable peers of the view (`degraded`), other than its requester, from which this
+   * peer heard nothing stamped after it. Its requester grants it only once every peer acked
+   * it, so while one is listed it is admitted here but, as far as this peer can tell, not
+   * granted there. Absent for this peer's own requests and for waiters.
+   */
+  readonly waitsForAcks?: readonly string[];
 }
 
 /** A peer every grant waits for: in the view (not evicted), its link down or silent. */
@@ -47,15 +55,30 @@ export interface WaitedPeer {
   /**
    * Ms until this peer suspects it (`evict_ms` of silence); the eviction follows once a
    * majority confirms. 0: due, waiting for confirmations. null: this peer will not evict it
-   * (a two-peer cluster, or an incarnation it never met): it waits for the peer to return.
+   * (a two-peer cluster, an incarnation it never met, or this peer is in the minority): it
+   * waits for the peer to return.
    */
   readonly evictionDueInMs: number | null;
+}
+
+/**
+ * This peer without a lease, hearing fewer peers (itself included) than a majority of the
+ * configuration: no confirmation majority can form on its side, so it evicts nobody; the
+ * majority side, if there is one, evicts it.
+ */
+export interface MinorityView {
+  /** Configured peers this one hears, itself included. */
+  readonly hears: number;
+  readonly peers: number;
+  readonly majority: number;
 }
 
 /** GET /v1/cluster `degraded`: the peers every grant waits for, if any (docs/design.md section 6). */
 export interface DegradedView {
   readonly active: boolean;
   readonly waitingFor: readonly WaitedPeer[];
+  /** Set while this peer is in the minority (then every `evictionDueInMs` is null); else null. */
+  readonly minority: MinorityView | null;
 }
 
 /** One lock, cluster-wide, as this peer knows it. */
@@ -146,7 +169,23 @@ export class StatusViews {
       peer: session.peerId(e.peer), owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode,
       limit: e.limit, permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: grant?.grantedAt ?? null, expiresAtMs: grant?.expiresAt ?? null,
       local, ...(req === undefined ? {} : { id: req.id }),
+      ...(local || !e.held ? {} : { waitsForAcks: this.#unacked(e.peer, e.ts) }),
     };
+  }
+
+  /**
+   * The unreachable peers of the view (`degraded`), other than `requester`, heard from here
+   * at or below `ts` only: its requester cannot have their acks unless they reach it and not
+   * this peer. A reachable peer that has sent this one nothing since is not listed: it acks
+   * to the requester, not here.
+   */
+  #unacked(requester: number, ts: number): string[] {
+    const session = this.#src.sessions.get();
+    const machine = session.machine;
+    const unreachable = new Set(this.degraded().waitingFor.map((w) => w.peer));
+    if (unreachable.size === 0) return [];
+    return machine.view().filter((p) => p !== requester && p !== this.#src.index && unreachable.has(session.peerId(p)) && machine.lastTs(p) <= ts)
+      .sort((x, y) => x - y).map((p) => session.peerId(p));
   }
 
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them: the first `max` of its queue. */
@@ -170,8 +209,10 @@ export class StatusViews {
    */
   degraded(): DegradedView {
     const session = this.#src.sessions.get();
-    const connected = new Map(session.meshStatus().map((s) => [s.peer, s.connected]));
+    const links = session.meshStatus();
+    const connected = new Map(links.map((s) => [s.peer, s.connected]));
     const silentAfterMs = this.#src.config.heartbeatMs * limits.heartbeatsMissedMax;
+    const minority = this.#minority(links, silentAfterMs);
     const waiting: WaitedPeer[] = [];
     // The view lists a peer that rejoined after an eviction last: configuration order reads better.
     for (const peer of [...session.machine.view()].sort((x, y) => x - y)) {
@@ -179,10 +220,21 @@ export class StatusViews {
       if (silence === null) continue;
       const up = connected.get(peer) ?? false;
       if (up && silence.silentMs < silentAfterMs) continue;
-      const due = silence.suspectInMs === null ? null : Math.round(silence.suspectInMs);
+      const due = silence.suspectInMs === null || minority !== null ? null : Math.round(silence.suspectInMs);
       waiting.push({ peer: session.peerId(peer), connected: up, silentMs: Math.round(silence.silentMs), evictionDueInMs: due });
     }
-    return { active: waiting.length > 0, waitingFor: waiting };
+    return { active: waiting.length > 0, waitingFor: waiting, minority: waiting.length > 0 ? minority : null };
+  }
+
+  /** This peer's side when it holds no lease and hears fewer than a majority of the configured peers (itself included); else null. */
+  #minority(links: ReadonlyArray<{ readonly connected: boolean; readonly lastHeardMs: number | null }>, silentAfterMs: number): MinorityView | null {
+    const session = this.#src.sessions.get();
+    if (session.machine.leaseValid) return null;
+    const now = session.leaseNowMs();
+    const hears = 1 + links.filter((l) => l.connected && l.lastHeardMs !== null && now - l.lastHeardMs < silentAfterMs).length;
+    const peers = this.#src.config.peers.length;
+    const majority = Math.floor(peers / 2) + 1;
+    return hears < majority ? { hears, peers, majority } : null;
   }
 
   /** This peer and its links, for GET /v1/cluster. */

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
-import { acquire, call, startTestCluster } from './helpers.js';
+import { acquire, call, holders, startTestCluster } from './helpers.js';
 
 const lockBin = resolve('dist/bin/lamport-lock.js');
 let cluster: LocalCluster | undefined;
@@ -26,8 +26,14 @@ interface Waited {
   eviction_due_in_ms: number | null;
 }
 
-async function degraded(base: string): Promise<{ active: boolean; waiting_for: Waited[] }> {
-  return (await call(base, '/v1/cluster')).body['degraded'] as { active: boolean; waiting_for: Waited[] };
+interface Degraded {
+  active: boolean;
+  waiting_for: Waited[];
+  minority: { hears: number; peers: number; majority: number } | null;
+}
+
+async function degraded(base: string): Promise<Degraded> {
+  return (await call(base, '/v1/cluster')).body['degraded'] as Degraded;
 }
 
 /** The samples of one scrape whose name is `name` (no labels). */
@@ -51,7 +57,7 @@ describe('degraded: a peer unreachable and not evicted yet', () => {
     const evictMs = 5000;
     cluster = await startTestCluster({ evictMs });
     const [a, b] = [cluster.url('a'), cluster.url('b')];
-    expect(await degraded(a)).toEqual({ active: false, waiting_for: [] });
+    expect(await degraded(a)).toEqual({ active: false, waiting_for: [], minority: null });
     expect(await metric(a, 'lamport_cluster_degraded')).toBe(0);
     expect(await metric(a, 'lamport_peers_unreachable')).toBe(0);
     expect((await status(a)).stdout).not.toContain('DEGRADED');
@@ -103,5 +109,42 @@ describe('degraded: a peer unreachable and not evicted yet', () => {
     expect((await status(a)).stdout).toMatch(/^DEGRADED: every grant waits for peer c \(link up, silent \d+\.\ds\); eviction due in \d+\.\ds$/m);
     await cluster.waitReady(20_000, ['c']);
     await waitFor('c joined: nothing degraded', async () => !(await degraded(a)).active, 5000);
+  });
+
+  it('tells each side of a partition its truth: the minority has no lease and evicts nobody, the majority evicts it', async () => {
+    cluster = await startTestCluster({ evictMs: 8000, linkProxies: true });
+    const [a, c] = [cluster.url('a'), cluster.url('c')];
+    for (const [from, to, proxy] of cluster.links()) if (from === 'c' || to === 'c') proxy.block();
+    await waitFor('c loses its lease', async () => !((await call(c, '/v1/cluster')).body['lease'] as { valid: boolean }).valid, 5000);
+    await waitFor('c reports itself in the minority', async () => (await degraded(c)).minority !== null, 3000);
+    const minority = await degraded(c);
+    expect(minority.minority).toEqual({ hears: 1, peers: 3, majority: 2 });
+    expect(minority.waiting_for.map((w) => [w.peer, w.eviction_due_in_ms])).toEqual([['a', null], ['b', null]]);
+    const shown = (await status(c)).stdout;
+    expect(shown).toMatch(/^MINORITY: this peer has no lease: it is in the minority \(hears 1 of 3 peers, itself included; a majority is 2\)\. It grants nothing and evicts nobody; the peers on the majority side evict this one\.$/m);
+    expect(shown).not.toContain('eviction due');
+    expect(shown).toMatch(/^DEGRADED: every grant waits for peer a \(link down, silent \d+\.\ds\); this peer cannot evict it from the minority$/m);
+    // The majority side: c's eviction is coming, and a says when.
+    const majority = await degraded(a);
+    expect(majority.minority).toBeNull();
+    expect(majority.waiting_for.map((w) => w.peer)).toEqual(['c']);
+    expect(majority.waiting_for[0]?.eviction_due_in_ms).toBeGreaterThan(0);
+    expect((await status(a)).stdout).toMatch(/^DEGRADED: every grant waits for peer c \(link down, silent \d+\.\ds\); eviction due in \d+\.\ds$/m);
+  });
+
+  it('shows another peer\'s request that waits for an unreachable peer\'s ack as admitted here, not held', async () => {
+    cluster = await startTestCluster({ evictMs: 8000 });
+    const [a, b] = [cluster.url('a'), cluster.url('b')];
+    await cluster.stopPeer('c', 'SIGKILL');
+    await waitFor('a reports c unreachable', async () => (await degraded(a)).active, 3000);
+    const waiting = acquire(b, 'admitted', { timeout_ms: 4000, owner: 'on-b' });
+    await waitFor('a sees b\'s request', async () => (await holders(a, 'admitted')).length === 1, 3000);
+    // b cannot grant it: c's ack is missing. a's queue admits it, and a says what it knows.
+    expect((await holders(a, 'admitted'))[0]).toMatchObject({ peer: 'b', owner: 'on-b', waits_for_acks: ['c'] });
+    const shown = (await status(a)).stdout;
+    expect(shown).toMatch(/^admitted\s+admitted\s+b\s+on-b\s/m);
+    expect(shown).not.toMatch(/^admitted\s+held\s/m);
+    expect(shown).toMatch(/^admitted: admitted token \d+ is admitted here, not granted by peer b until it hears from c$/m);
+    expect((await waiting).body).toMatchObject({ error: 'ERR_UNREACHABLE', unreachable_peers: ['c'] });
   });
 });

@@ -81,9 +81,10 @@ afterAll(async () => {
 });
 
 describe('npm pack', () => {
-  it('packs only what runs: the two binaries, dist/src, README, LICENSE, package.json', () => {
-    expect(packed).toEqual(expect.arrayContaining(['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js', 'dist/src/client/lock-client.js', 'dist/src/client/lock-client.d.ts']));
-    const stray = packed.filter((p) => !['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js'].includes(p) && !p.startsWith('dist/src/'));
+  it('packs only what runs: the two binaries, dist/src, the OpenAPI description, README, LICENSE, package.json', () => {
+    const top = ['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js', 'dist/openapi.json'];
+    expect(packed).toEqual(expect.arrayContaining([...top, 'dist/src/client/lock-client.js', 'dist/src/client/lock-client.d.ts']));
+    const stray = packed.filter((p) => !top.includes(p) && !p.startsWith('dist/src/'));
     expect(stray).toEqual([]);
     expect(packed.filter((p) => p.endsWith('.map') || p.startsWith('dist/src/tools/'))).toEqual([]);
     expect(packed.length).toBeLessThan(150);

@@ -4,9 +4,8 @@
  * change and link state every second, and the ages and expiries shown are recomputed from
  * the peer's clock at each push. Data is only ever put in the DOM with textContent.
  *
- * Lamport clocks and incarnations are seeded from the wall clock in milliseconds, so a raw
- * value is a 13-digit number nobody can read: they are shown as a time of day (with how
- * long ago) and the raw value in the tooltip.
+ * Lamport clocks are counters and incarnations are ids: they are shown as such, never as
+ * times of day (a clock moved on by messages and restarts would read as clock skew).
  */
 import { limits } from '../../limits.js';
 
@@ -48,31 +47,19 @@ export const dashboardScript = String.raw`'use strict';
     return pad(d.getHours(), 2) + ':' + pad(d.getMinutes(), 2) + ':' + pad(d.getSeconds(), 2) + '.' + pad(d.getMilliseconds(), 3);
   }
 
-  // A Lamport clock value or an incarnation start (epoch ms) as a time of day; the exact
-  // value stays in the tooltip. Small values (a clock not seeded from time) stay numbers.
-  function timeCell(td, value, now) {
-    var n = Number(value);
-    if (value === null || value === undefined || !isFinite(n) || n < 1e12) {
-      td.textContent = value === null || value === undefined ? '\u2014' : String(value);
-      return td;
-    }
-    // A Lamport clock moves on with every message as well as with time, so it may read as a
-    // time ahead of the wall clock: say so rather than "0 ms ago".
-    td.textContent = fmtTime(n) + ' (' + (n > now ? fmtMs(n - now) + ' ahead' : fmtMs(now - n) + ' ago') + ')';
-    td.title = String(value) + ' = ' + new Date(n).toISOString();
-    td.dataset.raw = String(value);
+  // A Lamport clock is a counter (seeded above wall-clock ms so that it survives restarts,
+  // moved on by every message): shown as the number it is, never as a time of day, which
+  // would read as clock skew.
+  function counterCell(td, value) {
+    td.textContent = value === null || value === undefined ? '\u2014' : String(value);
+    td.title = 'Lamport clock: a counter that orders requests, not a time';
     return td;
   }
 
-  function incarnationCell(td, inc, now) {
-    if (inc === null || inc === undefined) return timeCell(td, null, now);
-    var startMs = Number(String(inc).split('.')[0]);
-    timeCell(td, String(startMs), now);
-    // A restart starts above its data dir's clock high-water mark, which may lie ahead of
-    // the wall clock: then the value orders the process, it is not when it started.
-    td.textContent = (startMs > now ? 'restarted, ordered as ' : 'started ') + td.textContent;
-    td.title = 'incarnation ' + inc + ': ' + td.title;
-    td.dataset.raw = String(inc);
+  // An incarnation is the id of one process of a peer (a new one at each start).
+  function incarnationCell(td, inc) {
+    td.textContent = inc === null || inc === undefined ? '\u2014' : String(inc);
+    td.title = 'incarnation: the id of this process of the peer (a new one at each start)';
     return td;
   }
 
@@ -101,7 +88,7 @@ export const dashboardScript = String.raw`'use strict';
     byId('cluster-name').textContent = c.cluster;
     byId('peer-id').textContent = c.id;
     byId('fingerprint').textContent = c.fingerprint || '?';
-    timeCell(byId('clock'), c.clock, now);
+    counterCell(byId('clock'), c.clock);
     var lease = byId('lease');
     var valid = c.lease && c.lease.valid && c.synced;
     lease.textContent = valid ? 'lease valid ' + fmtMs(c.lease.valid_for_ms) : (c.synced ? 'no lease' : 'syncing');
@@ -115,12 +102,21 @@ export const dashboardScript = String.raw`'use strict';
   }
 
   // GET /v1/cluster degraded: the peers every grant waits for, pushed with the link state.
+  // In the minority this peer evicts nobody: it says so, and that the majority evicts it.
   function renderDegraded(d) {
     var waiting = d && d.waiting_for ? d.waiting_for : [];
+    var minority = d && d.minority ? d.minority : null;
     var items = [];
+    if (minority) {
+      var m = el('li', null, 'this peer has no lease: it is in the minority (hears ' + minority.hears + ' of ' + minority.peers +
+        ' peers, itself included; a majority is ' + minority.majority + '). It grants nothing and evicts nobody; the peers on the majority side evict this one.');
+      m.dataset.role = 'minority';
+      items.push(m);
+    }
     for (var i = 0; i < waiting.length; i++) {
       var w = waiting[i];
-      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' + evictionText(w.eviction_due_in_ms));
+      var li = el('li', null, 'peer ' + w.peer + ': ' + (w.connected ? 'link up but silent' : 'link down') + ' for ' + fmtMs(w.silent_ms) + '; ' +
+        (minority ? 'this peer cannot evict it from the minority' : evictionText(w.eviction_due_in_ms)));
       li.dataset.peer = w.peer;
       items.push(li);
     }
@@ -138,10 +134,10 @@ export const dashboardScript = String.raw`'use strict';
       cell(tr, '').appendChild(badge('self', 'ok'));
       cell(tr, '\u2014');
       cell(tr, '\u2014');
-      incarnationCell(cell(tr, '', 'inc'), c.incarnation, now);
+      incarnationCell(cell(tr, '', 'inc'), c.incarnation);
       var valid = c.lease && c.lease.valid && c.synced;
       cell(tr, '').appendChild(badge(valid ? 'valid ' + fmtMs(c.lease.valid_for_ms) : 'none', valid ? 'ok' : 'bad'));
-      timeCell(cell(tr, '', 'mono'), c.clock, now);
+      counterCell(cell(tr, '', 'mono'), c.clock);
       return tr;
     }
     cell(tr, p.id);
@@ -150,9 +146,9 @@ export const dashboardScript = String.raw`'use strict';
     cell(tr, '').appendChild(link);
     cell(tr, fmtMs(p.rtt_ms), 'mono');
     cell(tr, p.last_heard_ms_ago === null ? 'never' : fmtMs(p.last_heard_ms_ago) + ' ago', 'mono');
-    incarnationCell(cell(tr, '', 'inc'), p.incarnation, now);
+    incarnationCell(cell(tr, '', 'inc'), p.incarnation);
     cell(tr, '\u2014', 'dim').title = 'Each peer knows only its own lease: see its dashboard or lamport_lease_valid.';
-    timeCell(cell(tr, '', 'mono'), p.last_ts, now);
+    counterCell(cell(tr, '', 'mono'), p.last_ts);
     return tr;
   }
 
@@ -218,6 +214,14 @@ export const dashboardScript = String.raw`'use strict';
       with_.dataset.role = 'with';
       with_.title = 'one all-or-nothing request: also ' + (role === 'holder' ? 'holds ' : 'waits for ') + others.join(', ');
       modeCell.appendChild(with_);
+    }
+    // Another peer's request the mode rule admits here, whose peer has not heard every ack
+    // yet (as far as this peer knows): admitted here, not granted there.
+    if (role === 'holder' && v.waits_for_acks && v.waits_for_acks.length > 0) {
+      tr.dataset.role = 'admitted';
+      var adm = badge('admitted here; not granted on ' + v.peer + ' until ' + v.waits_for_acks.join(', ') + ' acks', 'warn');
+      adm.dataset.role = 'pending';
+      modeCell.appendChild(adm);
     }
     cell(tr, v.token, 'token');
     // since: when the request was made, on its requester's clock (the same on every peer).
@@ -317,7 +321,10 @@ export const dashboardScript = String.raw`'use strict';
     tr.dataset.lock = a.lock;
     tr.dataset.peer = a.peer;
     cell(tr, fmtTime(a.at), 'when');
-    var b = badge(labels[a.type] || a.type, kinds[a.type]);
+    // A hold that ended other than by its release (lease_lost, expired, evicted...) says so.
+    var lost = (a.type === 'ended' || a.type === 'gone') && a.reason !== null && a.reason !== 'released';
+    var b = badge(lost ? 'ended: ' + a.reason : labels[a.type] || a.type, lost ? 'bad' : kinds[a.type]);
+    if (a.reason !== null) tr.dataset.reason = a.reason;
     var what = cell(tr, '');
     what.appendChild(b);
     if (a.local) what.appendChild(el('span', 'dim', ' local'));
