@@ -140,8 +140,13 @@ export const limits = {
   dashboardTimelineLocksMax: 30,
   /** Watch streams (GET /v1/locks/{name}/watch, /v1/watch) served at once; more are answered 429. */
   watchStreamsMax: 64,
-  /** Unsent bytes a watch stream may hold before it ends with ERR_WATCH_BEHIND. */
+  /** Unsent bytes a watch stream may hold, beyond its first `state`, before it ends with ERR_WATCH_BEHIND. */
   watchBufferBytesMax: 1024 * 1024,
+  /**
+   * Watch events written per event-loop turn (one event to one stream is one write); the
+   * rest wait for the next turn, so heartbeats and echoes run between batches.
+   */
+  watchWritesPerTurnMax: 2048,
   /**
    * How long an inbound stream may wait before it acks what it received on its own (acks are
    * cumulative, and ride on any data frame going the other way before then).

@@ -84,7 +84,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const api = new HttpApi(runtime, opts.logger, access);
   api.route('/metrics', metricsRoute(runtime.metrics.registry));
   const dashboard = registerDashboard(api, runtime);
-  const watches = new Watches(runtime, opts.logger);
+  const watches = new Watches(runtime, opts.logger, nodeEnv);
   api.watchWith((req, res, selector) => watches.open(req, res, selector));
   const httpUrl = await listenHttp(api, target, opts.access ?? {});
   opts.logger.info({ http: httpUrl, ws: self.ws, token: access.tokenRequired }, 'serving');

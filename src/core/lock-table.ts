@@ -8,6 +8,7 @@
 import { assert } from '../assert.js';
 import type { MachineFaults } from './faults.js';
 import { addAhead, admits, blocksAll, emptyAhead } from './modes.js';
+import type { QueueLog } from './queue-log.js';
 import type { PeerRank } from './request-queue.js';
 import { RequestQueue, compareRequests } from './request-queue.js';
 import type { QueuedRequest, RequestPart } from './types.js';
@@ -70,9 +71,19 @@ export class LockTable {
   /** Requests of ours not issued yet, per lock: they count towards limits.queuedPerLockMax. */
   readonly #pendingLocks = new Map<string, number>();
 
-  constructor(self: number, rank: PeerRank) {
+  /** Where the changes of the queues are told, for the watches (off unless one follows). */
+  readonly #log: QueueLog | undefined;
+
+  constructor(self: number, rank: PeerRank, log?: QueueLog) {
     this.#self = self;
     this.#rank = rank;
+    this.#log = log;
+  }
+
+  /** The callback that logs each removed request, while the log is on. */
+  #onRemoved(): ((r: QueuedRequest) => void) | undefined {
+    const log = this.#log;
+    return log?.on === true ? (r) => log.left(r) : undefined;
   }
 
   /** Registers a request of ours, not issued yet; refs are unique. */
@@ -87,6 +98,11 @@ export class LockTable {
   /** The request of ours with that ref, if it is live. */
   own(ref: number): OwnRequest | undefined {
     return this.#own.get(ref);
+  }
+
+  /** The ref of our issued request of timestamp `ts`, if it is live. */
+  ownRef(ts: number): number | undefined {
+    return this.#ownByTs.get(ts)?.ref;
   }
 
   /** Every live request of ours, in acquire order. */
@@ -140,7 +156,7 @@ export class LockTable {
     for (const [lock, set] of stamps) {
       const queue = this.#queues.get(lock);
       if (queue === undefined) continue;
-      queue.removeStamps(peer, set);
+      queue.removeStamps(peer, set, this.#onRemoved());
       if (queue.size === 0) this.#queues.delete(lock);
     }
   }
@@ -155,6 +171,7 @@ export class LockTable {
       this.#waitingLocks.set(lock, (this.#waitingLocks.get(lock) ?? 0) + 1);
       if (own.noWait) this.#noWaitLocks.set(lock, (this.#noWaitLocks.get(lock) ?? 0) + 1);
       this.#queueOf(lock).insert(request);
+      this.#log?.entered(request);
     }
     return requests;
   }
@@ -162,6 +179,7 @@ export class LockTable {
   /** A waiting request of ours stops waiting: granted (it stays queued), or dropped. */
   stopWaiting(own: OwnRequest): void {
     for (const { lock } of own.parts) {
+      this.#log?.touched(lock);
       decrement(this.#waitingLocks, lock);
       if (own.noWait) decrement(this.#noWaitLocks, lock);
     }
@@ -169,7 +187,7 @@ export class LockTable {
 
   /** Queues another peer's request (rule 2); a resent duplicate is ignored. */
   insert(request: QueuedRequest): void {
-    this.#queueOf(request.lock).insert(request);
+    if (this.#queueOf(request.lock).insert(request)) this.#log?.entered(request);
   }
 
   /**
@@ -188,14 +206,17 @@ export class LockTable {
       const part = own?.parts[i];
       if (own !== undefined && part !== undefined) own.parts[i] = { lock, spec: { ...part.spec, meta } };
     }
-    return queue.replace({ ...current, meta });
+    const next = { ...current, meta };
+    this.#log?.replaced(next);
+    return queue.replace(next);
   }
 
   /** Removes `(ts, peer)` from that lock's queue (rule 4), if it is there. */
   remove(lock: string, ts: number, peer: number): void {
     const queue = this.#queues.get(lock);
     if (queue === undefined) return;
-    queue.remove(ts, peer);
+    const removed = queue.remove(ts, peer);
+    if (removed !== undefined) this.#log?.left(removed);
     if (queue.size === 0) this.#queues.delete(lock); // Idle lock names cost nothing.
   }
 
@@ -205,7 +226,7 @@ export class LockTable {
    */
   removePeer(peer: number, changed: (lock: string) => void): void {
     for (const [lock, queue] of this.#queues) {
-      if (queue.removePeer(peer) > 0) {
+      if (queue.removePeer(peer, this.#onRemoved()) > 0) {
         if (queue.size === 0) this.#queues.delete(lock);
         else changed(lock);
       }
@@ -308,6 +329,27 @@ export class LockTable {
     const out: QueueEntry[] = [];
     for (const r of queue.items) {
       if (out.length >= max) break;
+      const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
+      const held = own !== undefined ? own.state === 'granted' : admits(r, ahead);
+      addAhead(ahead, r);
+      out.push({ ...r, token: tokenOf(r.ts, r.peer), held, ref: own?.ref });
+    }
+    return out;
+  }
+
+  /**
+   * The head of one lock's queue: its entries up to where nothing later can be held (an
+   * exclusive request, or a shared and a semaphore one, ahead; or, in a queue of semaphore
+   * requests, `permitsMax` permits ahead, when no request of it has a larger limit). Every
+   * holder is in it, and for an exclusive lock it is a few entries however long the queue.
+   */
+  head(lock: string, permitsMax: number): QueueEntry[] {
+    const queue = this.#queues.get(lock);
+    if (queue === undefined) return [];
+    const ahead = emptyAhead();
+    const out: QueueEntry[] = [];
+    for (const r of queue.items) {
+      if (blocksAll(ahead) || (ahead.nonSemaphore === 0 && ahead.count > 0 && ahead.permits >= permitsMax)) break;
       const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
       const held = own !== undefined ? own.state === 'granted' : admits(r, ahead);
       addAhead(ahead, r);

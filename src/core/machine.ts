@@ -11,6 +11,7 @@ import { EffectBuffer } from './effects.js';
 import type { MachineFaults } from './faults.js';
 import { noFaults } from './faults.js';
 import type { OwnRequest, QueueEntry } from './lock-table.js';
+import type { QueueLog } from './queue-log.js';
 import { LockTable, addStamp } from './lock-table.js';
 import { removeOneByOneMax } from './request-queue.js';
 import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
@@ -32,6 +33,8 @@ export interface MachineOptions {
   readonly clockFloor: number;
   /** Planted bugs, for the simulator's mutation tests only. */
   readonly faults?: Partial<MachineFaults> | undefined;
+  /** Where the changes of the queues are told (the watches), if anywhere. */
+  readonly queueLog?: QueueLog | undefined;
 }
 
 /** One peer's protocol state: clock, queues, lastTs, view and its own requests. */
@@ -55,7 +58,7 @@ export class Machine {
     this.#faults = { ...noFaults, ...opts.faults };
     this.#clock = this.#faults.clockReset ? 0 : opts.clockFloor;
     const { self, peerCount } = opts;
-    this.#locks = new LockTable(self, this.#faults.badTiebreak ? (p) => (p - self + peerCount) % peerCount : (p) => p);
+    this.#locks = new LockTable(self, this.#faults.badTiebreak ? (p) => (p - self + peerCount) % peerCount : (p) => p, opts.queueLog);
     this.#peers = new PeerView(self, peerCount, this.#faults.syncedOnHandshake);
   }
 
@@ -401,6 +404,16 @@ export class Machine {
   /** The queue of one lock, in order, with the mode rule applied (for the HTTP API): its first `max` entries. */
   queue(lock: string, max = Infinity): QueueEntry[] {
     return this.#locks.entries(lock, max);
+  }
+
+  /** The ref of our issued request of timestamp `ts`, if it is live. */
+  ownRef(ts: number): number | undefined {
+    return this.#locks.ownRef(ts);
+  }
+
+  /** The head of the queue of `lock`, every holder in it (LockTable.head). */
+  head(lock: string, permitsMax: number): QueueEntry[] {
+    return this.#locks.head(lock, permitsMax);
   }
 
   /** How many requests the queue of `lock` holds (views that show only its first entries). */

@@ -94,9 +94,9 @@ export class RequestQueue {
    * are spliced out one by one (a splice moves the tail natively, which is cheapest then);
    * from `removeOneByOneMax` on, the queue is compacted once from the first of them, so each
    * item moves at most once: a lease lost under thousands of our waiters, or thousands of
-   * RELEASEs in one packet, made one splice each quadratic (issue 15).
+   * RELEASEs in one packet, made one splice each quadratic (issue 15). `onRemoved` sees each.
    */
-  removeStamps(peer: number, stamps: ReadonlySet<number>): number {
+  removeStamps(peer: number, stamps: ReadonlySet<number>, onRemoved?: (r: QueuedRequest) => void): number {
     const found: number[] = [];
     for (const ts of stamps) {
       const i = this.indexOf(ts, peer);
@@ -104,6 +104,7 @@ export class RequestQueue {
     }
     found.sort((a, b) => a - b);
     const items = this.#items;
+    if (onRemoved !== undefined) for (const i of found) onRemoved(items[i] as QueuedRequest);
     if (found.length < removeOneByOneMax) {
       for (let j = found.length - 1; j >= 0; j--) items.splice(found[j] ?? items.length, 1);
       return found.length;
@@ -122,11 +123,14 @@ export class RequestQueue {
     return found.length;
   }
 
-  /** Removes every request of one peer (restart or eviction); returns how many. */
-  removePeer(peer: number): number {
+  /** Removes every request of one peer (restart or eviction); returns how many. `onRemoved` sees each, in order. */
+  removePeer(peer: number, onRemoved?: (r: QueuedRequest) => void): number {
     const before = this.#items.length;
     let w = 0;
-    for (const item of this.#items) if (item.peer !== peer) this.#items[w++] = item;
+    for (const item of this.#items) {
+      if (item.peer !== peer) this.#items[w++] = item;
+      else onRemoved?.(item);
+    }
     this.#items.length = w;
     return before - w;
   }

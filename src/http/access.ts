@@ -34,6 +34,20 @@ const probes = new Set(['/healthz', '/readyz']);
 /** Fetch metadata values of a request the peer's own pages (or no browser at all) make. */
 const ownSites = new Set(['same-origin', 'none']);
 
+/** The streams (server-sent events): a page of another site must not open one, even unread. */
+const streamPath = /^\/v1\/(?:events|watch|locks\/[^/]+\/watch|elections\/[^/]+\/observe)$/;
+
+/**
+ * Whether a request from another site is a user opening a page in a window (a link to the
+ * dashboard): a GET navigation to a document, not to a stream. A frame, an object or an
+ * embed (`Sec-Fetch-Dest`) of another site's page is refused: that page loads it unseen,
+ * as often as it likes.
+ */
+function pageOpening(req: IncomingMessage, path: string): boolean {
+  const dest = req.headers['sec-fetch-dest'];
+  return req.method === 'GET' && req.headers['sec-fetch-mode'] === 'navigate' && (dest === undefined || dest === 'document') && !streamPath.test(path);
+}
+
 const wildcardHosts = new Set(['', '0.0.0.0', '::', '[::]']);
 
 /** True for the names and addresses of this host's loopback interface. */
@@ -102,7 +116,7 @@ export class AccessPolicy {
 
   /** Admits `req` or throws the coded refusal (421, 403, 401); returns what it may do. */
   admit(req: IncomingMessage, path: string): Access {
-    if (!this.#opts.unix) this.#checkBrowser(req);
+    if (!this.#opts.unix) this.#checkBrowser(req, path);
     const credential = credentialOf(req.headers.authorization);
     const admin = this.#opts.adminToken !== null && credential !== null && sameSecret(credential, this.#opts.adminToken);
     if (this.#opts.token !== null && !admin && !probes.has(path)) {
@@ -126,7 +140,7 @@ export class AccessPolicy {
   }
 
   /** Host names only this peer's addresses; Origin and fetch metadata say the request is not a foreign page's. */
-  #checkBrowser(req: IncomingMessage): void {
+  #checkBrowser(req: IncomingMessage, path: string): void {
     const header = req.headers.host ?? '';
     const port = req.socket.localPort ?? -1;
     if (!this.#named(header, port)) {
@@ -137,9 +151,9 @@ export class AccessPolicy {
       throw new LockError(ErrorCode.OriginRefused, `requests from the web origin ${JSON.stringify(origin)} are refused: only the peer's own pages (http://${header}) may call its API`);
     }
     const site = req.headers['sec-fetch-site'];
-    const navigation = req.headers['sec-fetch-mode'] === 'navigate' && req.method === 'GET';
-    if (typeof site === 'string' && !ownSites.has(site) && !navigation) {
-      throw new LockError(ErrorCode.OriginRefused, `a ${site} request of a web page is refused: only the peer's own pages may call its API`);
+    if (typeof site !== 'string' || ownSites.has(site)) return;
+    if (!pageOpening(req, path)) {
+      throw new LockError(ErrorCode.OriginRefused, `a ${site} request of a web page is refused: only the peer's own pages may call its API, and another site may only open a page in a window, not a stream or a frame`);
     }
   }
 }

@@ -13,6 +13,8 @@ import { assert, assertNever } from '../assert.js';
 import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
 import type { EchoPromise } from '../core/membership.js';
+import { QueueLog } from '../core/queue-log.js';
+import type { QueuedRequest } from '../core/types.js';
 import type { EndReason, Incarnation, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
@@ -29,7 +31,7 @@ import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
-import type { ClusterView, DegradedView, LockView } from './status-views.js';
+import type { ClusterView, DegradedView, LockView, QueueView } from './status-views.js';
 import { StatusViews } from './status-views.js';
 import { Session } from './session.js';
 import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
@@ -115,6 +117,8 @@ export class PeerRuntime implements LockService {
   readonly metrics: PeerMetrics;
   /** `changed` after every step; `hold` when a local hold begins or ends. */
   readonly events = new EventEmitter<PeerEvents>();
+  /** What entered and left the queues, across incarnations, while a watch follows them (src/http/watch.ts). */
+  readonly queueLog = new QueueLog();
   readonly #log: Logger;
   readonly #rootLog: Logger;
   readonly #world: PeerWorld;
@@ -255,7 +259,7 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs, joinsHeldForMs }, {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
@@ -300,6 +304,7 @@ export class PeerRuntime implements LockService {
     this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
     this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
     old.close();
+    this.queueLog.reset();
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
     // The quiet a restart began (start) binds the process, not the incarnation: a rejoin
     // within it would echo a peer the previous process promised to leave silent (seed 906566).
@@ -428,6 +433,16 @@ export class PeerRuntime implements LockService {
   /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
   lock(name: string): LockView {
     return this.#views.lock(name);
+  }
+
+  /** The head of one lock's queue, every holder in it (StatusViews.head). */
+  head(name: string, permitsMax: number): LockView {
+    return this.#views.head(name, permitsMax);
+  }
+
+  /** A queued request as GET /v1/locks/{name} shows a waiter (`held` false). */
+  waiterView(request: QueuedRequest): QueueView {
+    return this.#views.waiter(request);
   }
 
   /** Every lock with a non-empty queue; of each, its first `entriesMax` entries. */

@@ -20,6 +20,7 @@ import type { Effect, MachineEvent } from '../core/machine.js';
 import { Membership, isMembershipMessage } from '../core/membership.js';
 import type { EchoPromise, MembershipEffect, MembershipMessage } from '../core/membership.js';
 import type { Packet } from '../core/messages.js';
+import type { QueueLog } from '../core/queue-log.js';
 import { isPacket, mergePackets } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
 import { compareIncarnation, formatIncarnation } from '../core/types.js';
@@ -115,6 +116,8 @@ export interface SessionOptions {
    * vouch for a lease we cannot know of (docs/design.md section 5, "Successors").
    */
   readonly joinsHeldForMs?: number | undefined;
+  /** Where the machine tells the changes of its queues (the watches), if anywhere. */
+  readonly queueLog?: QueueLog | undefined;
 }
 
 /** Wraps what runs a function: the guard runs first. */
@@ -218,7 +221,7 @@ export class Session {
     this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     const peerCount = opts.config.peers.length;
     const self = opts.index;
-    this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine });
+    this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine, queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
     this.#incarnations = new IncarnationBook(peerCount);
     this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises, incarnations: this.#incarnations });
@@ -644,7 +647,7 @@ export class Session {
   }
 
   /** The protocol core, for read-only queries (views, explanations). */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 

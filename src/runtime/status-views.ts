@@ -7,7 +7,8 @@
 import type { ClusterShape } from '../cluster-shape.js';
 import type { ClusterConfig } from '../config.js';
 import type { QueueEntry } from '../core/machine.js';
-import { formatIncarnation } from '../core/types.js';
+import type { QueuedRequest } from '../core/types.js';
+import { formatIncarnation, tokenOf } from '../core/types.js';
 import { limits } from '../limits.js';
 import type { CurrentSession } from './current-session.js';
 import type { LocalRequests } from './holds.js';
@@ -198,6 +199,27 @@ export class StatusViews {
       waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
       queued: entries.length < max ? entries.length : machine.queueSize(name),
     };
+  }
+
+  /**
+   * The head of one lock's queue (Machine.head): every holder, and the waiters among them;
+   * `queued` counts the whole queue. `permitsMax`: the largest semaphore limit in the queue.
+   */
+  head(name: string, permitsMax: number): LockView {
+    const machine = this.#src.sessions.get().machine;
+    const entries = machine.head(name, permitsMax);
+    return {
+      name,
+      holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
+      waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
+      queued: machine.queueSize(name),
+    };
+  }
+
+  /** A queued request, as a waiter (the watches tell a request's grant apart). */
+  waiter(r: QueuedRequest): QueueView {
+    const ref = r.peer === this.#src.index ? this.#src.sessions.get().machine.ownRef(r.ts) : undefined;
+    return this.entry({ ...r, token: tokenOf(r.ts, r.peer), held: false, ref });
   }
 
   /**

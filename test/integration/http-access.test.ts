@@ -48,6 +48,18 @@ export function raw(base: string, path: string, opts: { method?: string; headers
 
 const json = { 'content-type': 'application/json' };
 
+/** The status and content type of an answer, read as soon as its head arrives (a stream never ends); the connection is then cut. */
+function headersOf(base: string, path: string, headers: Record<string, string>): Promise<{ status: number; contentType: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${path}`, { headers, agent: false }, (res) => {
+      resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type'] ?? '') });
+      req.destroy();
+    });
+    req.on('error', (err) => (req.destroyed ? undefined : reject(err)));
+    req.end();
+  });
+}
+
 /** Lines of a peer's log that carry `code`. */
 function logLinesWith(cluster: LocalCluster, id: string, code: string): string[] {
   return readFileSync(join(cluster.dir, `${id}.log`), 'utf8').split('\n').filter((l) => l.includes(`"code":"${code}"`));
@@ -119,6 +131,20 @@ describe('a peer without a token, on loopback', () => {
     const mine = await raw(a, '/v1/locks/o/acquire', { method: 'POST', headers: { ...json, ...own, 'sec-fetch-site': 'same-origin' }, body: '{"ttl_ms": 5000}' });
     expect(mine.status).toBe(200);
     expect((await release(a, 'o', mine.body['id'])).status).toBe(200);
+  });
+
+  it('refuses a page of another site that loads a stream or a page in a frame, and opens the dashboard in a window', async () => {
+    // What Chromium sends for <iframe src> on a page of another site, and for a link it follows.
+    const frame = { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'iframe' };
+    const window = { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' };
+    for (const [headers, path] of [[frame, '/v1/watch?prefix='], [frame, '/v1/locks/o/watch'], [frame, '/v1/events'], [frame, '/'], [window, '/v1/watch?prefix='], [window, '/v1/events'], [window, '/v1/elections/e/observe']] as const) {
+      const r = await headersOf(a, path, headers);
+      expect(r.status, `${headers['sec-fetch-dest']} ${path}`).toBe(403);
+      expect(r.contentType).toContain('application/json');
+    }
+    expect((await raw(a, '/', { headers: window })).status).toBe(200);
+    const watch = await headersOf(a, '/v1/watch?prefix=', { 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' });
+    expect(watch).toMatchObject({ status: 200, contentType: expect.stringContaining('text/event-stream') });
   });
 
   it(`answers 413 with a coded error to a body over ${limits.httpBodyBytesMax} bytes, and keeps serving`, async () => {
