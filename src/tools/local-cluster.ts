@@ -214,12 +214,13 @@ export class LocalCluster {
     return `http://${this.peer(id).http}`;
   }
 
-  /** Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. */
-  startPeer(id: string): void {
+  /** Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. `env`: more environment variables for it. */
+  startPeer(id: string, env: Readonly<Record<string, string>> = {}): void {
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
