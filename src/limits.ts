@@ -20,6 +20,11 @@ export const limits = {
    * the answer instead of a reset; past this the connection is cut.
    */
   httpBodyDrainBytesMax: 1024 * 1024,
+  /**
+   * Shortest cluster secret (src/secret.ts). An HMAC handshake recorded without TLS lets
+   * anyone search for the secret offline: 32 characters of `openssl rand -hex 32` are 128 bits.
+   */
+  secretCharsMin: 32,
   /** Length bounds of an API token (the text of a --token-file, whitespace trimmed). */
   apiTokenBytesMin: 16,
   apiTokenBytesMax: 4096,
