@@ -208,7 +208,7 @@ export class Session {
     this.#hooks = hooks;
     this.#env = opts.world.env;
     this.#faults = opts.faults ?? {};
-    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true);
+    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true, this.#faults.runtime?.ignoreBootClock !== true);
     this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     const peerCount = opts.config.peers.length;
     const self = opts.index;
