@@ -8,10 +8,11 @@ import { hideBin } from 'yargs/helpers';
 import { checkConfigFile } from '../src/check-config.js';
 import { LockClient } from '../src/client/lock-client.js';
 import { loadConfig } from '../src/config.js';
-import { isLockError } from '../src/errors.js';
+import { ErrorCode, isLockError } from '../src/errors.js';
 import { parseSocketMode } from '../src/http/listen-target.js';
 import { limits } from '../src/limits.js';
 import { createLogger, logLevels } from '../src/log.js';
+import { readableSecretWarning } from '../src/secret.js';
 import { peerExitCodes, startFailureExitCode } from '../src/peer-exit-codes.js';
 import { startPeerServer } from '../src/server.js';
 
@@ -71,6 +72,8 @@ const logger = createLogger({ level: argv['log-level'], peer: argv.id ?? '?', ..
 
 async function main(): Promise<void> {
   const config = loadConfig(argv.config ?? '', process.env);
+  const readable = readableSecretWarning(argv.config ?? '', process.env);
+  if (readable !== null) logger.warn({ code: ErrorCode.ConfigInvalid }, readable);
   const access = {
     tokenFile: argv['token-file'],
     adminTokenFile: argv['admin-token-file'],

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { isRecord } from './core/types.js';
 import { LockError, ErrorCode } from './errors.js';
 import { limits } from './limits.js';
+import { resolveSecret } from './secret.js';
 
 /** One configured peer. */
 export interface PeerConfig {
@@ -47,7 +48,7 @@ export const timingDefaults = { heartbeatMs: 200, leaseMs: 1000, evictMs: 1700 }
 export const clockRateMargin = 1.5;
 
 const idPattern = new RegExp(`^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$`);
-const knownKeys = new Set(['cluster', 'secret', 'peers', 'heartbeat_ms', 'lease_ms', 'evict_ms', 'tls']);
+const knownKeys = new Set(['cluster', 'secret', 'secret_file', 'peers', 'heartbeat_ms', 'lease_ms', 'evict_ms', 'tls']);
 
 /** `ws://host:port` or `wss://host:port` that the URL parser accepts (a port of 99999 it does not). */
 function isWsUrl(ws: string): boolean {
@@ -131,8 +132,7 @@ export function parseConfig(raw: unknown, env: Readonly<Record<string, string | 
   for (const key of Object.keys(raw)) if (!knownKeys.has(key)) problems.push(`unknown key ${JSON.stringify(key)}`);
   const cluster = raw['cluster'];
   if (typeof cluster !== 'string' || cluster.length === 0 || cluster.length > limits.clusterNameCharsMax) problems.push(`cluster must be a name of 1-${limits.clusterNameCharsMax} characters`);
-  const secret = env['LAMPORT_SECRET'] ?? raw['secret'];
-  if (typeof secret !== 'string' || secret.length < 8) problems.push('secret (or LAMPORT_SECRET) must be a string of at least 8 characters');
+  const secret = resolveSecret(raw, env, problems);
   const peers = checkPeers(raw['peers'], problems);
   const timing = {
     heartbeatMs: checkTiming(raw, 'heartbeat_ms', timingDefaults.heartbeatMs, problems),

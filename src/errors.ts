@@ -30,6 +30,7 @@ export const ErrorCode = {
   Unauthorized: 'ERR_UNAUTHORIZED',
   AdminRequired: 'ERR_ADMIN_REQUIRED',
   WatchBehind: 'ERR_WATCH_BEHIND',
+  ClockAhead: 'ERR_CLOCK_AHEAD',
 } as const;
 
 /** One of the stable error codes listed in the README. */
@@ -79,6 +80,8 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_ADMIN_REQUIRED: 403,
   // Sent as the last event of a watch stream, never as a status: the stream had started.
   ERR_WATCH_BEHIND: 503,
+  // Logged when a peer's clock is refused (a peer-link error), never an answer to a client.
+  ERR_CLOCK_AHEAD: 502,
 };
 
 /** True when `value` is a LockError with the given code. */

@@ -20,6 +20,11 @@ export const limits = {
    * the answer instead of a reset; past this the connection is cut.
    */
   httpBodyDrainBytesMax: 1024 * 1024,
+  /**
+   * Shortest cluster secret (src/secret.ts). An HMAC handshake recorded without TLS lets
+   * anyone search for the secret offline: 32 characters of `openssl rand -hex 32` are 128 bits.
+   */
+  secretCharsMin: 32,
   /** Length bounds of an API token (the text of a --token-file, whitespace trimmed). */
   apiTokenBytesMin: 16,
   apiTokenBytesMax: 4096,
@@ -191,6 +196,23 @@ export const limits = {
    * the clock comes within half of it (docs/design.md section 4, "Clock floor").
    */
   clockReserveAheadTicks: 1_000_000,
+  /**
+   * How far a clock or an incarnation another peer sends (handshake, packets, heartbeats,
+   * membership messages, refusals) may be ahead of the later of this host's wall clock and
+   * its own Lamport clock: 30 days. One further ahead is refused (`clock_ahead`), never
+   * adopted: one host with an absurd wall clock would otherwise push every clock and
+   * high-water mark of the cluster with it (issue 37, point 4). It is measured from this
+   * peer's own clock too, since the Lamport clock runs ahead of the wall clock under load
+   * (10.5 ticks per wall ms at 6,500 acquire+release/s on 3 peers).
+   */
+  clockAheadMsMax: 30 * 24 * 3600 * 1000,
+  /**
+   * The largest clock a peer uses, adopts or loads (2^50, about the year 37,600): a wall
+   * clock, a clock.json or a peer's clock past it is refused. Tokens (`ts * 1024 + index`)
+   * stay below 2^60, within a signed 64-bit column, and the clock stays a safe integer: from
+   * here it would take 25,000 years at 10 ticks per ms to reach 2^53.
+   */
+  clockValueMax: 2 ** 50,
 } as const;
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
@@ -203,4 +225,5 @@ assert(limits.timingMsMin < limits.timingMsMax, 'timing bounds are ordered');
 assert(limits.queuedPerLockMax >= 1 && limits.endedIdsMax >= 1, 'queues and the ended log hold something');
 assert(limits.noWaitAckBoundMs <= limits.timeoutMsMax, 'a no-wait request waits no longer than any request may');
 assert(limits.stopDrainMs < limits.stopMsMax, 'the stop drains its releases within the stop bound');
+assert(limits.clockValueMax * 1024 * 8 <= 2 ** 63, 'a token of the largest clock fits in a signed 64-bit column, 8 times over');
 assert(limits.refuseMessageCharsMax * 3 < limits.frameBytesMax, 'a refuse sentence fits in a frame (3 bytes of UTF-8 per character at most)');

@@ -37,8 +37,11 @@ import { assert } from '../assert.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation } from './types.js';
 
-/** Why an incarnation may not (re)associate. */
-export type IncarnationRefusal = 'stale_incarnation' | 'evicted';
+/**
+ * Why an incarnation may not (re)associate. `clock_ahead`: it, or a clock it sent, is too far
+ * ahead of this host's time (`clockCeiling` in core/types.ts).
+ */
+export type IncarnationRefusal = 'stale_incarnation' | 'evicted' | 'clock_ahead';
 
 /** How an admitted incarnation relates to what was known of that peer. */
 export type IncarnationNews = 'first' | 'same' | 'newer';
@@ -48,6 +51,8 @@ interface IncarnationRecord {
   admitted: Incarnation | null;
   evictedUpTo: Incarnation | null;
   refusedUpTo: Incarnation | null;
+  /** The newest incarnation refused for a clock too far ahead (`refuseAhead`). */
+  aheadUpTo: Incarnation | null;
 }
 
 function copy(inc: Incarnation): Incarnation {
@@ -57,9 +62,15 @@ function copy(inc: Incarnation): Incarnation {
 /** Admitted, evicted and refused incarnations of every peer, by peer index. */
 export class IncarnationBook {
   readonly #records: IncarnationRecord[];
+  readonly #ceilingMs: () => number;
 
-  constructor(peerCount: number) {
-    this.#records = Array.from({ length: peerCount }, () => ({ admitted: null, evictedUpTo: null, refusedUpTo: null }));
+  /**
+   * `ceilingMs`: the latest incarnation start admitted now (`clockCeiling` of core/types.ts,
+   * which the session computes from its wall clock and its core's clock); none by default.
+   */
+  constructor(peerCount: number, ceilingMs: () => number = () => Number.POSITIVE_INFINITY) {
+    this.#records = Array.from({ length: peerCount }, () => ({ admitted: null, evictedUpTo: null, refusedUpTo: null, aheadUpTo: null }));
+    this.#ceilingMs = ceilingMs;
   }
 
   /** How many peers (self included) this book has a record for. */
@@ -89,6 +100,7 @@ export class IncarnationBook {
   /** Null when `inc` may associate now, else the reason to refuse it. */
   check(peer: number, inc: Incarnation): IncarnationRefusal | null {
     if (this.isRefused(peer, inc)) return 'evicted';
+    if (this.isAhead(inc.startMs) || this.isAheadRefused(peer, inc)) return 'clock_ahead';
     const known = this.known(peer);
     if (known !== null && compareIncarnation(inc, known) < 0) return 'stale_incarnation';
     return null;
@@ -136,6 +148,27 @@ export class IncarnationBook {
     const r = this.#record(peer);
     if (r.refusedUpTo === null || compareIncarnation(inc, r.refusedUpTo) > 0) r.refusedUpTo = copy(inc);
     return r.admitted !== null && this.isRefused(peer, r.admitted);
+  }
+
+  /**
+   * Refuses `inc` of `peer` and every older incarnation from now on, for a clock it sent too
+   * far ahead (`clock_ahead`): not an eviction, which only a majority decides; this peer
+   * only stops listening to it, as a partition would. A newer incarnation may come in.
+   */
+  refuseAhead(peer: number, inc: Incarnation): void {
+    const r = this.#record(peer);
+    if (r.aheadUpTo === null || compareIncarnation(inc, r.aheadUpTo) > 0) r.aheadUpTo = copy(inc);
+  }
+
+  /** True when `inc` of `peer` was refused for a clock too far ahead (`refuseAhead`). */
+  isAheadRefused(peer: number, inc: Incarnation): boolean {
+    const ahead = this.#record(peer).aheadUpTo;
+    return ahead !== null && compareIncarnation(inc, ahead) <= 0;
+  }
+
+  /** True when `clockOrStartMs`, a clock or an incarnation start another peer sent, is past the ceiling now. */
+  isAhead(clockOrStartMs: number): boolean {
+    return clockOrStartMs > this.#ceilingMs();
   }
 
   #record(peer: number): IncarnationRecord {

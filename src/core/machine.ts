@@ -396,7 +396,11 @@ export class Machine {
     const own = this.#locks.own(ref);
     if (own === undefined) return undefined;
     // A peer whose requests ahead keep ours out owes no ack (rule 2): its release will carry one.
-    const missing = own.state === 'pending' ? this.#peers.members() : this.#peers.missingAcks(own.ts).filter((p) => !this.#blockedBy(own, p));
+    // A request not issued yet waits for the peers we are not synced with; synced, it waits
+    // for the lease, which every peer may renew (issue 37: a peer that never started was
+    // named beside the peers that answer).
+    const unsynced = own.state === 'pending' ? this.#peers.unsynced() : [];
+    const missing = own.state === 'pending' ? (unsynced.length > 0 ? unsynced : this.#peers.members()) : this.#peers.missingAcks(own.ts).filter((p) => !this.#blockedBy(own, p));
     const position = own.state === 'pending' ? 0 : this.#position(own);
     return { state: own.state, position, missingPeers: own.state === 'granted' ? [] : missing };
   }

@@ -37,8 +37,17 @@ export class PeerView {
 
   /** True when every peer of the view has handshaked and sent us a packet since. */
   get synced(): boolean {
-    for (const p of this.#view) if (!this.#inc.has(p) || this.#superseded.has(p) || ((this.#lastTs[p] ?? 0) === 0 && !this.#handshakeSyncs)) return false;
+    for (const p of this.#view) if (!this.#isSynced(p)) return false;
     return true;
+  }
+
+  /** The peers of the view that keep us from being synced: the ones a request not issued yet waits for. */
+  unsynced(): number[] {
+    return this.members().filter((p) => !this.#isSynced(p));
+  }
+
+  #isSynced(p: number): boolean {
+    return this.#inc.has(p) && !this.#superseded.has(p) && ((this.#lastTs[p] ?? 0) !== 0 || this.#handshakeSyncs);
   }
 
   /** Members whose newer incarnation waits for the met one's eviction. */

@@ -74,10 +74,20 @@ assert(limits.peersMax <= tokenPeerFactor, 'every peer index fits in the low bit
 /**
  * The fencing token of a request: `ts * 1024 + peer index`. Exact as a JS number while
  * ts < 2^43 (clock values are wall-clock milliseconds plus message counts, about 1.8e12
- * today), and sent in JSON as a decimal string.
+ * today), and sent in JSON as a decimal string. No peer uses a clock past
+ * `limits.clockValueMax` (2^50), so tokens stay below 2^60: a signed 64-bit column holds them.
  */
 export function tokenOf(ts: number, peer: number): bigint {
   return BigInt(ts) * BigInt(tokenPeerFactor) + BigInt(peer);
+}
+
+/**
+ * The highest clock or incarnation start another peer may send, given this host's wall
+ * clock and its own Lamport clock (`limits.clockAheadMsMax` ahead of the later one, never
+ * past `limits.clockValueMax`). Pure: the runtime passes the time in.
+ */
+export function clockCeiling(wallMs: number, clock: number): number {
+  return Math.min(Math.max(wallMs, clock) + limits.clockAheadMsMax, limits.clockValueMax);
 }
 
 /** Why a hold or a waiting request ended other than by its client's release. */

@@ -2,11 +2,14 @@
  * Where the local HTTP API listens: `host:port`, or `unix:/path` for a unix domain socket
  * (issue 14). A socket file left by a peer that died is removed at start, but only when
  * nothing answers on it: two peers must never share one path. The socket gets its mode
- * and group once bound; it is bound under a umask that leaves it private until then.
+ * and group once bound; it is bound under a umask that leaves it private until then. Its
+ * directory must be writable by this user (or root) alone, sticky or not (issue 37): where
+ * others may create files, another user can bind the path while the peer is down and answer
+ * its clients in its place (`checkSocketDir`).
  */
-import { chmodSync, chownSync, lstatSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { connect } from 'node:net';
-import { isAbsolute } from 'node:path';
+import { dirname, isAbsolute } from 'node:path';
 import { parseHostPort } from '../config.js';
 import { ErrorCode, LockError } from '../errors.js';
 
@@ -75,6 +78,27 @@ function answers(path: string): Promise<boolean> {
       else reject(refuse(`cannot check the socket ${path}: ${err.message}`));
     });
   });
+}
+
+/**
+ * Refuses a socket path whose directory another user may write to or owns: that user could
+ * create the path first (before this peer starts, or while it restarts) and serve its
+ * clients. A sticky bit (/tmp) does not help: it only keeps others from removing our file.
+ */
+export function checkSocketDir(path: string): void {
+  const dir = dirname(path);
+  let mode: number;
+  let uid: number;
+  try {
+    ({ mode, uid } = statSync(dir));
+  } catch (err) {
+    throw refuse(`cannot inspect the directory of the socket ${path}: ${(err as Error).message}`);
+  }
+  const self = process.getuid?.();
+  const owner = self === undefined || uid === self || uid === 0;
+  if ((mode & 0o022) !== 0 || !owner) {
+    throw refuse(`the socket directory ${dir} (mode 0${(mode & 0o7777).toString(8)}, owner uid ${uid}) may be written by other users: one of them could create ${path} first and answer this peer's clients; use a directory only this user may write (e.g. /run/lamport-lock, systemd RuntimeDirectory)`);
+  }
 }
 
 /** Makes `path` free to bind: absent, or a dead socket (removed). Anything else refuses the start. */

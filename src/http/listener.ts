@@ -8,7 +8,7 @@ import { ErrorCode, LockError } from '../errors.js';
 import { AccessPolicy, isLoopbackHost } from './access.js';
 import type { HttpApi } from './api.js';
 import type { ListenTarget } from './listen-target.js';
-import { clearStaleSocket, socketModeDefault } from './listen-target.js';
+import { checkSocketDir, clearStaleSocket, socketModeDefault } from './listen-target.js';
 
 /** How the API is guarded and its socket set up (flags of lamport-peer). */
 export interface HttpAccessOptions {
@@ -39,7 +39,10 @@ export async function prepareHttp(target: ListenTarget, opts: HttpAccessOptions)
   if (target.kind === 'tcp' && (opts.socketMode !== undefined || opts.socketGroup !== undefined)) {
     throw refuse('--http-socket-mode and --http-socket-group go with --http unix:/path');
   }
-  if (target.kind === 'unix') await clearStaleSocket(target.path);
+  if (target.kind === 'unix') {
+    checkSocketDir(target.path);
+    await clearStaleSocket(target.path);
+  }
   return new AccessPolicy({
     unix: target.kind === 'unix',
     listenHost: target.kind === 'tcp' ? target.host : null,

@@ -132,6 +132,11 @@ export class FileClockStore implements ClockStore {
       value = undefined;
     }
     const n = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+    if (key === 'hwm' && typeof n === 'number' && n > limits.clockValueMax) {
+      // A clock that large came from a host with an absurd wall clock (or a damaged file):
+      // starting above it would give tokens near 2^63 and a mark past 2^53 (issue 37).
+      throw new LockError(ErrorCode.ConfigInvalid, `${path} holds the clock ${n}, past the largest clock a peer uses (${limits.clockValueMax}, the year 37,600): it came from a host whose wall clock was far ahead, or the file is damaged. Set every host's wall clock right, stop every peer whose clock.json is this large, move those files away and start them again: their clocks start over from the wall clock, so reset the fence your resources keep (the highest token they saw) too`);
+    }
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
       throw new LockError(ErrorCode.ConfigInvalid, `${path} is corrupt: expected {"${key}": <integer>}; move it away ${advice}`);
     }

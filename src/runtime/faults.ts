@@ -18,6 +18,8 @@ export interface RuntimeFaults {
   readonly leaseFromArrival: boolean;
   /** A suspend of the host is not counted: the lease clock is the bare monotonic clock. */
   readonly noSuspendDetect: boolean;
+  /** A suspend is counted by the wall clock alone, though the OS tells a boot clock (a wall clock stepped back during it hides it). */
+  readonly ignoreBootClock: boolean;
   /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
   readonly joinOnOlderEviction: boolean;
   /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */

@@ -2,13 +2,19 @@
  * The clock leases and eviction are measured with: monotonic time that also counts the time
  * the host spent suspended. performance.now() (Linux CLOCK_MONOTONIC) stops during a
  * suspend, so after a resume a peer would believe a lease valid for up to lease_ms while
- * the majority, whose clocks ran on, had long evicted it (issue 12, defect 4). The wall
- * clock keeps running through a suspend: when it moves ahead of the monotonic clock by more
- * than limits.suspendDetectMs between two reads, the difference is counted as elapsed.
+ * the majority, whose clocks ran on, had long evicted it (issue 12, defect 4).
+ *
+ * Where the OS tells the boot clock (Linux CLOCK_BOOTTIME, `Env.bootMs`), the time it ran
+ * ahead of the monotonic clock since this clock was made is the time suspended, to within its
+ * 10 ms resolution, whatever the wall clock did (issue 37: a wall clock stepped back during a
+ * suspend hid it). Beside it, and alone elsewhere, the wall clock: when it moves ahead of the
+ * monotonic clock by more than limits.suspendDetectMs between two reads, the difference is
+ * counted as elapsed. The larger of the two counts.
  *
  * A wall clock stepped forward while the peer runs looks like a suspend too: the lease then
  * lapses early and local holds end (lease_lost), which is safe. A step back is ignored; one
- * that happens during a suspend hides that much of it (README: assumptions).
+ * that happens during a suspend hides that much of it where there is no boot clock (README:
+ * assumptions).
  */
 import type { Env } from '../env.js';
 import { limits } from '../limits.js';
@@ -20,13 +26,22 @@ export class LeaseClock {
   #lastMonoMs: number;
   #lastWallMs: number;
   #suspendedMs = 0;
+  /** The boot clock less the monotonic one when this clock was made; null without a boot clock. */
+  readonly #bootLeadMs: number | null;
+  /** Time suspended by the boot clock: the most it ran ahead of the monotonic clock since. */
+  #bootSuspendedMs = 0;
 
-  /** `detectSuspend` false is the simulator's `no-suspend-detect` mutant only. */
-  constructor(env: Env, detectSuspend = true) {
+  /**
+   * `detectSuspend` false is the simulator's `no-suspend-detect` mutant only, `useBoot` false
+   * its `ignore-boot-clock` mutant (the wall clock alone, as where the OS tells no boot clock).
+   */
+  constructor(env: Env, detectSuspend = true, useBoot = true) {
     this.#env = env;
     this.#detect = detectSuspend;
     this.#lastMonoMs = env.monoMs();
     this.#lastWallMs = env.wallMs();
+    const bootMs = useBoot ? (env.bootMs?.() ?? null) : null;
+    this.#bootLeadMs = bootMs === null ? null : bootMs - this.#lastMonoMs;
   }
 
   /** Now, in this clock's milliseconds. */
@@ -37,11 +52,18 @@ export class LeaseClock {
     if (gapMs > limits.suspendDetectMs && this.#detect) this.#suspendedMs += gapMs;
     this.#lastMonoMs = monoMs;
     this.#lastWallMs = wallMs;
-    return monoMs + this.#suspendedMs;
+    const bootMs = this.#bootLeadMs === null || !this.#detect ? null : (this.#env.bootMs?.() ?? null);
+    if (bootMs !== null && this.#bootLeadMs !== null) this.#bootSuspendedMs = Math.max(this.#bootSuspendedMs, bootMs - monoMs - this.#bootLeadMs);
+    return monoMs + this.suspendedMs;
   }
 
-  /** Total time counted as suspended so far (for logs and tests). */
+  /** Total time counted as suspended so far: the larger count of the boot and the wall clock. */
   get suspendedMs(): number {
-    return this.#suspendedMs;
+    return Math.max(this.#suspendedMs, this.#bootSuspendedMs);
+  }
+
+  /** Whether a boot clock counts suspends here (logs and tests). */
+  get bootClock(): boolean {
+    return this.#bootLeadMs !== null;
   }
 }

@@ -191,6 +191,11 @@ export class PeerRuntime implements LockService {
   /** Loads the clock floor and starts the first incarnation. Throws ERR_CONFIG_INVALID on a corrupt clock file. */
   start(): void {
     assert(!this.#sessions.started, 'a runtime starts once');
+    const wallMs = this.#env.wallMs();
+    if (wallMs > limits.clockValueMax) {
+      // Started, this peer would push every clock of the cluster near 2^53 (issue 37).
+      throw new LockError(ErrorCode.ClockAhead, `this host's wall clock reads ${wallMs} ms since 1970, past the largest clock a peer uses (${limits.clockValueMax}, the year 37,600): set the wall clock right (NTP), then start the peer again`);
+    }
     const floor = this.#reservation.load();
     // A confirmation the previous process gave binds it for evict_ms: it may have crashed
     // right after. Its bound is on disk (bounds.ts); we echo nothing until then, at

@@ -23,7 +23,7 @@ import type { Packet } from '../core/messages.js';
 import type { QueueLog } from '../core/queue-log.js';
 import { isPacket, mergePackets } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
-import { compareIncarnation, formatIncarnation } from '../core/types.js';
+import { clockCeiling, compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError, isLockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -41,6 +41,14 @@ export type Payload = Packet | MembershipMessage;
 
 function isPayload(v: unknown): v is Payload {
   return isPacket(v) || isMembershipMessage(v);
+}
+
+/** The highest clock, request timestamp or incarnation start in `payload` (issue 37: none may be too far ahead). */
+function highestClockOf(payload: Payload): number {
+  if ('t' in payload) return payload.inc.startMs;
+  let max = payload.c;
+  for (const m of payload.m) if (m.t === 'req' && m.ts > max) max = m.ts;
+  return max;
 }
 
 /** The core effects the runtime handles itself (sends are the session's business). */
@@ -217,13 +225,13 @@ export class Session {
     this.#hooks = hooks;
     this.#env = opts.world.env;
     this.#faults = opts.faults ?? {};
-    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true);
+    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true, this.#faults.runtime?.ignoreBootClock !== true);
     this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     const peerCount = opts.config.peers.length;
     const self = opts.index;
     this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine, queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
-    this.#incarnations = new IncarnationBook(peerCount);
+    this.#incarnations = new IncarnationBook(peerCount, () => clockCeiling(this.#env.wallMs(), this.#machine.clock));
     this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises, incarnations: this.#incarnations });
     this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
@@ -283,6 +291,7 @@ export class Session {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),
         onPayload: (from, inc, payload) => this.#onPayload(from, inc, payload),
         onHeartbeat: (from, inc, clock) => {
+          if (this.#refusedAhead(from, inc, clock ?? 0)) return;
           this.#membership.heard(from, inc, this.#now());
           if (clock !== undefined && !this.#pending.has(from)) this.step({ type: 'packet', from, inc, packet: { c: clock, m: [] } });
         },
@@ -352,6 +361,7 @@ export class Session {
   }
 
   #onPayload(from: number, inc: Incarnation, payload: Payload): void {
+    if (this.#refusedAhead(from, inc, highestClockOf(payload))) return;
     this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
       // A zombie counts no confirmation (it decides no eviction); notices it still applies.
@@ -371,6 +381,21 @@ export class Session {
     this.step({ type: 'packet', from, inc, packet: payload });
   }
 
+  /**
+   * True when `inc` of `from` is refused for a clock too far ahead of ours (issue 37): now, for
+   * `clock` (the highest clock or incarnation start of what it sent), or before. Nothing of it
+   * is adopted; its links are cut and it is refused from then on, as a partition would (the
+   * majority evicts it if it stays out), and the log says so once per incarnation.
+   */
+  #refusedAhead(from: number, inc: Incarnation, clock: number): boolean {
+    if (this.#incarnations.isAheadRefused(from, inc)) return true;
+    if (!this.#incarnations.isAhead(clock)) return false;
+    this.#log.error({ code: ErrorCode.ClockAhead, remote: this.peerId(from), incarnation: formatIncarnation(inc), clock, wallMs: this.#env.wallMs(), ownClock: this.#machine.clock },
+      `peer ${this.peerId(from)} sent clock ${clock}, more than ${limits.clockAheadMsMax / 86_400_000} days ahead of this host's wall clock and clock: refusing that incarnation (set that host's wall clock right; if it is right, move its clock.json away and restart it)`);
+    this.#mesh.refuseAhead(from, inc);
+    return true;
+  }
+
   #onEcho(peer: number, sentAtMs: number, rttMs: number): void {
     // A zombie's lease is not renewed: it lapses on its own, and its holds end with it. Not
     // earlier: a lease this peer reported (GET /v1/cluster) must hold as long as it said,
@@ -384,6 +409,11 @@ export class Session {
 
   #onRefused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean): void {
     if (this.#closed) return;
+    if (known !== undefined && this.#incarnations.isAhead(known.startMs)) {
+      // A refuser that names an incarnation of ours too far ahead would make us start above it.
+      this.#log.error({ code: ErrorCode.ClockAhead, remote: this.peerId(peer), known: formatIncarnation(known) }, `peer ${this.peerId(peer)} names an incarnation of this peer too far ahead of this host's wall clock: not starting above it (check that host's wall clock)`);
+      return;
+    }
     const newerLives = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted;
     if (reason === 'evicted' && newerLives && this.#everSynced && this.#faults.runtime?.zombieRejoins !== true) {
       // A newer process of our id lives (a zombie, told so or not before): we stay out while

@@ -226,12 +226,18 @@ export class LocalCluster {
     return `http://${this.peer(id).http}`;
   }
 
-  /** Starts (or restarts) one peer process, with `extraArgs` beyond every peer's flags; its log goes to <dir>/<id>.log. */
-  startPeer(id: string, extraArgs: readonly string[] = []): void {
+  /**
+   * Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. `extra.args`: flags
+   * beyond every peer's; `extra.env`: more environment variables for it.
+   */
+  startPeer(id: string, extra: { readonly args?: readonly string[]; readonly env?: Readonly<Record<string, string>> } = {}): void {
+    const extraArgs = extra.args ?? [];
+    const env = extra.env ?? {};
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs, ...extraArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);

@@ -232,6 +232,7 @@ export class ListenerHandshake {
     const verdict = this.#gate.check(peer, inc);
     const newest = this.#gate.newest(peer) ?? undefined;
     if (verdict === 'evicted') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is evicted`, newest, newest !== undefined && this.#gate.isRefused(peer, newest));
+    if (verdict === 'clock_ahead') refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is too far ahead of this host's wall clock and clock: set that host's wall clock right (if it is right, move its clock.json away)`);
     if (verdict !== null) refuse(verdict, `incarnation ${inc.startMs}.${inc.nonce} is older than one already seen`, newest);
   }
 }

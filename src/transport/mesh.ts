@@ -30,7 +30,7 @@ import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
 import { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
-import { secretKey } from './handshake.js';
+import { refuse, secretKey } from './handshake.js';
 import { IncarnationBook } from '../core/incarnations.js';
 import type { IncarnationGate } from './incarnations.js';
 import { MeshAcceptor } from './mesh-acceptor.js';
@@ -183,6 +183,16 @@ export class Mesh<P> {
     link.dropStreams();
   }
 
+  /**
+   * Stops listening to `inc` of `peer` (and older ones): a clock it sent is too far ahead
+   * (`clock_ahead`, core/incarnations.ts `refuseAhead`). Its links are cut, and its handshakes
+   * are refused from now on; a newer incarnation may come in.
+   */
+  refuseAhead(peer: number, inc: Incarnation): void {
+    this.#book.refuseAhead(peer, inc);
+    this.#link(peer).dropStreams();
+  }
+
   /** One line per peer, for GET /v1/cluster and metrics. */
   status(): MeshPeerStatus[] {
     const lines: MeshPeerStatus[] = [];
@@ -268,6 +278,8 @@ export class Mesh<P> {
 
   /** Admits an authenticated incarnation; a new one resets the streams and joins first. */
   #admit(link: PeerLink<P>, inc: Incarnation, clock: number): void {
+    // A handshake clock too far ahead of ours is refused before anything adopts it (issue 37).
+    if (this.#book.isAhead(clock)) refuse('clock_ahead', `clock ${clock} of incarnation ${formatIncarnation(inc)} is too far ahead of this host's wall clock and clock: set that host's wall clock right (if it is right, move its clock.json away)`);
     this.#refusals.cleared(link.peer.id);
     const news = this.#book.admit(link.peer.index, inc);
     if (news === 'same') return;

@@ -195,7 +195,7 @@ describe('lamport-peer exit codes', () => {
   it('refuses a ws port of 99999 as an invalid config (exit 2), with a sentence and no stack', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'lamport-cfg-'));
     const path = join(dir, 'port.json');
-    writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:99999', http: `127.0.0.1:${await freePort()}` }] }));
+    writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret-0123456789abcdef', peers: [{ id: 'a', ws: 'ws://127.0.0.1:99999', http: `127.0.0.1:${await freePort()}` }] }));
     const r = await runBin(peerBin, ['--config', path, '--id', 'a', '--no-log-pretty']).done;
     expect(r.code).toBe(peerExitCodes.invalidConfig);
     expect(r.stderr).toContain('ERR_CONFIG_INVALID: invalid config: peers[0].ws must look like ws://host:port, with a port from 1 to 65535');
@@ -218,7 +218,7 @@ describe('lamport-peer exit codes', () => {
         const http = which === 'http' ? takenPort : await freePort();
         const ws = which === 'ws' ? takenPort : await freePort();
         const path = join(dir, `${which}.json`);
-        writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+        writeFileSync(path, JSON.stringify({ cluster: 'p', secret: 'port-test-secret-0123456789abcdef', peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
         const r = await runBin(peerBin, ['--config', path, '--id', 'a', '--data-dir', dir, '--no-log-pretty']).done;
         expect(r.code, which).toBe(peerExitCodes.startFailed);
         expect(r.stderr, which).toContain('cannot start (exit 75, worth retrying)');

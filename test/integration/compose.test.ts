@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
+import { limits } from '../../src/limits.js';
 import { freePort } from '../../src/tools/local-cluster.js';
 import { waitFor } from '../support/wait.js';
 
@@ -188,7 +189,7 @@ describe('docker-compose.yml', () => {
       expect(test[3]).toContain(`fetch('http://127.0.0.1:${httpPort}/readyz')`);
       expect(strings(s['networks'], 'networks').every((n) => n in map(compose['networks'], 'networks'))).toBe(true);
     }
-    expect(secret.length).toBeGreaterThanOrEqual(8);
+    expect(secret.length).toBeGreaterThanOrEqual(limits.secretCharsMin);
   });
 
   it('runs a worker per peer that loops `lamport-lock run` against its own peer once it is healthy', () => {
@@ -315,7 +316,7 @@ describe('Dockerfile', () => {
     const dir = mkdtempSync(join(tmpdir(), 'lamport-docker-'));
     const [httpPort, wsPort] = [await freePort(), await freePort()];
     const configPath = join(dir, 'cluster.json');
-    writeFileSync(configPath, JSON.stringify({ cluster: 'img', secret: 'image-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${wsPort}`, http: `127.0.0.1:${httpPort}` }] }));
+    writeFileSync(configPath, JSON.stringify({ cluster: 'img', secret: 'image-test-secret-0123456789abcdef', peers: [{ id: 'a', ws: `ws://127.0.0.1:${wsPort}`, http: `127.0.0.1:${httpPort}` }] }));
     // The container's command line, with the container's paths replaced by temp ones and
     // the installed binary by the one it is built from (test/integration/install.test.ts
     // runs the installed one).

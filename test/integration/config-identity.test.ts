@@ -87,7 +87,7 @@ function statusText(base: string): Promise<string> {
 async function restartWith(c: LocalCluster, id: string, mutate: (cfg: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
   c.rewriteConfig(id, mutate);
   await c.stopPeer(id, 'SIGKILL');
-  c.startPeer(id, ['--accept-config-change']);
+  c.startPeer(id, { args: ['--accept-config-change'] });
 }
 
 /** The readyz of `id` answers 503 ERR_CONFIG_MISMATCH with a sentence containing `needle`. */

@@ -268,7 +268,7 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     const shared = (): Record<string, unknown> => JSON.parse(readFileSync(cluster().configPath, 'utf8')) as Record<string, unknown>;
     const restart = async (): Promise<void> => {
       await cluster().stopPeer('c', 'SIGKILL');
-      cluster().startPeer('c', ['--accept-config-change']);
+      cluster().startPeer('c', { args: ['--accept-config-change'] });
     };
     // c's file lists the same peers in another order: every link refuses it.
     cluster().rewriteConfig('c', (cfg) => ({ ...cfg, peers: [0, 2, 1].map((i) => (cfg['peers'] as unknown[])[i]) }));

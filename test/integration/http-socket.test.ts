@@ -48,7 +48,7 @@ function spawnBin(bin: string, args: string[], env: Record<string, string> = {})
 async function writeConfig(): Promise<string> {
   const path = join(dir, `cluster-${running.length}.json`);
   const peers = [{ id: 'a', ws: `ws://127.0.0.1:${await freePort()}`, http: `127.0.0.1:${await freePort()}` }];
-  writeFileSync(path, JSON.stringify({ cluster: 'socket-test', secret: 'socket-test-secret', peers }));
+  writeFileSync(path, JSON.stringify({ cluster: 'socket-test', secret: 'socket-test-secret-0123456789abcdef', peers }));
   return path;
 }
 

@@ -149,7 +149,7 @@ describe('the installed binaries, outside the repo', () => {
     const ids = ['a', 'b', 'c'];
     const addrs = await Promise.all(ids.map(async (id) => ({ id, ws: `ws://127.0.0.1:${await freePort()}`, http: `127.0.0.1:${await freePort()}` })));
     mkdirSync(outside, { recursive: true });
-    writeFileSync(join(outside, 'cluster.json'), JSON.stringify({ cluster: 'installed', secret: 'install-test-secret', heartbeat_ms: 100, lease_ms: 1000, evict_ms: 3000, peers: addrs }));
+    writeFileSync(join(outside, 'cluster.json'), JSON.stringify({ cluster: 'installed', secret: 'install-test-secret-0123456789abcdef', heartbeat_ms: 100, lease_ms: 1000, evict_ms: 3000, peers: addrs }));
     writeFileSync(adminToken, 'installed-admin-token-0123456789abcdef\n', { mode: 0o600 });
     for (const a of addrs) {
       const proc = spawn(peerBin, ['--config', 'cluster.json', '--id', a.id, '--data-dir', join(outside, a.id), '--admin-token-file', adminToken, '--no-log-pretty', '--log-level', 'warn'], { cwd: outside, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -209,7 +209,7 @@ describe('the installed binaries, outside the repo', () => {
     const [http, ws] = [await freePort(), await freePort()];
     const etc = join(work, 'etc');
     mkdirSync(etc, { recursive: true });
-    writeFileSync(join(etc, 'cluster.json'), JSON.stringify({ cluster: 'unit', secret: 'unit-test-secret', peers: [{ id: 'solo', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
+    writeFileSync(join(etc, 'cluster.json'), JSON.stringify({ cluster: 'unit', secret: 'unit-test-secret-0123456789abcdef', peers: [{ id: 'solo', ws: `ws://127.0.0.1:${ws}`, http: `127.0.0.1:${http}` }] }));
     const env: Record<string, string> = { LAMPORT_PEER_ID: 'solo', LAMPORT_LOG_LEVEL: 'warn', LAMPORT_HTTP: `127.0.0.1:${http}`, LAMPORT_HTTP_FLAGS: '' };
     // systemd: ${NAME} is one word; a bare $NAME is split into words (none when empty).
     const argv = exec.split(/\s+/).flatMap((a) => {

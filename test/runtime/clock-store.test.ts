@@ -63,6 +63,16 @@ describe('ClockReservation', () => {
     mkdirSync(join(dir, 'x'));
     expect(new FileClockStore(join(dir, 'missing')).load()).toBe(0);
   });
+  it('refuses a clock past limits.clockValueMax (a host whose wall clock was far ahead) with what to do (issue 37)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
+    dirs.push(dir);
+    for (const hwm of [limits.clockValueMax + 1, 2 ** 53 + 2 ** 21]) {
+      writeFileSync(join(dir, 'clock.json'), JSON.stringify({ hwm }));
+      expect(() => new FileClockStore(dir).load()).toThrow(/past the largest clock a peer uses .*move those files away and start them again.*reset the fence/);
+    }
+    writeFileSync(join(dir, 'clock.json'), JSON.stringify({ hwm: limits.clockValueMax }));
+    expect(new FileClockStore(dir).load()).toBe(limits.clockValueMax);
+  });
 });
 
 describe('FileClockStore: the bounds of promises and echoes', () => {

@@ -8,7 +8,13 @@ import { nodeEnv } from '../../src/env.js';
 import { LeaseClock } from '../../src/runtime/lease-clock.js';
 
 function fakeEnv(): Env & { mono: number; wall: number } {
-  const env = { ...nodeEnv, mono: 1000, wall: 1_700_000_000_000, monoMs: () => env.mono, wallMs: () => env.wall };
+  const env = { ...nodeEnv, mono: 1000, wall: 1_700_000_000_000, monoMs: () => env.mono, wallMs: () => env.wall, bootMs: () => null };
+  return env;
+}
+
+/** A host whose OS tells a boot clock (Linux CLOCK_BOOTTIME: it runs through suspends), at 10 ms resolution. */
+function bootEnv(): Env & { mono: number; wall: number; boot: number } {
+  const env = { ...nodeEnv, mono: 1000, wall: 1_700_000_000_000, boot: 50_000, monoMs: () => env.mono, wallMs: () => env.wall, bootMs: () => Math.floor(env.boot / 10) * 10 };
   return env;
 }
 
@@ -46,5 +52,39 @@ describe('LeaseClock', () => {
     const clock = new LeaseClock(env, false);
     env.wall += 60_000;
     expect(clock.nowMs()).toBe(1000);
+  });
+
+  it('with a boot clock, counts a suspend during which the wall clock was stepped back (issue 37)', () => {
+    const env = bootEnv();
+    const clock = new LeaseClock(env);
+    expect(clock.bootClock).toBe(true);
+    env.boot += 60_000; // a minute asleep: the boot clock ran, the monotonic one did not
+    env.wall -= 5_000; // and the wall clock was stepped back meanwhile
+    env.mono += 1;
+    env.boot += 1;
+    // Counted to within the boot clock's 10 ms resolution: here 1 ms short.
+    expect(clock.nowMs()).toBe(1001 + 59_999);
+    expect(clock.suspendedMs).toBe(59_999);
+  });
+
+  it('with a boot clock, counts nothing while the host runs, whatever its 10 ms steps', () => {
+    const env = bootEnv();
+    const clock = new LeaseClock(env);
+    for (let i = 0; i < 100; i++) {
+      env.mono += 3;
+      env.boot += 3;
+      env.wall += 3;
+      expect(clock.nowMs() - env.mono).toBeLessThanOrEqual(10);
+    }
+  });
+
+  it('under the ignore-boot-clock mutant, counts by the wall clock alone', () => {
+    const env = bootEnv();
+    const clock = new LeaseClock(env, true, false);
+    env.boot += 60_000;
+    env.wall += 55_000;
+    env.mono += 1;
+    expect(clock.bootClock).toBe(false);
+    expect(clock.nowMs()).toBe(1000 + 55_000);
   });
 });

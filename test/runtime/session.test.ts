@@ -287,6 +287,17 @@ describe('Session: joins held after a restart (SessionOptions.joinsHeldForMs)', 
     expect(a.session.machine.synced).toBe(true);
     expect(b.session.machine.synced).toBe(true);
   });
+
+  it('refuses a peer whose handshake clock is more than limits.clockAheadMsMax ahead, adopting nothing of it (issue 37)', () => {
+    const { env, peers } = world([{}, { clockFloor: 2 ** 49 }]);
+    const a = peerAt(peers, 0);
+    const b = peerAt(peers, 1);
+    advanceTo(env, 2000);
+    expect(b.session.machine.clock).toBeGreaterThan(2 ** 49);
+    expect(a.session.machine.incarnation(1)).toBeUndefined();
+    expect(a.session.machine.clock).toBeLessThan(a.proc.env.wallMs() + limits.clockAheadMsMax);
+    expect(a.session.machine.synced).toBe(false); // it waits for b, whose clock it refuses
+  });
 });
 
 describe('Session: a successor waits for its predecessor\'s eviction (docs/design.md section 5, "Successors")', () => {

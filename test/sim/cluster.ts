@@ -156,7 +156,8 @@ export class Cluster {
       heartbeatMs: s.heartbeatMs, leaseMs: s.leaseMs, evictMs: s.evictMs, tls: undefined,
     };
     this.#hosts = Array.from({ length: s.peers }, (_, peer) => {
-      const clock = new HostClock({ rate: s.clockRates[peer] ?? 1, offsetMs: s.clockOffsetsMs[peer] ?? 0, skewMs: s.skewMs[peer] ?? 0 });
+      // Even peers' hosts tell a boot clock (Linux), odd ones do not: both ways of counting a suspend run.
+      const clock = new HostClock({ rate: s.clockRates[peer] ?? 1, offsetMs: s.clockOffsetsMs[peer] ?? 0, skewMs: s.skewMs[peer] ?? 0, boot: peer % 2 === 0 });
       const disk = new SimDisk();
       if (s.clockStyle === 'tiny') disk.hwm = o.rng.int(0, 2);
       return { peer, clock, disk, procs: [] };

@@ -22,15 +22,23 @@ export class HostClock {
   readonly rate: number;
   readonly offsetMs: number;
   readonly skewMs: number;
+  /** Whether the OS tells a boot clock that counts suspends (Linux CLOCK_BOOTTIME): `bootMs`. */
+  readonly boot: boolean;
   /** Virtual ms the host spent suspended, not counting a suspend in progress. */
   #frozenMs = 0;
   #suspendedSince: number | null = null;
   #wallStepMs = 0;
 
-  constructor(opts: { rate: number; offsetMs: number; skewMs: number }) {
+  constructor(opts: { rate: number; offsetMs: number; skewMs: number; boot?: boolean }) {
     this.rate = opts.rate;
     this.offsetMs = opts.offsetMs;
     this.skewMs = opts.skewMs;
+    this.boot = opts.boot ?? false;
+  }
+
+  /** The boot clock: the time base (it runs through suspends) at Linux's 10 ms resolution, or null without one. */
+  bootMs(t: number): number | null {
+    return this.boot ? Math.floor(this.baseMs(t) / 10) * 10 : null;
   }
 
   /** The host's time base: runs through suspends. What a suspend-aware lease clock reads. */
@@ -114,6 +122,7 @@ export class SimProcess {
     this.env = {
       monoMs: () => this.host.monoMs(this.#time.nowMs),
       wallMs: () => this.host.wallMs(this.#time.nowMs),
+      bootMs: () => this.host.bootMs(this.#time.nowMs),
       after: (ms, fn) => this.#arm(ms, null, fn),
       every: (ms, fn) => this.#arm(ms, ms, fn),
       soon: (fn) => this.#arm(0, null, fn, true),

@@ -35,6 +35,7 @@ const mutants = {
   'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
   'lease-from-arrival': { runtime: { leaseFromArrival: true } },
   'no-suspend-detect': { runtime: { noSuspendDetect: true } },
+  'ignore-boot-clock': { runtime: { ignoreBootClock: true } },
   'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
   'act-while-superseded': { runtime: { actWhileSuperseded: true } },
   'ack-without-quorum': { machine: { ackWithoutQuorum: true } },

@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -200,5 +200,18 @@ describe('scripted scenarios on the production runtime', () => {
   it('fails with the forget-successor-heard mutant: p1 confirms the replaced successor at once and it is evicted within its lease', () => {
     const r = replacedSuccessorSuspected('forget-successor-heard');
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+});
+
+describe('a suspend during which the wall clock is stepped back (issue 37)', () => {
+  it('is counted by a host that tells a boot clock: its hold ends before the others grant L again', () => {
+    const r = suspendHiddenByWallStep(2);
+    expect(r.violations).toEqual([]);
+    expect(r.otherGranted).toBe(true);
+  });
+
+  it('is hidden where there is no boot clock (the README assumption), and under ignore-boot-clock', () => {
+    expect(suspendHiddenByWallStep(1).violations.join('\n')).toMatch(/has no lease .* hold\(s\) still granted after its event/);
+    expect(suspendHiddenByWallStep(2, 'ignore-boot-clock').violations.length).toBeGreaterThan(0);
   });
 });
