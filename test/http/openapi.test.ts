@@ -23,6 +23,8 @@ const config: ClusterConfig = {
 /** Codes that never reach an HTTP client: peer links, config, and the client's own. */
 const notHttp: ReadonlySet<string> = new Set([
   ErrorCode.ConfigInvalid, ErrorCode.FrameInvalid, ErrorCode.FrameTooLarge, ErrorCode.HandshakeRefused, ErrorCode.LinkGap, ErrorCode.LinkBufferFull, ErrorCode.PeerError,
+  // A start refused (the wall clock past the largest clock): the process exits, no client hears it.
+  ErrorCode.ClockAhead,
 ]);
 
 let server: PeerServer;

@@ -152,6 +152,7 @@ describe('a peer that comes and goes', () => {
 
 describe('members', () => {
   it('prints one line per peer as the asked peer sees it, and GET /v1/cluster with --json', async () => {
+    await cluster().waitConnected(); // b restarted above: ready needs a majority, a line 'connected' both sockets
     const r = await runBin(lockBin, ['--peer', a, 'members']).done;
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^ID\s+STATE\s+LAST_HEARD\s+RTT\s+INCARNATION/m);

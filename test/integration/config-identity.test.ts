@@ -68,6 +68,18 @@ async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => b
   }
 }
 
+/** `lamport-peer ARGS` to its exit: what it printed and its code. */
+function peerBin(args: readonly string[]): Promise<{ out: string; code: number | null }> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [resolve('dist/bin/lamport-peer.js'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', rej);
+    child.on('exit', (code) => res({ out, code }));
+  });
+}
+
 /** `lamport-lock status` against a peer, as an operator would run it. */
 function statusText(base: string): Promise<string> {
   return new Promise((res, rej) => {
@@ -117,6 +129,23 @@ describe('one agreed cluster: a peer whose config differs is refused, never a se
     const metrics = await fetch(`${cluster.url('a')}/metrics`).then((r) => r.text());
     expect(metrics).toMatch(/^lamport_config_mismatch 1$/m);
     expect(metrics).toMatch(/^lamport_link_refusals_total\{reason="wrong_config"\} [1-9]/m);
+  });
+
+  it('lamport-peer --check-config validates a file, prints its fingerprint, and compares it with a running peer\'s cluster', async () => {
+    cluster = await startTestCluster();
+    const running = (await call(cluster.url('a'), '/v1/cluster')).body['fingerprint'];
+    const same = await peerBin(['--check-config', cluster.configPath, '--peer', cluster.url('a')]);
+    expect(same.code).toBe(0);
+    expect(same.out).toContain(`fingerprint ${String(running)}`);
+    expect(same.out).toContain('matches the cluster peer a is in');
+    cluster.rewriteConfig('c', withPeers(['a', 'c', 'b']));
+    const other = await peerBin(['--check-config', cluster.configOf('c'), '--peer', cluster.url('a')]);
+    expect(other.code).toBe(1);
+    expect(other.out).toContain('peer a lists the peers [a, b, c]; this file lists [a, c, b]');
+    cluster.rewriteConfig('b', (cfg) => ({ ...cfg, lease_ms: 'long' }));
+    const invalid = await peerBin(['--check-config', cluster.configOf('b')]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.out).toContain('lease_ms must be an integer');
   });
 
   it('a peer restarted on its data dir with a changed file refuses to start, naming the change', async () => {

@@ -28,7 +28,7 @@ async function start(config: Record<string, unknown>, extra: readonly string[]):
 
 async function soloConfig(http?: string): Promise<Record<string, unknown>> {
   const ws = await freePort();
-  return { cluster: 'start', secret: 'start-test-secret', peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: http ?? `127.0.0.1:${ws}` }] };
+  return { cluster: 'start', secret: 'start-test-secret-0123456789abcdef', peers: [{ id: 'a', ws: `ws://127.0.0.1:${ws}`, http: http ?? `127.0.0.1:${ws}` }] };
 }
 
 describe('lamport-peer refuses at start, with exit 2', () => {
