@@ -161,6 +161,17 @@ describe('one agreed cluster: a peer whose config differs is refused, never a se
     expect(log).toContain('--accept-config-change');
   });
 
+  it('a wrong secret on one host: both sides list the refused link and why', async () => {
+    cluster = await startTestCluster();
+    await restartWith(cluster, 'c', (cfg) => ({ ...cfg, secret: 'another-secret-of-32-characters-0123456789' }));
+    await mismatchNamed(cluster, 'a', 'peer c refuses this peer (bad_mac): the handshake proof does not match: wrong cluster secret');
+    await mismatchNamed(cluster, 'c', 'refuses this peer (bad_mac)');
+    const refused = (await call(cluster.url('a'), '/v1/cluster')).body['refused_links'] as Array<Record<string, unknown>>;
+    expect(refused.some((r) => r['peer'] === 'c' && r['reason'] === 'bad_mac' && r['direction'] === 'by_peer')).toBe(true);
+    expect(await statusText(cluster.url('a'))).toContain('REFUSED: peer c refuses this peer (bad_mac)');
+    expect((await doubleGrants(cluster, 'a', 'c', 'secret')).doubles).toBe(0);
+  });
+
   it('a live peer left out of one host\'s file', async () => {
     cluster = await startTestCluster();
     await restartWith(cluster, 'c', withPeers(['a', 'c']));
