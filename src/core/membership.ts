@@ -142,6 +142,12 @@ export class Membership {
   readonly #confirmationValidMs: number;
   /** When this membership (this incarnation) started: older suspicions are not ours. */
   readonly #startMs: number;
+  /**
+   * What this membership decided on its own, counted for the simulator's checker (a superseded
+   * incarnation decides nothing: docs/design.md section 9): suspicions it started (one per tick
+   * and silent peer), confirmations it counted, evictions it decided.
+   */
+  readonly decided = { suspicions: 0, confirmations: 0, evictions: 0 };
 
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
   constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined; promises?: readonly EchoPromise[] | undefined; incarnations?: IncarnationBook | undefined }) {
@@ -289,6 +295,7 @@ export class Membership {
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
       if (compareIncarnation(t.inc, unknownIncarnation) === 0 && !this.#faults.evictWithoutMajority) return;
       const inc = t.inc;
+      this.decided.suspicions++;
       t.confirmations.set(this.#self, nowMs);
       out.push(...this.#maybeEvict(peer, t, nowMs));
       if (this.isEvicted(peer, inc)) return;
@@ -307,6 +314,7 @@ export class Membership {
     }
     if (t.confirmations.size < needed) return [];
     const inc = t.inc; // #apply moves on to a successor, if any
+    this.decided.evictions++;
     const last = !this.knowsNewer(peer, inc);
     const out: MembershipEffect[] = this.#apply(peer, inc, nowMs, last);
     for (let q = 0; q < this.#peerCount; q++) {
@@ -360,10 +368,12 @@ export class Membership {
         // `at` is our own clock when we sent the suspicion this answers: one from before this
         // incarnation, from the future (a forged or corrupted echo) or too old counts for nothing.
         if (this.#faults.confirmFromArrival) {
+          this.decided.confirmations++;
           t.confirmations.set(from, nowMs);
           return this.#maybeEvict(msg.peer, t, nowMs);
         }
         if (msg.at < this.#startMs || msg.at > nowMs || nowMs - msg.at >= this.#confirmationValidMs) return [];
+        this.decided.confirmations++;
         t.confirmations.set(from, Math.max(msg.at, t.confirmations.get(from) ?? Number.NEGATIVE_INFINITY));
         return this.#maybeEvict(msg.peer, t, nowMs);
       }

@@ -40,6 +40,16 @@ export interface RuntimeFaults {
   readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
+  /** A superseded incarnation's lease is still renewed by echoes (its holds outlive its supersession). */
+  readonly zombieRenewsLease: boolean;
+  /** A superseded incarnation still suspects silent peers (its membership still ticks). */
+  readonly zombieSuspects: boolean;
+  /** A superseded incarnation still counts the confirmations its suspicions get. */
+  readonly zombieCountsConfirmations: boolean;
+  /** A superseded incarnation does not fence: its waiters wait for their timeout or its lease. */
+  readonly zombieKeepsWaiters: boolean;
+  /** A refresh does not cancel the hold's earlier expiry: a refreshed hold ends at its old TTL. */
+  readonly refreshKeepsOldExpiry: boolean;
   /** The cluster fingerprint leaves out the order of the peers: a host that lists them in another order is let in. */
   readonly fingerprintIgnoresOrder: boolean;
   /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */

@@ -25,7 +25,7 @@ import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import { PersistedBounds } from './bounds.js';
 import { CurrentSession } from './current-session.js';
-import type { PlantedFaults } from './faults.js';
+import type { PlantedFaults, RuntimeFaults } from './faults.js';
 import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
@@ -176,7 +176,7 @@ export class PeerRuntime implements LockService {
     this.#sessions = sessions;
     this.#views = views;
     this.metrics = metrics;
-    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events }));
+    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events, faults: this.#faults?.runtime }));
   }
 
   /**
@@ -503,7 +503,7 @@ export class PeerRuntime implements LockService {
 
 /** What the runtime hands its local holds: the current session's protocol, reached only through it. */
 function holdsHost(parts: {
-  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics; events: EventEmitter<PeerEvents>;
+  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics; events: EventEmitter<PeerEvents>; faults: Partial<RuntimeFaults> | undefined;
 }): HoldsHost {
   const { id, env, sessions, events } = parts;
   // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
@@ -524,6 +524,7 @@ function holdsHost(parts: {
     peerId: (index) => sessions.get().peerId(index),
     leaseSilentPeers: () => sessions.get().leaseSilentPeers(),
     supersededError: () => sessions.get().supersededError,
+    faults: parts.faults,
     emitHold: (type, req, reason) => {
       if (events.listenerCount('hold') === 0) return;
       const token = req.grant?.token.toString() ?? '';

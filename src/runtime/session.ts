@@ -307,7 +307,7 @@ export class Session {
     this.#mesh.start();
     this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
       if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
-      if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(this.#now()));
+      if (this.#actsOnMembership() || this.#faults.runtime?.zombieSuspects === true) this.#applyMembership(this.#membership.tick(this.#now()));
       this.#releaseHeldJoins();
     }));
     this.#refreshLease();
@@ -365,7 +365,7 @@ export class Session {
     this.#membership.heard(from, inc, this.#now());
     if ('t' in payload) {
       // A zombie counts no confirmation (it decides no eviction); notices it still applies.
-      if (payload.t === 'confirm' && !this.#actsOnMembership()) return;
+      if (payload.t === 'confirm' && !this.#actsOnMembership() && this.#faults.runtime?.zombieCountsConfirmations !== true) return;
       // Nor does it confirm a suspicion: the newer process of our id may have echoed the
       // suspect, and one id would vote on both sides of its eviction (simulator seed 300379).
       if (payload.t === 'suspect' && !this.#actsOnMembership() && this.#faults.runtime?.zombieConfirms !== true) return;
@@ -402,7 +402,7 @@ export class Session {
     // or the others could grant a lock its holder was told is safe for that long (the fault
     // run, seed 9104: a twin started, the old process ended its holds at once and the others
     // granted while its last lease sample still held).
-    if (this.#actsOnMembership()) this.#lease.onEcho(peer, this.#faults.runtime?.leaseFromArrival === true ? this.#now() : sentAtMs);
+    if (this.#actsOnMembership() || this.#faults.runtime?.zombieRenewsLease === true) this.#lease.onEcho(peer, this.#faults.runtime?.leaseFromArrival === true ? this.#now() : sentAtMs);
     this.#hooks.onRtt(this.peerId(peer), rttMs);
     this.#refreshLease();
   }
@@ -459,7 +459,7 @@ export class Session {
     // lapse on its own). Its holds end when the lease does. (Until the twentieth session this
     // read `if (this.#actsOnMembership())`, false here in production: only the mutant fenced,
     // and a zombie's waiters waited for their timeout or its lease: scenario zombieAnswers.)
-    if (!this.#actsOnMembership()) this.step({ type: 'fence' });
+    if (!this.#actsOnMembership() && this.#faults.runtime?.zombieKeepsWaiters !== true) this.step({ type: 'fence' });
     this.#refreshLease();
   }
 
@@ -709,6 +709,11 @@ export class Session {
   /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
   isEvicted(peer: number, inc: Incarnation): boolean {
     return this.#membership.isEvicted(peer, inc);
+  }
+
+  /** What this incarnation's membership decided on its own (Membership.decided): for the simulator's checker. */
+  membershipDecided(): Readonly<Membership['decided']> {
+    return { ...this.#membership.decided };
   }
 
   /** Milliseconds the lease still holds (0 when it does not). */

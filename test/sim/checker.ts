@@ -95,6 +95,16 @@ export class Checker {
     this.#fail(nowMs, `eviction: ${what}`);
   }
 
+  /** A hold ended as expired before the expiry its last grant or refresh set (docs/design.md section 9, "TTL"). */
+  expiredEarly(nowMs: number, what: string): void {
+    this.#fail(nowMs, `ttl: ${what}`);
+  }
+
+  /** A superseded incarnation (a zombie) acted: renewed its lease, decided on evictions, or kept a waiter waiting. */
+  zombie(nowMs: number, what: string): void {
+    this.#fail(nowMs, `zombie: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);

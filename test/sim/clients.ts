@@ -31,6 +31,8 @@ export interface ClientRequest {
   state: ClientState;
   handle: RequestHandle | null;
   grant: Grant | null;
+  /** Its process's monotonic ms at which its TTL runs out, as its grant or last refresh set it (null: no TTL). */
+  expiresMonoMs: number | null;
   /** Ends the runtime told (more than one is a violation). */
   told: EndReason[];
   /** Released from inside its grant callback (re-entrant), as a client gone before its grant. */
@@ -92,7 +94,7 @@ export class Clients {
   acquireAll(proc: SimPeerProcess, asks: readonly LockAsk[], opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
     const lock = asks[0]?.lock ?? '';
     const req: ClientRequest = {
-      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, asks, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, told: [], outcome: '', releaseInGrant, keptByCaller,
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, asks, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, expiresMonoMs: null, told: [], outcome: '', releaseInGrant, keptByCaller,
     };
     this.#open.set(req.ref, req);
     this.#unresolved += 1;
@@ -123,6 +125,7 @@ export class Clients {
     }
     req.state = 'held';
     req.grant = g;
+    req.expiresMonoMs = req.opts.ttlMs > 0 ? req.proc.proc.env.monoMs() + req.opts.ttlMs : null;
     this.#unresolved -= 1;
     const ts = Number(g.token / BigInt(tokenPeerFactor));
     const names = req.asks.map((a) => a.lock).join('+');
@@ -145,6 +148,10 @@ export class Clients {
 
   #ended(req: ClientRequest, reason: EndReason): void {
     req.told.push(reason);
+    const monoMs = req.proc.proc.env.monoMs();
+    if (reason === 'expired' && req.expiresMonoMs !== null && monoMs + 1e-6 < req.expiresMonoMs) {
+      this.#checker.expiredEarly(this.#time.nowMs, `ref ${req.ref} ended as expired ${(req.expiresMonoMs - monoMs).toFixed(1)} ms before the expiry its last grant or refresh set`);
+    }
     if (req.told.length > 1) this.#checker.told(this.#time.nowMs, `ref ${req.ref} was told its hold ended ${req.told.length} times: ${req.told.join(', ')}`);
     if (req.state === 'held') this.#close(req, reason);
   }
@@ -163,7 +170,10 @@ export class Clients {
   refresh(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'held') return false;
-      this.#onHolder(req, () => req.proc.runtime.refresh(req.lock, req.grant?.id ?? ''), 'refresh');
+      this.#onHolder(req, () => {
+        req.proc.runtime.refresh(req.lock, req.grant?.id ?? '');
+        if (req.opts.ttlMs > 0) req.expiresMonoMs = req.proc.proc.env.monoMs() + req.opts.ttlMs;
+      }, 'refresh');
       return true;
     });
   }
@@ -220,6 +230,20 @@ export class Clients {
       if (req.state !== 'held' || !req.proc.proc.alive) continue;
       const state = req.proc.runtime.requestState(req.grant?.id ?? '');
       if (state !== 'held') this.#checker.told(this.#time.nowMs, `ref ${req.ref} believes it holds ${req.lock}, but its peer says ${state ?? 'nothing'}: ended untold`);
+    }
+  }
+
+  /**
+   * A zombie answers its waiters at once (docs/design.md section 9): after its first task as a
+   * zombie, the fence has ended every request it had taken, and one taken later is refused on
+   * the spot. Called after each later task of that process (a later virtual time, so the
+   * batches the fence answers at the end of its turn have run).
+   */
+  checkZombieWaiters(p: SimPeerProcess): void {
+    for (const req of this.#open.values()) {
+      if (req.proc !== p || req.state !== 'waiting' || req.handle === null) continue;
+      this.#checker.zombie(this.#time.nowMs, `process ${p.proc.id} of p${p.proc.peer} is superseded, but its client's ref ${req.ref} (${req.lock}) still waits`);
+      return;
     }
   }
 

@@ -89,6 +89,8 @@ interface LeaseTrack {
   offsetMs: number;
   /** Virtual ms since which the lease has held without a gap (Infinity: none now). */
   sinceMs: number;
+  /** Once that session is superseded: when the checker first saw it so, its lease end and its membership's decisions then. */
+  zombie: { readonly sinceMs: number; readonly leaseUntilMs: number; readonly decided: ReturnType<Session['membershipDecided']> } | null;
 }
 
 /** One running (or frozen) process and its runtime. */
@@ -278,7 +280,7 @@ export class Cluster {
       config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
     });
-    const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY } };
+    const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
     transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);
@@ -353,8 +355,10 @@ export class Cluster {
       track.session = session;
       track.offsetMs = p.proc.host.baseMs(now) - p.proc.host.monoMs(now);
       track.sinceMs = Number.POSITIVE_INFINITY;
+      track.zombie = null;
       this.#bornEvicted(p.proc.peer, session.incarnation);
     }
+    this.#checkZombie(p, session);
     this.#checkEvictions(p);
     this.#checkSuccessors(p, session);
     const valid = session.leaseValidUntilMs() > trueNow();
@@ -368,6 +372,33 @@ export class Cluster {
       const u = session.leaseValidUntilMs();
       this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${session.leaseNowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
     }
+  }
+
+  /** Told after each task of a superseded process after the first (the clients check its waiters). */
+  onZombieTask: (p: SimPeerProcess) => void = () => undefined;
+
+  /**
+   * A superseded incarnation (a zombie, docs/design.md section 5) acts no more: its lease is
+   * not renewed (its end never moves later), it starts no suspicion, counts no confirmation
+   * and decides no eviction (it still applies the others' notices), and its waiters are
+   * answered at once. Judged from the end of the first task that found it superseded.
+   */
+  #checkZombie(p: SimPeerProcess, session: Session): void {
+    if (session.supersededError === null) return;
+    const now = this.#o.time.nowMs;
+    const z = p.lease.zombie;
+    const decided = session.membershipDecided();
+    if (z === null) {
+      p.lease.zombie = { sinceMs: now, leaseUntilMs: session.leaseValidUntilMs(), decided };
+      return;
+    }
+    const who = `p${p.proc.peer} (process ${p.proc.id}), superseded since ${z.sinceMs}ms,`;
+    const until = session.leaseValidUntilMs();
+    if (until > z.leaseUntilMs) this.#o.checker.zombie(now, `${who} renewed its lease from ${z.leaseUntilMs.toFixed(1)} to ${until.toFixed(1)}`);
+    for (const k of ['suspicions', 'confirmations', 'evictions'] as const) {
+      if (decided[k] > z.decided[k]) this.#o.checker.zombie(now, `${who} went on deciding: ${k} ${z.decided[k]} -> ${decided[k]}`);
+    }
+    if (now > z.sinceMs) this.onZombieTask(p);
   }
 
   /** Incarnations whose first eviction anywhere was checked (peer:incarnation). */

@@ -52,6 +52,11 @@ const mutants = {
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
+  'zombie-renews-lease': { runtime: { zombieRenewsLease: true } },
+  'zombie-suspects': { runtime: { zombieSuspects: true } },
+  'zombie-counts-confirmations': { runtime: { zombieCountsConfirmations: true } },
+  'zombie-keeps-waiters': { runtime: { zombieKeepsWaiters: true } },
+  'refresh-keeps-old-expiry': { runtime: { refreshKeepsOldExpiry: true } },
   'fingerprint-ignores-order': { runtime: { fingerprintIgnoresOrder: true } },
   'fingerprint-ignores-timings': { runtime: { fingerprintIgnoresTimings: true } },
 } as const satisfies Record<string, PlantedFaults>;

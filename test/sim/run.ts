@@ -111,6 +111,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const processes = new Map<SimProcess, SimPeerProcess>();
   cluster.onStarted = (p) => processes.set(p.proc, p);
   cluster.onCrashed = (procId) => clients.crashed(procId);
+  cluster.onZombieTask = (p) => clients.checkZombieWaiters(p);
   const workload = new Workload({ scenario, rng: rng.fork(), cluster, clients, schedule: world, time, proclaim: { chance: opts.proclaimChance ?? 0, rng: new Prng(opts.seed + 0x5eed) },
     multi: { chance: opts.multiChance ?? 0, rng: new Prng(opts.seed + 0x6d17) },
   });

@@ -17,8 +17,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(zombieEchoes('zombie-echoes').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
-  it('fails with the act-while-superseded mutant too: a zombie that goes on acting echoes as well', () => {
-    expect(zombieEchoes('act-while-superseded').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the act-while-superseded mutant too: a zombie that goes on acting renews its lease, which the checker sees first', () => {
+    expect(zombieEchoes('act-while-superseded').violations.join('\n')).toMatch(/zombie: p1 \(process 2\), superseded since [\d.]+ms, renewed its lease/);
   });
 
   it('a peer back after a long outage is dialed back at once by the peers it dials (seed 258)', () => {
@@ -149,6 +149,15 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.waiterOutcome, tail).toBe('ERR_SUPERSEDED');
     expect(r.askedOutcome, tail).toBe('ERR_SUPERSEDED');
     expect(r.ready, tail).toBe(false);
+  });
+
+  it('fails with the zombie-keeps-waiters mutant: the checker sees the zombie\'s waiter still waiting', () => {
+    expect(zombieAnswers('zombie-keeps-waiters').violations.join('\n')).toMatch(/zombie: process \d+ of p1 is superseded, but its client's ref \d+ \(W\) still waits/);
+  });
+
+  it('fails with the zombie-renews-lease and zombie-suspects mutants: the checker sees the zombie act (scenario zombieAsked)', () => {
+    expect(zombieAsked('zombie-renews-lease').violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, renewed its lease/);
+    expect(zombieAsked('zombie-suspects').violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, went on deciding: suspicions 0 -> 1/);
   });
 
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {

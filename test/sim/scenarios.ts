@@ -348,8 +348,8 @@ export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly s
  * and a request made after is refused, both with ERR_SUPERSEDED (not ERR_LEASE_LOST: the lease
  * holds), and X is not ready. Returns the two outcomes, X's readiness and lease at 1.5 s.
  */
-export function zombieAnswers(): { waiterOutcome: string; askedOutcome: string; ready: boolean; leaseValid: boolean; violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(3);
+export function zombieAnswers(mutant?: MutantName): { waiterOutcome: string; askedOutcome: string; ready: boolean; leaseValid: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
   const { cluster, clients } = parts;
   runUntil(parts, 1000);
   clients.acquire(processOf(parts, 0, 0), 'W', exclusive, false, true);

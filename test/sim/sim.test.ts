@@ -99,6 +99,14 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // the scripted scenario replacedSuccessorSuspected catches it since.
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
+  // Caught by the checker's TTL and zombie properties (docs/design.md section 9): a refreshed
+  // hold that ends at its old expiry; a superseded process that renews its lease, suspects,
+  // counts confirmations, or leaves its waiters waiting.
+  'refresh-keeps-old-expiry': 1,
+  'zombie-renews-lease': 32,
+  'zombie-suspects': 2,
+  'zombie-counts-confirmations': 399,
+  'zombie-keeps-waiters': 2,
   // A host restarted with a config of its own (Scenario.misconfigEpisode): ahead of a peer it
   // swapped places with, each ranks its own request first on a tie; with three times the
   // lease, it holds on after the others evicted it.
