@@ -38,6 +38,8 @@ export interface RuntimeFaults {
   readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
   readonly zombieRejoins: boolean;
+  /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
+  readonly piecesAck: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */
