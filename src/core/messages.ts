@@ -65,7 +65,8 @@ export interface Packet {
  * is granted after both, since `later` adds only requests above `earlier.c` and releases.
  * Null when they must travel apart: one is marked unready and the other is not (an unready
  * clock acks nothing, a ready one does), or the merged list would pass
- * limits.packetMessagesMergedMax (a packet must fit in a frame).
+ * limits.packetMessagesMergedMax (each merge copies the lists; a packet over a frame leaves in
+ * pieces, `splitPacket`).
  */
 export function mergePackets(earlier: Packet, later: Packet): Packet | null {
   if (earlier.u !== later.u || earlier.m.length + later.m.length > limits.packetMessagesMergedMax) return null;
