@@ -116,7 +116,7 @@ export interface MeshEvents<P> {
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */
 export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
   assert(opts.heartbeatMs > 0, 'heartbeatMs is positive');
-  assert(opts.frameBytesMax === undefined || (opts.frameBytesMax >= 1024 && opts.frameBytesMax <= limits.frameBytesMax), 'frameBytesMax within 1 KiB..limits.frameBytesMax');
+  assert(opts.frameBytesMax === undefined || (opts.frameBytesMax >= 256 && opts.frameBytesMax <= limits.frameBytesMax), 'frameBytesMax within 256 bytes..limits.frameBytesMax');
   assert(opts.peers.length + 1 <= limits.peersMax, 'cluster within limits.peersMax');
   const ids = new Set([opts.self.id, ...opts.peers.map((p) => p.id)]);
   const indexes = new Set([opts.self.index, ...opts.peers.map((p) => p.index)]);

@@ -51,6 +51,7 @@ const mutants = {
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
+  'pieces-ack': { runtime: { piecesAck: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

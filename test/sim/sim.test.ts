@@ -90,7 +90,8 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'lease-from-arrival': 67,
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
-  'join-on-older-eviction': 132,
+  // Seed 132 until its run drew 256-byte frames (Scenario.frameBytes, issue 37).
+  'join-on-older-eviction': 581,
   // Found by the seventh session's 100,000-seed run (as was 1143197 --net link); none of the
   // first 2000 seeds on either network catches it, a scripted scenario does too.
   'forget-incarnation-floor': 1043577,
@@ -99,6 +100,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // the scripted scenario replacedSuccessorSuspected catches it since.
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
+  // A seed with 256-byte frames (Scenario.frameBytes), where packets leave in pieces: a
+  // first piece's clock acks a request of p4 still in a later piece, two exclusive holders.
+  'pieces-ack': 104,
 };
 
 /**
