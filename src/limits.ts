@@ -65,8 +65,9 @@ export const limits = {
   frameMessagesMax: 4096,
   /**
    * Messages one packet may gather when consecutive packets for a peer are merged before
-   * they are framed (core/messages.ts `mergePackets`): at most 128 requests of the largest
-   * size (name, owner and meta at their limits) stay well inside frameBytesMax.
+   * they are framed (core/messages.ts `mergePackets`): each merge copies the lists, so the
+   * bound keeps a turn of many small packets linear. A packet over a frame, merged or not,
+   * leaves in pieces (docs/design.md section 4, "Pieces").
    */
   packetMessagesMergedMax: 128,
   /** Longest wait a client may ask for. */
@@ -216,8 +217,9 @@ export const limits = {
 } as const;
 
 assert(limits.frameBytesMax < limits.linkUnackedBytesMax, 'a frame must fit in the resend buffer');
-assert(limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax < limits.frameBytesMax, 'one request must fit in a frame');
-assert(limits.packetMessagesMergedMax * (limits.ownerBytesMax + limits.metaBytesMax + limits.lockNameBytesMax + 64) < limits.frameBytesMax, 'a merged packet fits in a frame');
+// A packet of many messages is split to fit a frame, one message never is: one REQUEST at its
+// largest must fit. msgpack takes up to 9 bytes for what JSON writes in 4 ("0.5," is a float64).
+assert(limits.ownerBytesMax + Math.ceil((limits.metaBytesMax * 9) / 4) + limits.lockNameBytesMax + 256 < limits.frameBytesMax / 2, 'one request at its largest fits in a frame, with room to spare');
 assert(limits.httpBodyBytesMax < limits.httpBodyDrainBytesMax, 'an oversized body is drained past the limit before the cut');
 assert(limits.apiTokenBytesMin < limits.apiTokenBytesMax, 'token length bounds are ordered');
 assert(limits.backoffMsMin < limits.backoffMsMax, 'backoff bounds are ordered');

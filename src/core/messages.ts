@@ -65,12 +65,37 @@ export interface Packet {
  * is granted after both, since `later` adds only requests above `earlier.c` and releases.
  * Null when they must travel apart: one is marked unready and the other is not (an unready
  * clock acks nothing, a ready one does), or the merged list would pass
- * limits.packetMessagesMergedMax (a packet must fit in a frame).
+ * limits.packetMessagesMergedMax (each merge copies the lists; a packet over a frame leaves in
+ * pieces, `splitPacket`).
  */
 export function mergePackets(earlier: Packet, later: Packet): Packet | null {
   if (earlier.u !== later.u || earlier.m.length + later.m.length > limits.packetMessagesMergedMax) return null;
   const m = earlier.m.length === 0 ? later.m : later.m.length === 0 ? earlier.m : [...earlier.m, ...later.m];
   return later.u === true ? { c: later.c, m, u: true } : { c: later.c, m };
+}
+
+/**
+ * One packet too large for a frame, as `parts` consecutive packets (fewer when it has fewer
+ * messages) whose messages, in order, are its own (docs/design.md section 4, "Pieces").
+ * Every piece but the last is marked unready: the receiver applies its messages but takes
+ * its clock for no ack and no sync, because a later piece may still hold a request of ours
+ * stamped below that clock (a receiver that took the first piece's clock as an ack would grant
+ * its own request ahead of it). The last piece keeps the packet's own mark, so the receiver
+ * acks and syncs on it exactly as it would on the whole packet, once it has every message.
+ * Null for a packet of fewer than two messages: the runtime keeps one message within a frame
+ * (limits.ts). `piecesAck`: the planted bug `pieces-ack` (every piece keeps the packet's mark).
+ */
+export function splitPacket(packet: Packet, parts: number, piecesAck = false): Packet[] | null {
+  const n = packet.m.length;
+  if (n < 2 || parts < 2) return null;
+  const size = Math.ceil(n / Math.min(parts, n));
+  const pieces: Packet[] = [];
+  for (let from = 0; from < n; from += size) {
+    const m = packet.m.slice(from, from + size);
+    const last = from + size >= n;
+    pieces.push((last || piecesAck) && packet.u !== true ? { c: packet.c, m } : { c: packet.c, m, u: true });
+  }
+  return pieces;
 }
 
 /** The REQUEST message that announces a queued request of ours (`noWait`: timeout_ms 0). */

@@ -54,6 +54,8 @@ export interface RuntimeFaults {
   readonly fingerprintIgnoresOrder: boolean;
   /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
   readonly fingerprintIgnoresTimings: boolean;
+  /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
+  readonly piecesAck: boolean;
 }
 
 /** Every planted bug a peer runtime can be built with, by layer. */

@@ -88,6 +88,11 @@ export interface PeerOptions {
    * a small one in some seeds, so that backpressure and the rejoin on overflow happen.
    */
   readonly linkUnackedBytesMax?: number;
+  /**
+   * Largest frame the links write (default limits.frameBytesMax). The simulator sets a small
+   * one in some seeds, so that packets are split into pieces (docs/design.md "Pieces").
+   */
+  readonly frameBytesMax?: number;
 }
 
 /** A local hold began or ended: what the dashboard's "recent grants and ends" shows. */
@@ -125,6 +130,7 @@ export class PeerRuntime implements LockService {
   readonly #env: Env;
   readonly #faults: PlantedFaults | undefined;
   readonly #linkUnackedBytesMax: number | undefined;
+  readonly #frameBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
   /** The bounds of the promises and echoes this process gives, on disk (bounds.ts). */
   readonly #bounds: PersistedBounds;
@@ -151,6 +157,7 @@ export class PeerRuntime implements LockService {
     this.#env = opts.world.env;
     this.#faults = opts.faults;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
+    this.#frameBytesMax = opts.frameBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.#bounds = new PersistedBounds({ store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind), countUnderWay: opts.faults?.runtime?.countBoundUnderWay === true });
     // Each part gets what it reads as finished objects, built in this order (issue 13: none
@@ -264,7 +271,7 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog }, {
+    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),

@@ -21,7 +21,7 @@ import { Membership, isMembershipMessage } from '../core/membership.js';
 import type { EchoPromise, MembershipEffect, MembershipMessage } from '../core/membership.js';
 import type { Packet } from '../core/messages.js';
 import type { QueueLog } from '../core/queue-log.js';
-import { isPacket, mergePackets } from '../core/messages.js';
+import { isPacket, mergePackets, splitPacket } from '../core/messages.js';
 import type { Incarnation } from '../core/types.js';
 import { clockCeiling, compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
@@ -111,6 +111,8 @@ export interface SessionOptions {
   readonly faults?: PlantedFaults | undefined;
   /** Each link's resend buffer bound (PeerOptions.linkUnackedBytesMax). */
   readonly linkUnackedBytesMax?: number | undefined;
+  /** Largest frame the links write (PeerOptions.frameBytesMax). */
+  readonly frameBytesMax?: number | undefined;
   /** The previous incarnation's confirmation promises that still bind (after a rejoin). */
   readonly promises?: readonly EchoPromise[] | undefined;
   /**
@@ -286,6 +288,10 @@ export class Session {
         logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
         incarnations: this.#incarnations, onFailure: (reason) => this.#hooks.onLinkFailure(reason),
         mergePayloads: (a, b) => ('t' in a || 't' in b ? null : mergePackets(a, b)),
+        // A core packet too large for a frame (a state transfer, a lease regained with many
+        // requests pending) leaves in pieces; a membership message is small and never split.
+        splitPayload: (p, parts) => ('t' in p ? null : splitPacket(p, parts, this.#faults.runtime?.piecesAck === true)),
+        frameBytesMax: opts.frameBytesMax,
       },
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#onPeerJoined(peer, inc, clock, restarted),

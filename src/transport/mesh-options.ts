@@ -7,6 +7,7 @@ import { assert } from '../assert.js';
 import type { Env } from '../env.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
+import type { SplitPayload } from './frame-cut.js';
 import type { IncarnationGate } from './incarnations.js';
 import type { ClusterShape } from '../cluster-shape.js';
 import type { Listener, Network } from './network.js';
@@ -66,6 +67,15 @@ export interface MeshOptions<P> {
    */
   readonly mergePayloads?: ((earlier: P, later: P) => P | null) | undefined;
   /**
+   * One payload too large for a frame on its own, as at most `parts` payloads that say the
+   * same when delivered one after the other (the runtime's rule: core/messages.ts
+   * `splitPacket`), or null when it cannot be split. Default: none, and a payload that does
+   * not fit in a frame alone is a programmer error.
+   */
+  readonly splitPayload?: SplitPayload<P> | undefined;
+  /** Largest frame the links write; default limits.frameBytesMax (the simulator sets less, to cut often). */
+  readonly frameBytesMax?: number | undefined;
+  /**
    * The session's IncarnationBook (src/core/incarnations.ts), which its Membership shares:
    * the mesh admits and refuses incarnations in it. Default: a book of the mesh's own.
    */
@@ -111,6 +121,7 @@ export interface MeshEvents<P> {
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */
 export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
   assert(opts.heartbeatMs > 0, 'heartbeatMs is positive');
+  assert(opts.frameBytesMax === undefined || (opts.frameBytesMax >= 256 && opts.frameBytesMax <= limits.frameBytesMax), 'frameBytesMax within 256 bytes..limits.frameBytesMax');
   assert(opts.peers.length + 1 <= limits.peersMax, 'cluster within limits.peersMax');
   const ids = new Set([opts.self.id, ...opts.peers.map((p) => p.id)]);
   const indexes = new Set([opts.self.index, ...opts.peers.map((p) => p.index)]);

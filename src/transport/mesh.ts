@@ -95,7 +95,8 @@ export class Mesh<P> {
     this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
     const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
     for (const peer of opts.peers) {
-      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log, merge: opts.mergePayloads });
+      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log, merge: opts.mergePayloads,
+        split: opts.splitPayload, frameBytesMax: opts.frameBytesMax });
       this.#indexOfId.set(peer.id, peer.index);
     }
     this.fingerprint = fingerprintOf(opts.shape);

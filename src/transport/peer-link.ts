@@ -5,8 +5,8 @@
  * that state: the mesh, its accepting and dialing sides and its flusher say what happened
  * through its methods and read the rest through getters.
  *
- * It also cuts its queue into frames (docs/design.md "Batching"): the flusher decides when,
- * the link what goes in each frame.
+ * It also cuts its queue into frames (docs/design.md "Batching", src/transport/frame-cut.ts):
+ * the flusher decides when, the link what goes in each frame.
  */
 import type { Logger } from 'pino';
 import { assert } from '../assert.js';
@@ -15,6 +15,8 @@ import { limits } from '../limits.js';
 import type { DataFrame } from './codec.js';
 import { encodeFrame } from './codec.js';
 import type { FrameSocket } from './connection.js';
+import type { FrameCutOptions, SplitPayload } from './frame-cut.js';
+import { FrameCutter } from './frame-cut.js';
 import { LinkReceiver, LinkSender } from './link.js';
 import type { MeshPeer } from './mesh-options.js';
 import type { MeshCounters } from './mesh-stats.js';
@@ -29,6 +31,10 @@ export interface PeerLinkOptions<P> {
   readonly logger: Logger;
   /** MeshOptions.mergePayloads: two consecutive payloads not yet framed, sent as one (or null). */
   readonly merge?: ((earlier: P, later: P) => P | null) | undefined;
+  /** MeshOptions.splitPayload: one payload too large for a frame, as several (or null). */
+  readonly split?: SplitPayload<P> | undefined;
+  /** Largest frame this link writes; default limits.frameBytesMax (MeshOptions.frameBytesMax). */
+  readonly frameBytesMax?: number | undefined;
 }
 
 /** The link with one other peer: its two streams and the sockets that carry them. */
@@ -59,6 +65,7 @@ export class PeerLink<P> {
   constructor(options: PeerLinkOptions<P>) {
     this.peer = options.peer;
     this.#merge = options.merge ?? null;
+    this.#cut = { frameBytesMax: options.frameBytesMax ?? limits.frameBytesMax, split: options.split };
     this.#sender = new LinkSender<P>({ unackedBytesMax: options.unackedBytesMax });
     this.#counters = options.counters;
     this.#log = options.logger;
@@ -113,6 +120,8 @@ export class PeerLink<P> {
   // ---- our stream ---------------------------------------------------------------------
 
   readonly #merge: ((earlier: P, later: P) => P | null) | null;
+  /** How `flush` cuts frames: the frame limit and the payload split rule. */
+  readonly #cut: FrameCutOptions<P>;
 
   /**
    * Queues one payload for the end of the turn; throws ERR_LINK_BUFFER_FULL (backpressure).
@@ -131,29 +140,29 @@ export class PeerLink<P> {
 
   /**
    * Frames the queued payloads in order into our stream (numbering, resend buffer) and writes
-   * them on `out` if it is up; on a full resend buffer the rest waits for acks.
+   * them on `out` if it is up; on a full resend buffer the rest waits for acks. No frame
+   * passes the frame limit: a payload too large alone is split first (FrameCutter).
    */
   flush(): void {
-    const pending = this.#pending;
-    let taken = 0;
-    while (taken < pending.length) {
+    const cutter = new FrameCutter(this.#pending, this.#cut);
+    while (!cutter.done) {
       // The ack we owe on `in` rides on the first frame `out` carries (protocol 7): the
       // flusher's ack timer then finds nothing owed. A frame kept for resend is re-encoded
       // without it (LinkSender.resume), so an old ack is never replayed as new.
       const ack = this.#ackDue && this.#out !== null ? this.#receiver.lastDelivered : undefined;
-      const { payloads, bytes } = cutFrame(pending, taken, this.#sender.nextSeq, ack);
+      const { payloads, bytes } = cutter.cut(this.#sender.nextSeq, ack);
       const count = payloads.length;
       try {
         this.#sender.send(payloads, bytes.length);
       } catch (err) {
         if (!isLockError(err, ErrorCode.LinkBufferFull)) throw err;
-        this.#log.warn({ code: err.code, remote: this.peer.id, waiting: pending.length - taken }, err.message);
+        this.#log.warn({ code: err.code, remote: this.peer.id, waiting: cutter.rest().length }, err.message);
         break;
       }
-      taken += count;
+      cutter.take(count);
       if (this.#out !== null && this.#write(this.#out, bytes, count) && ack !== undefined) this.#ackDue = false;
     }
-    this.#pending = taken === pending.length ? [] : pending.slice(taken);
+    this.#pending = cutter.done ? [] : cutter.rest();
   }
 
   /**
@@ -255,18 +264,5 @@ export class PeerLink<P> {
     if (!sock.sendEncoded(bytes)) return false;
     this.#counters.frameSent(bytes.length, messages);
     return true;
-  }
-}
-
-/** The largest prefix of `pending[from..]` that fits the frame limits, encoded (with `ack` when given). */
-function cutFrame<P>(pending: readonly P[], from: number, seq: number, ack: number | undefined): { payloads: readonly P[]; bytes: Buffer } {
-  let count = Math.min(pending.length - from, limits.frameMessagesMax);
-  for (;;) {
-    const payloads = pending.slice(from, from + count);
-    const frame: DataFrame<P> = ack === undefined ? { t: 'data', seq, payloads } : { t: 'data', seq, payloads, ack };
-    const bytes = encodeFrame(frame);
-    if (bytes.length <= limits.frameBytesMax) return { payloads, bytes };
-    assert(count > 1, `one payload encodes to ${bytes.length} bytes, over limits.frameBytesMax: the runtime must split it`);
-    count = Math.ceil(count / 2);
   }
 }

@@ -23,6 +23,7 @@ import type { SimNetworks } from './sockets.js';
 import type { Transcript } from './transcript.js';
 import { transcriptLogger } from './transcript.js';
 
+
 /** The data dir of a host: the clock high-water mark, which may be lost or fail to write. */
 export class SimDisk implements ClockStore {
   hwm = 0;
@@ -279,6 +280,7 @@ export class Cluster {
     const runtime = new PeerRuntime({
       config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
+      ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
     });
     const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null } };
     h.procs.push(p);

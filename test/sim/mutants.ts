@@ -59,6 +59,7 @@ const mutants = {
   'refresh-keeps-old-expiry': { runtime: { refreshKeepsOldExpiry: true } },
   'fingerprint-ignores-order': { runtime: { fingerprintIgnoresOrder: true } },
   'fingerprint-ignores-timings': { runtime: { fingerprintIgnoresTimings: true } },
+  'pieces-ack': { runtime: { piecesAck: true } },
 } as const satisfies Record<string, PlantedFaults>;
 
 /** The name of one mutant, as `--mutant` takes it. */

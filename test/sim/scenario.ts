@@ -84,6 +84,13 @@ export interface Scenario {
    * seeds alone change).
    */
   readonly misconfigEpisode: MisconfigKind | null;
+  /**
+   * The links' frame limit in bytes, or null for production's (1 MiB, which the simulator's
+   * packets never reach): 256 in some seeds, room for two or three of the simulator's
+   * requests, so that state transfers and merged packets leave in pieces (docs/design.md
+   * section 4, "Pieces"). Drawn after everything else (its seeds alone change).
+   */
+  readonly frameBytes: number | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -146,10 +153,11 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const misconfigEpisode = rng.chance(0.25) ? rng.pick<MisconfigKind>(['order', 'order', 'left_out', 'added', 'timings', 'timings']) : null;
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null;
   const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode };
+  const frameBytes = rng.chance(0.25) ? 256 : null;
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

@@ -27,7 +27,7 @@ function quietWorld(peers: number, mutant?: MutantName): Parts {
     delayMinMs: 1, delayMaxMs: 2, delaySpikeChance: 0, connectMaxMs: 5,
     heartbeatMs: 100, leaseMs: 1000, evictMs: 3000,
     clockRates: same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
-    linkBufferBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
+    linkBufferBytes: null, frameBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
   };
   const parts = build({ seed: 1, transcript: true, ...(mutant === undefined ? {} : { mutant }) }, scenario, rng);
   parts.cluster.start();

@@ -112,6 +112,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // lease, it holds on after the others evicted it.
   'fingerprint-ignores-order': 100,
   'fingerprint-ignores-timings': 43,
+  // A seed with 256-byte frames (Scenario.frameBytes), where packets leave in pieces: a
+  // first piece's clock acks a request of p4 still in a later piece, two exclusive holders.
+  'pieces-ack': 104,
 };
 
 /**
