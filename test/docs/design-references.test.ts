@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { limits } from '../../src/limits.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const checkedDocs = ['docs/design.md', 'docs/architecture.md', 'docs/style.md'];
+const checkedDocs = ['docs/design.md', 'docs/findings.md', 'docs/architecture.md', 'docs/style.md'];
 const repoPath = /^(src|bin|test|bench|examples|deploy|docs)\/[\w./-]*$/;
 
 /** The identifiers a linked code span names: `Machine.#onPacket` -> Machine, onPacket. */
@@ -74,7 +74,20 @@ function referenceProblems(docPath: string, text: string): string[] {
   return problems;
 }
 
+/** The finding ids (`finding F12`) a document cites that docs/findings.md does not define (`**F12.`). */
+function unknownFindings(text: string, findings: string): string[] {
+  const defined = new Set([...findings.matchAll(/^\*\*(F\d+)\./gm)].map((m) => m[1]));
+  return [...text.matchAll(/\bfindings? (F\d+)\b/g)].map((m) => m[1] ?? '').filter((id) => !defined.has(id));
+}
+
 describe('design documents', () => {
+  it('cites only findings that docs/findings.md defines', () => {
+    const findings = readFileSync(join(root, 'docs/findings.md'), 'utf8');
+    expect(unknownFindings(readFileSync(join(root, 'docs/design.md'), 'utf8'), findings)).toEqual([]);
+    expect(unknownFindings('finding F1 and finding F999', findings)).toEqual(['F999']);
+  });
+
+
   it.each(checkedDocs)('%s refers only to files and names that exist', (docPath) => {
     const text = readFileSync(join(root, docPath), 'utf8');
     expect(referenceProblems(docPath, text)).toEqual([]);
