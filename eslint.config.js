@@ -69,6 +69,34 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'src/core is pure: randomness is injected.' }],
     },
   },
+  // The house limits of docs/style.md: functions of at most 70 lines, lines of at most 200
+  // characters (strings, template literals, regexes and URLs aside: a sentence of an error
+  // message is not cut in two), files of at most 400 lines of code (blank and comment lines
+  // not counted).
+  {
+    files: ['src/**/*.ts', 'bin/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 70, skipBlankLines: true, skipComments: true }],
+      'max-len': ['error', { code: 200, ignoreStrings: true, ignoreTemplateLiterals: true, ignoreRegExpLiterals: true, ignoreUrls: true }],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }] },
+  },
+  // The files over the limit today, each held where it is so that it cannot grow; issue 38
+  // splits them and then these overrides go. Over 450 lines in all: src/runtime/session.ts
+  // (about 800 lines, 508 of code), src/runtime/peer.ts (about 550, under 400 of code),
+  // src/http/dashboard/script.ts (482, 435 of code) and src/core/machine.ts (458, under 400
+  // of code).
+  {
+    files: ['src/runtime/session.ts'],
+    rules: { 'max-lines': ['error', { max: 520, skipBlankLines: true, skipComments: true }] },
+  },
+  {
+    files: ['src/http/dashboard/script.ts'],
+    rules: { 'max-lines': ['error', { max: 450, skipBlankLines: true, skipComments: true }] },
+  },
   {
     files: ['**/*.js', '**/*.cjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },

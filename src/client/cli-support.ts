@@ -120,7 +120,14 @@ export function formatGrant(h: { lock: string; id: string; token: bigint; mode: 
 }
 
 /** A multi-lock grant as `acquire NAME NAME...` prints it: the HTTP API's own field names (POST /v1/acquire). */
-export function formatMultiGrant(h: { id: string; locks: ReadonlyArray<{ lock: string; mode: string; token: bigint }>; token: bigint; peer: string; grantedAt: number; expiresAt: number | null }): Record<string, unknown> {
+export function formatMultiGrant(h: {
+  id: string;
+  locks: ReadonlyArray<{ lock: string; mode: string; token: bigint }>;
+  token: bigint;
+  peer: string;
+  grantedAt: number;
+  expiresAt: number | null;
+}): Record<string, unknown> {
   const first = h.locks[0];
   return {
     id: h.id, locks: h.locks.map((l) => ({ lock: l.lock, mode: l.mode, token: l.token.toString() })),

@@ -235,7 +235,13 @@ export class LockClient {
   }
 
   /** Runs `fn` under `hold`; rejects with the loss when the hold ended before `fn` settled. */
-  async #whileHeld<H extends BoundToConnection, T>(hold: H, what: string, refresh: () => Promise<unknown>, opts: { ttlMs: number; signal: AbortSignal | undefined }, fn: (hold: H, signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #whileHeld<H extends BoundToConnection, T>(
+    hold: H,
+    what: string,
+    refresh: () => Promise<unknown>,
+    opts: { ttlMs: number; signal: AbortSignal | undefined },
+    fn: (hold: H, signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     const lost = new AbortController();
     let done = false;
     void hold.ended.then((reason) => {

@@ -150,19 +150,32 @@ export class Membership {
   readonly decided = { suspicions: 0, confirmations: 0, evictions: 0 };
 
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
-  constructor(opts: { self: number; peerCount: number; evictMs: number; nowMs: number; clockRateMargin?: number; faults?: Partial<MembershipFaults> | undefined; promises?: readonly EchoPromise[] | undefined; incarnations?: IncarnationBook | undefined }) {
+  constructor(opts: {
+    self: number;
+    peerCount: number;
+    evictMs: number;
+    nowMs: number;
+    clockRateMargin?: number;
+    faults?: Partial<MembershipFaults> | undefined;
+    promises?: readonly EchoPromise[] | undefined;
+    incarnations?: IncarnationBook | undefined;
+  }) {
     this.#self = opts.self;
     this.#incarnations = opts.incarnations ?? new IncarnationBook(opts.peerCount);
     assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults };
+    this.#faults = {
+      evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false,
+      promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults,
+    };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY, noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
+        inc: unknownIncarnation, lastHeardMs: opts.nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY,
+        noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
       });
     }
     if (this.#faults.forgetPromisesOnRejoin) return;

@@ -56,7 +56,9 @@ function answerRelease(res: ServerResponse, othersWait: boolean, body: Record<st
 }
 
 /** Codes that refuse a caller rather than a request's content: each gets a log line. */
-const refusals: ReadonlySet<ErrorCode> = new Set([ErrorCode.HostRefused, ErrorCode.OriginRefused, ErrorCode.Unauthorized, ErrorCode.AdminRequired, ErrorCode.UnsupportedMediaType, ErrorCode.BodyTooLarge]);
+const refusals: ReadonlySet<ErrorCode> = new Set([
+  ErrorCode.HostRefused, ErrorCode.OriginRefused, ErrorCode.Unauthorized, ErrorCode.AdminRequired, ErrorCode.UnsupportedMediaType, ErrorCode.BodyTooLarge,
+]);
 
 function sendError(res: ServerResponse, err: LockError): void {
   // A browser asked for a token (the dashboard, opened by hand) prompts for it as a password.

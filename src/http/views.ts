@@ -34,7 +34,10 @@ export function degradedJson(d: DegradedView): Record<string, unknown> {
 export function clusterJson(c: ClusterView): Record<string, unknown> {
   return {
     id: c.id, cluster: c.cluster, fingerprint: c.fingerprint,
-    shape: { cluster: c.shape.cluster, peers: c.shape.peers, heartbeat_ms: c.shape.heartbeatMs, lease_ms: c.shape.leaseMs, evict_ms: c.shape.evictMs, clock_rate_margin: c.shape.marginMilli / 1000, protocol: c.shape.protocol },
+    shape: {
+      cluster: c.shape.cluster, peers: c.shape.peers, heartbeat_ms: c.shape.heartbeatMs, lease_ms: c.shape.leaseMs, evict_ms: c.shape.evictMs,
+      clock_rate_margin: c.shape.marginMilli / 1000, protocol: c.shape.protocol,
+    },
     config_mismatch: c.configMismatch,
     refused_links: c.refusedLinks.map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, ms_ago: r.msAgo, count: r.count })),
     incarnation: c.incarnation, clock: c.clock, synced: c.synced,

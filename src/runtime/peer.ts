@@ -159,7 +159,10 @@ export class PeerRuntime implements LockService {
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#frameBytesMax = opts.frameBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
-    this.#bounds = new PersistedBounds({ store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind), countUnderWay: opts.faults?.runtime?.countBoundUnderWay === true });
+    this.#bounds = new PersistedBounds({
+      store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind),
+      countUnderWay: opts.faults?.runtime?.countBoundUnderWay === true,
+    });
     // Each part gets what it reads as finished objects, built in this order (issue 13: none
     // is handed the half-built runtime): the current session (empty until start), the
     // registry of local requests, the views over both, the metrics over those, the holds.
@@ -271,7 +274,10 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
-    return new Session({ config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults, linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog }, {
+    return new Session({
+      config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults,
+      linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
+    }, {
       onEffect: (effect) => this.#execute(effect),
       onRejoin: (reason, floorMs) => this.#rejoinSoon(reason, floorMs),
       onChanged: () => this.events.emit('changed'),
@@ -510,7 +516,8 @@ export class PeerRuntime implements LockService {
 
 /** What the runtime hands its local holds: the current session's protocol, reached only through it. */
 function holdsHost(parts: {
-  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics; events: EventEmitter<PeerEvents>; faults: Partial<RuntimeFaults> | undefined;
+  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics;
+  events: EventEmitter<PeerEvents>; faults: Partial<RuntimeFaults> | undefined;
 }): HoldsHost {
   const { id, env, sessions, events } = parts;
   // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.

@@ -138,7 +138,12 @@ function guardedSocket(sock: RawSocket, guard: Guard): RawSocket {
     get isOpen() {
       return sock.isOpen;
     },
-    handle: (h) => sock.handle({ onOpen: guard(() => h.onOpen()), onMessage: guard((d: Uint8Array, b: boolean) => h.onMessage(d, b)), onError: guard((e: { code?: string | undefined; message: string }) => h.onError(e)), onClose: guard(() => h.onClose()) }),
+    handle: (h) => sock.handle({
+      onOpen: guard(() => h.onOpen()),
+      onMessage: guard((d: Uint8Array, b: boolean) => h.onMessage(d, b)),
+      onError: guard((e: { code?: string | undefined; message: string }) => h.onError(e)),
+      onClose: guard(() => h.onClose()),
+    }),
     send: (data) => sock.send(data),
     close: (code, reason) => sock.close(code, reason),
     terminate: () => sock.terminate(),
@@ -234,7 +239,10 @@ export class Session {
     this.#machine = new Machine({ self, peerCount, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), faults: this.#faults.machine, queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ self, peerCount, leaseMs: opts.config.leaseMs });
     this.#incarnations = new IncarnationBook(peerCount, () => clockCeiling(this.#env.wallMs(), this.#machine.clock));
-    this.#membership = new Membership({ self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership, promises: opts.promises, incarnations: this.#incarnations });
+    this.#membership = new Membership({
+      self, peerCount, evictMs: opts.config.evictMs, nowMs: this.#now(), clockRateMargin, faults: this.#faults.membership,
+      promises: opts.promises, incarnations: this.#incarnations,
+    });
     this.#quietUntilMs = this.#now() + (opts.quietForMs ?? 0);
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     this.#joinsHeldUntilMs = this.#now() + (opts.joinsHeldForMs ?? 0);

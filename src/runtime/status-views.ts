@@ -269,7 +269,10 @@ export class StatusViews {
     const links = new Map(session.meshStatus().map((s) => [s.peer, s]));
     return {
       id, cluster: config.cluster, fingerprint: session.fingerprint, shape: session.shape,
-      refusedLinks: session.linkRefusals().map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, msAgo: Math.round(now - r.atMs), count: r.count })),
+      refusedLinks: session.linkRefusals().map((r) => ({
+        peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences,
+        msAgo: Math.round(now - r.atMs), count: r.count,
+      })),
       configMismatch: session.configMismatch()?.message ?? null,
       incarnation: formatIncarnation(session.incarnation), clock: machine.clock,
       synced: machine.synced,
