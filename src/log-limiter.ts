@@ -1,5 +1,5 @@
 /**
- * Rate-limited logging (docs/design.md section 4, "Refusals"): one line per key (a peer and a
+ * Rate-limited logging (docs/design.md section 4, "Strangers on the peer port"): one line per key (a peer and a
  * reason, an address and a reason) per interval, the next one saying how many were passed
  * over meanwhile. A stranger who connects 2,000 times a second writes one line per interval,
  * not 2,000; the keys remembered are bounded, so a flood of addresses costs bounded memory.

@@ -29,7 +29,7 @@ export interface FrameSocketOptions<P> {
   readonly handshakeMsMax: number;
   /**
    * Logs and counts a failure (a refusal, a malformed frame) before the socket tells the
-   * other side and closes; the mesh's is rate-limited (docs/design.md section 4, "Refusals").
+   * other side and closes; the mesh's is rate-limited (docs/design.md section 4, "Strangers on the peer port").
    * Default: one warning per failure.
    */
   readonly onFail?: ((reason: string, err: LockError) => void) | undefined;
