@@ -71,6 +71,12 @@ export interface MembershipFaults {
   readonly forgetPromisesOnRejoin: boolean;
   /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
   readonly forgetSuccessorHeard: boolean;
+  /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */
+  readonly confirmWaitingSuccessor: boolean;
+  /** Hearing the tracked incarnation again clears its waiting successor (issue 39's survivor 1). */
+  readonly predecessorClearsSuccessor: boolean;
+  /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
+  readonly lastDespiteSuccessor: boolean;
 }
 
 interface PeerTrack {
@@ -156,7 +162,7 @@ export class Membership {
     assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, confirmWaitingSuccessor: false, predecessorClearsSuccessor: false, lastDespiteSuccessor: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
@@ -243,7 +249,7 @@ export class Membership {
       t.successorAtMs = nowMs;
       return;
     }
-    if (order > 0) {
+    if (order > 0 || (order === 0 && this.#faults.predecessorClearsSuccessor)) {
       t.inc = inc;
       t.successor = null;
     }
@@ -262,7 +268,8 @@ export class Membership {
   knowsNewer(peer: number, inc: Incarnation): boolean {
     const t = this.#track(peer);
     if (t === undefined) return false;
-    return compareIncarnation(t.inc, inc) > 0 || (t.successor !== null && compareIncarnation(t.successor, inc) > 0);
+    const waiting = t.successor !== null && compareIncarnation(t.successor, inc) > 0 && !this.#faults.lastDespiteSuccessor;
+    return compareIncarnation(t.inc, inc) > 0 || waiting;
   }
 
   /** True when `inc` of `peer` (or a newer one) was evicted. */
@@ -357,7 +364,7 @@ export class Membership {
         const former = t.formerSuccessor;
         const heardAsSuccessor = former !== null && key(former.inc) === key(msg.inc) && nowMs - former.atMs < this.#evictMs;
         const agree = this.isEvicted(msg.peer, msg.inc) ||
-          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never) && this.#silent(t, nowMs)));
+          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never || this.#faults.confirmWaitingSuccessor) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;
