@@ -73,8 +73,6 @@ export interface MembershipFaults {
   readonly forgetSuccessorHeard: boolean;
   /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */
   readonly confirmWaitingSuccessor: boolean;
-  /** Hearing the tracked incarnation again clears its waiting successor (issue 39's survivor 1). */
-  readonly predecessorClearsSuccessor: boolean;
   /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
   readonly lastDespiteSuccessor: boolean;
 }
@@ -162,7 +160,7 @@ export class Membership {
     assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, confirmWaitingSuccessor: false, predecessorClearsSuccessor: false, lastDespiteSuccessor: false, ...opts.faults };
+    this.#faults = { evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false, promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, confirmWaitingSuccessor: false, lastDespiteSuccessor: false, ...opts.faults };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
@@ -249,11 +247,14 @@ export class Membership {
       t.successorAtMs = nowMs;
       return;
     }
-    if (order > 0 || (order === 0 && this.#faults.predecessorClearsSuccessor)) {
+    if (order > 0) {
       t.inc = inc;
       t.successor = null;
     }
-    if (t.successor !== null) return; // A superseded incarnation no longer counts as heard.
+    // A superseded incarnation no longer counts as heard: it returned above, since a waiting
+    // successor is always newer than the one tracked. So `order >= 0` above would change
+    // nothing (issue 39: an equivalent mutant; test/core/membership.test.ts shows the cover).
+    assert(t.successor === null, 'a successor waits only behind an older tracked incarnation');
     // A confirmation vouches for one period of silence only. Once the peer is heard again,
     // the confirmations gathered while it was silent are void: a confirmer may have heard it
     // (and echoed its heartbeats, keeping its lease) since. Kept, they would add up with the
