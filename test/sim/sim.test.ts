@@ -113,8 +113,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'fingerprint-ignores-order': 100,
   'fingerprint-ignores-timings': 43,
   // A seed with 256-byte frames (Scenario.frameBytes), where packets leave in pieces: a
-  // first piece's clock acks a request still in a later piece, two exclusive holders.
-  'pieces-ack': 73,
+  // first piece's clock acks a request still in a later piece, two exclusive holders. (Seed
+  // 73 until the waiting-successor episode, drawn last, came to play in it.)
+  'pieces-ack': 92,
+  // A 3-peer seed with a waiting-successor episode (Scenario.waitingSuccessorEpisode): the
+  // peer that echoes the waiting successor confirms it silent, and it is evicted in its lease.
+  'confirm-waiting-successor': 73,
 };
 
 /**
