@@ -71,6 +71,10 @@ export interface MembershipFaults {
   readonly forgetPromisesOnRejoin: boolean;
   /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
   readonly forgetSuccessorHeard: boolean;
+  /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */
+  readonly confirmWaitingSuccessor: boolean;
+  /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
+  readonly lastDespiteSuccessor: boolean;
 }
 
 interface PeerTrack {
@@ -167,7 +171,8 @@ export class Membership {
     this.#evictMs = opts.evictMs;
     this.#faults = {
       evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false,
-      promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false, ...opts.faults,
+      promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false,
+      confirmWaitingSuccessor: false, lastDespiteSuccessor: false, ...opts.faults,
     };
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
@@ -260,7 +265,10 @@ export class Membership {
       t.inc = inc;
       t.successor = null;
     }
-    if (t.successor !== null) return; // A superseded incarnation no longer counts as heard.
+    // A superseded incarnation no longer counts as heard: it returned above, since a waiting
+    // successor is always newer than the one tracked. So `order >= 0` above would change
+    // nothing (issue 39: an equivalent mutant; test/core/membership.test.ts shows the cover).
+    assert(t.successor === null, 'a successor waits only behind an older tracked incarnation');
     // A confirmation vouches for one period of silence only. Once the peer is heard again,
     // the confirmations gathered while it was silent are void: a confirmer may have heard it
     // (and echoed its heartbeats, keeping its lease) since. Kept, they would add up with the
@@ -275,7 +283,8 @@ export class Membership {
   knowsNewer(peer: number, inc: Incarnation): boolean {
     const t = this.#track(peer);
     if (t === undefined) return false;
-    return compareIncarnation(t.inc, inc) > 0 || (t.successor !== null && compareIncarnation(t.successor, inc) > 0);
+    const waiting = t.successor !== null && compareIncarnation(t.successor, inc) > 0 && !this.#faults.lastDespiteSuccessor;
+    return compareIncarnation(t.inc, inc) > 0 || waiting;
   }
 
   /** True when `inc` of `peer` (or a newer one) was evicted. */
@@ -370,7 +379,7 @@ export class Membership {
         const former = t.formerSuccessor;
         const heardAsSuccessor = former !== null && key(former.inc) === key(msg.inc) && nowMs - former.atMs < this.#evictMs;
         const agree = this.isEvicted(msg.peer, msg.inc) ||
-          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never) && this.#silent(t, nowMs)));
+          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never || this.#faults.confirmWaitingSuccessor) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;

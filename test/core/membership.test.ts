@@ -92,6 +92,20 @@ describe('Membership', () => {
     expect(confirmsOfY({ forgetSuccessorHeard: true }, evictMs + 400)).toBe(1);
   });
 
+  it('changes nothing when it hears the tracked incarnation again while its successor waits (issue 39: that one is superseded)', () => {
+    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
+    m.heard(2, X, 0);
+    m.heard(2, Y, 100);
+    // X's frames after Y's handshake (the mesh labels every frame with the newest admitted
+    // incarnation, so the session never reports one; the pure membership is safe anyway).
+    m.heard(2, X, 2000);
+    expect(m.predecessorOf(2, Y)).toEqual(X);
+    expect(m.silence(2, 2000)).toEqual({ silentMs: 2000, suspectInMs: evictMs - 2000 });
+    expect(m.mayEcho(2, X, 2000)).toBe(false);
+    // A suspicion of X is confirmed evict_ms after X was last counted heard, not after 2000.
+    expect(sends(m.onMessage(1, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs))).toEqual([{ to: 1, t: 'confirm', peer: 2 }]);
+  });
+
   it('replaces the predecessor at once under the forget-predecessor mutant', () => {
     const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { forgetPredecessor: true } });
     m.heard(2, X, 0);

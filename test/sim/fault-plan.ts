@@ -54,7 +54,7 @@ export class FaultPlan {
   start(): void {
     this.#next();
     const { scenario: s, rng, schedule } = this.#o;
-    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null) return;
+    if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null && !s.waitingSuccessorEpisode) return;
     const episodes = rng.fork();
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
     // Each episode takes up to about three eviction periods: it starts early enough to end
@@ -86,6 +86,68 @@ export class FaultPlan {
       const peer = episodes.int(0, s.peers - 1);
       schedule(at(6), () => this.#misconfigure(peer, misconfig, episodes));
     }
+    if (s.waitingSuccessorEpisode) {
+      // Its own generator, drawn last: the other episodes of its seed draw as before.
+      const own = episodes.fork();
+      const peer = own.int(0, s.peers - 1);
+      schedule(at(4), () => this.#waitingSuccessor(peer, own));
+    }
+  }
+
+  /**
+   * A successor suspected while it waits (Scenario.waitingSuccessorEpisode; the scripted
+   * `waitingSuccessorSuspected` of scenarios.ts with drawn times). Three peers: restarter R
+   * crashes; a second process Y with `twin`'s id starts on an empty data dir, beside the old
+   * process X, which never reaches R again; R restarts (empty data dir too) and meets Y first.
+   * Y stops reaching R, then (within evict_ms / 1.5) reaches echoer E, which keeps it waiting
+   * as X's successor and echoes it (Y's lease), while X falls silent there. The route E-R is
+   * held up from just before R suspects Y until just after E suspects X: E gets R's SUSPECT(Y)
+   * before R's confirmation of X, with X silent and not evicted. E must not confirm Y.
+   */
+  #waitingSuccessor(twin: number, rng: Prng): void {
+    const { cluster, schedule, time, scenario: s, transcript, net, wire } = this.#o;
+    if (!this.#active || s.peers !== 3 || cluster.processes(twin).length !== 1 || time.nowMs < this.#twinUntilMs) return;
+    if (time.nowMs < this.#episodeUntilMs || wire.anyCut(time.nowMs) || net.anyStall(time.nowMs)) return;
+    if (cluster.otherDuplicated(twin, time.nowMs - 2 * s.evictMs / Math.min(...s.clockRates))) return;
+    const restarter = (twin + rng.int(1, 2)) % 3;
+    const echoer = 3 - twin - restarter;
+    if (!cluster.isUp(restarter) || !cluster.isUp(echoer)) return;
+    const x = cluster.processes(twin)[0];
+    if (x === undefined) return;
+    const slowMs = s.evictMs / Math.min(...s.clockRates);
+    const fastMs = s.evictMs / Math.max(...s.clockRates);
+    const hb = s.heartbeatMs;
+    const t0 = time.nowMs;
+    const restartAt = t0 + rng.int(1, 2 * hb);
+    const leaveRAt = restartAt + rng.int(4 * hb, Math.ceil(0.5 * fastMs) + 4 * hb);
+    const reachEAt = leaveRAt + rng.int(hb, Math.max(hb + 1, Math.floor(fastMs / 1.5) - 3 * hb));
+    const holdFrom = leaveRAt + Math.floor(fastMs) - rng.int(hb, 3 * hb);
+    const holdUntil = reachEAt + Math.ceil(slowMs) + rng.int(hb, 3 * hb);
+    const endAt = holdUntil + Math.ceil(2 * slowMs);
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, endAt);
+    this.#twinUntilMs = endAt;
+    transcript.add(t0, twin, `WAITING SUCCESSOR: p${restarter} crashes, a twin of p${twin} starts, reaches p${restarter} from ${restartAt}ms to ${leaveRAt}ms and p${echoer} from ${reachEAt}ms; p${echoer}<->p${restarter} held ${holdFrom}..${holdUntil}ms; one twin dies at ${endAt}ms`);
+    cluster.crash(restarter);
+    cluster.hostOf(twin).disk.lose();
+    cluster.restart(twin, { duplicate: true });
+    const young = cluster.processes(twin)[1];
+    if (young === undefined) return;
+    net.stallProcess(x.proc, restarter, endAt);
+    net.stallProcess(young.proc, echoer, reachEAt);
+    schedule(restartAt, () => {
+      if (!this.#active) return;
+      cluster.hostOf(restarter).disk.lose();
+      cluster.restart(restarter);
+    });
+    schedule(leaveRAt, () => net.stallProcess(young.proc, restarter, endAt));
+    schedule(holdFrom, () => {
+      if (!this.#active) return;
+      wire.cut(echoer, restarter, holdUntil);
+      wire.cut(restarter, echoer, holdUntil);
+    });
+    schedule(endAt, () => {
+      if (cluster.processes(twin).length > 1) cluster.crash(twin, rng.chance(0.5) ? 'oldest' : 'newest');
+    });
   }
 
   /** Peers running with a config of their own (a misconfiguration episode): the heal restarts them with the cluster's. */

@@ -48,6 +48,8 @@ const mutants = {
   'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
   'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
   'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
+  'confirm-waiting-successor': { membership: { confirmWaitingSuccessor: true } },
+  'last-despite-successor': { membership: { lastDespiteSuccessor: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },

@@ -85,6 +85,14 @@ export interface Scenario {
    */
   readonly misconfigEpisode: MisconfigKind | null;
   /**
+   * Three peers: a successor waits at one peer, which echoes it, behind a live predecessor
+   * that has fallen silent there, while the restarted peer that met the successor first
+   * suspects it, and the route between those two is held up so that the suspicion arrives
+   * before the predecessor's eviction (fault-plan.ts, `#waitingSuccessor`; issue 39, scripted
+   * as `waitingSuccessorSuspected`). Drawn after everything else (its seeds alone change).
+   */
+  readonly waitingSuccessorEpisode: boolean;
+  /**
    * The links' frame limit in bytes, or null for production's (1 MiB, which the simulator's
    * packets never reach): 256 in some seeds, room for two or three of the simulator's
    * requests, so that state transfers and merged packets leave in pieces (docs/design.md
@@ -151,13 +159,14 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const isolatedTwinEpisode = drawn.peers >= 3 && rng.chance(0.2);
   const evictGlobalMs = drawn.evictMs / Math.min(...drawn.clockRates);
   const misconfigEpisode = rng.chance(0.25) ? rng.pick<MisconfigKind>(['order', 'order', 'left_out', 'added', 'timings', 'timings']) : null;
-  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null;
-  const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
   const frameBytes = rng.chance(0.25) ? 256 : null;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes };
+  const waitingSuccessorEpisode = drawn.peers === 3 && rng.chance(0.3);
+  const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null || waitingSuccessorEpisode;
+  const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -208,6 +208,20 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the forget-successor-heard mutant: p1 confirms the replaced successor at once and it is evicted within its lease', () => {
     const r = replacedSuccessorSuspected('forget-successor-heard');
+    expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+
+  it('a successor waiting behind a live, silent predecessor is not confirmed silent by the peer that echoes it (issue 39)', () => {
+    const r = waitingSuccessorSuspected();
+    const tail = r.transcript.filter((l) => /evicted by|waits until|joined|"t":"confirm"/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // p1 refuses to confirm Y, evicts X with p2's confirmation instead, and lets Y join.
+    expect([r.yJoinedAtP1, r.yEvicted], tail).toEqual([true, false]);
+  });
+
+  it('fails with the confirm-waiting-successor mutant: p1 confirms the successor it echoes, and p2 evicts it within its lease', () => {
+    const r = waitingSuccessorSuspected('confirm-waiting-successor');
+    expect(r.yEvicted).toBe(true);
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });

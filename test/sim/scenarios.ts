@@ -419,6 +419,53 @@ export function replacedSuccessorSuspected(mutant?: MutantName): { violations: r
 }
 
 /**
+ * Three peers; the schedule that breaks safety if a peer confirms a suspicion of the successor
+ * waiting behind the live incarnation it tracks (issue 39, mutant `confirm-waiting-successor`):
+ *
+ * - 1 s: p2 crashes; a second process Y with p0's id starts on an empty data dir (so it holds
+ *   no joins); p0's first process X never reaches p2 again, Y reaches p1 only from 3.5 s.
+ * - 1.1 s: p2 restarts on an empty data dir and meets Y first: p2 tracks Y, never knew X.
+ * - 2 s: Y stops reaching p2 for good.
+ * - 3.5 s: Y reaches p1, which keeps it waiting as X's successor and echoes it: Y is leased
+ *   through p1 (Y and p1 are a majority of three). X, refused as stale, falls silent at p1.
+ * - 4.9 s to 6.6 s: everything between p2 and p1 is held up (a stalled route both ways).
+ * - 5 s: p2, silent from Y for evict_ms, suspects Y: SUSPECT(Y) leaves for p1, held up.
+ * - 6.5 s: X has been silent at p1 for evict_ms; p1 suspects it at its next tick (6.6 s).
+ * - 6.6 s: the route frees; FIFO, p1 gets SUSPECT(Y) (at 5 s) before anything later of p2's.
+ *   p1 still tracks X, not evicted, silent for evict_ms, while it echoed Y 100 ms ago. The
+ *   rule refuses: p1 never echoed X since, but it did echo Y. A confirmation here (the mutant)
+ *   reaches p2 1.6 s after its suspicion, inside evict_ms / 1.5, and p2 (itself and p1, a
+ *   majority) evicts Y while p1's last echo keeps Y's lease for another lease_ms.
+ *   With the rule, p2 confirms X instead, p1 evicts X and Y joins; nobody evicts Y.
+ *
+ * Returns whether p1 let Y join (it evicted X) and whether p2 evicted Y.
+ */
+export function waitingSuccessorSuspected(mutant?: MutantName): { violations: readonly string[]; yJoinedAtP1: boolean; yEvicted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant);
+  const { cluster, net } = parts;
+  runUntil(parts, 1000);
+  const x = processOf(parts, 0, 0);
+  cluster.crash(2);
+  cluster.hostOf(0).disk.lose();
+  cluster.restart(0, { duplicate: true });
+  const y = processOf(parts, 0, 1);
+  net.stallProcess(x.proc, 2, 60_000);
+  net.stallProcess(y.proc, 1, 3500);
+  runUntil(parts, 1100);
+  cluster.hostOf(2).disk.lose();
+  cluster.restart(2);
+  runUntil(parts, 2000);
+  net.stallProcess(y.proc, 2, 60_000);
+  runUntil(parts, 4900);
+  cutBoth(parts, 1, [2], 6600);
+  runUntil(parts, 8000);
+  const yInc = y.runtime.session().incarnation;
+  const yJoinedAtP1 = counted(parts, 1, 0) === formatIncarnation(yInc);
+  const yEvicted = parts.cluster.current(2)?.runtime.session().isEvicted(0, yInc) === true;
+  return { violations: parts.checker.violations, yJoinedAtP1, yEvicted, transcript: parts.transcript.lines() };
+}
+
+/**
  * Three peers; p2 is down for 19 s, long enough for the others' redials to it to back off to
  * their longest wait (`redialMsMax`: 400 ms at this world's 100 ms heartbeat, limits.backoffMsMax
  * of 5 s before the twentieth session). When it comes back and dials them, they must dial it
@@ -548,4 +595,5 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'zombie-rejoins': { name: 'frozenTwinResumes', held: (mutant) => frozenTwinResumes(mutant).stayedOut },
   'forget-incarnation-floor': noViolation('steppedBackBelowEvicted', steppedBackBelowEvicted),
   'forget-successor-heard': noViolation('replacedSuccessorSuspected', replacedSuccessorSuspected),
+  'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
 };
