@@ -50,6 +50,7 @@ const mutants = {
   'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
   'confirm-waiting-successor': { membership: { confirmWaitingSuccessor: true } },
   'last-despite-successor': { membership: { lastDespiteSuccessor: true } },
+  'confirm-for-evict-ms': { membership: { confirmForEvictMs: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },

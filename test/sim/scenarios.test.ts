@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, lateConfirmationFastConfirmer, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -223,6 +223,21 @@ describe('scripted scenarios on the production runtime', () => {
     const r = waitingSuccessorSuspected('confirm-waiting-successor');
     expect(r.yEvicted).toBe(true);
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+
+  it('a confirmation counts for evict_ms / 1.5 of the suspecter\'s clock only: a fast confirmer\'s promise outlasts it (issue 39)', () => {
+    const r = lateConfirmationFastConfirmer();
+    const tail = r.transcript.filter((l) => /evicted by|"t":"confirm"|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // The window is driven: C's echoes lease X again when its late confirmations reach S, which refuses them.
+    expect(r.xLeasedAtHeal, tail).toBe(true);
+    expect(r.transcript.some((l) => / p1 #\d+ session: membership message .*"remote":"p2","t":"confirm","about":"p0"/.test(l)), tail).toBe(true);
+    expect(r.xEvicted, tail).toBe(false);
+  });
+
+  it('fails with the confirm-for-evict-ms mutant: S counts the confirmation past C\'s promise and evicts X within its lease', () => {
+    const r = lateConfirmationFastConfirmer('confirm-for-evict-ms');
+    expect(r.violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });
 

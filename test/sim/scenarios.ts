@@ -17,8 +17,11 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 
-/** A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, equal clocks, 1-2 ms links. */
-function quietWorld(peers: number, mutant?: MutantName): Parts {
+/**
+ * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
+ * unless `clockRates` (local ms per virtual ms) says otherwise.
+ */
+function quietWorld(peers: number, mutant?: MutantName, clockRates?: readonly number[]): Parts {
   const rng = new Prng(1);
   const drawn = drawScenario(rng.fork(), { peers });
   const same = <T>(v: T): T[] => Array.from({ length: peers }, () => v);
@@ -26,7 +29,7 @@ function quietWorld(peers: number, mutant?: MutantName): Parts {
     ...drawn,
     delayMinMs: 1, delayMaxMs: 2, delaySpikeChance: 0, connectMaxMs: 5,
     heartbeatMs: 100, leaseMs: 1000, evictMs: 3000,
-    clockRates: same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
+    clockRates: clockRates ?? same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
     linkBufferBytes: null, frameBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
   };
   const parts = build({ seed: 1, transcript: true, ...(mutant === undefined ? {} : { mutant }) }, scenario, rng);
@@ -567,6 +570,42 @@ export function suspendHiddenByWallStep(peer: number, mutant?: MutantName): { vi
   return { violations: parts.checker.violations, otherGranted: asked.state === 'held', transcript: parts.transcript.lines() };
 }
 
+/**
+ * Three peers at the edge of the clock-rate margin: X (p0) at rate 1, the suspecter S (p1)
+ * slow at 0.8, the confirmer C (p2) fast at 1.2 (1.5 times S's). A confirmation binds C for
+ * evict_ms of C's clock (2.5 s here) from when C gave it; S counts it for evict_ms / 1.5 of
+ * S's clock from when S sent the suspicion (also 2.5 s). Counted for evict_ms of S's clock
+ * (3.75 s, mutant `confirm-for-evict-ms`), it outlives C's promise by 1.25 s:
+ *
+ * - 1 s: X and S stop reaching each other (for good); 2.3 s: X and C, until 5.5 s. S falls
+ *   silent on X from about 4.75 s, C from about 4.8 s.
+ * - 4.6 s to 8.6 s: everything C sends S is held up (a stalled route), so neither C's own
+ *   suspicions nor its confirmations reach S before then.
+ * - From about 4.8 s: S suspects X every tick, C confirms each (held up), until C hears X
+ *   again at 5.5 s; its last promise binds it until about 8 s, then it echoes X: X is leased
+ *   through C again (X and C, a majority of three).
+ * - 8.6 s: the route frees; S gets C's confirmations, the newest 3.1 s after its suspicion:
+ *   past evict_ms / 1.5 of S's clock (2.48 s of it), refused; counted for evict_ms (the
+ *   mutant), S (itself and C, a majority) evicts X while C's echoes keep X's lease.
+ *
+ * Returns whether X was leased when the route freed and whether S evicted X.
+ */
+export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations: readonly string[]; xLeasedAtHeal: boolean; xEvicted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant, [1, 0.8, 1.2]);
+  runUntil(parts, 1000);
+  const xInc = incOf(parts, 0, 'oldest');
+  cutBoth(parts, 0, [1], 60_000);
+  runUntil(parts, 2300);
+  cutBoth(parts, 0, [2], 5500);
+  runUntil(parts, 4600);
+  parts.net.stall(2, 1, 8600);
+  runUntil(parts, 8599);
+  const xLeasedAtHeal = parts.cluster.current(0)?.runtime.session().machine.leaseValid === true;
+  runUntil(parts, 12_000);
+  const xEvicted = parts.cluster.current(1)?.runtime.session().isEvicted(0, xInc) === true;
+  return { violations: parts.checker.violations, xLeasedAtHeal, xEvicted, transcript: parts.transcript.lines() };
+}
+
 /** A scripted scenario that catches a mutant: whether its rule held in one run. */
 export interface MutantScenario {
   readonly name: string;
@@ -596,4 +635,5 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'forget-incarnation-floor': noViolation('steppedBackBelowEvicted', steppedBackBelowEvicted),
   'forget-successor-heard': noViolation('replacedSuccessorSuspected', replacedSuccessorSuspected),
   'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
+  'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
 };
