@@ -53,6 +53,7 @@ const mutants = {
   'confirm-for-evict-ms': { membership: { confirmForEvictMs: true } },
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
+  'promise-bound-short': { runtime: { promiseBoundShort: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
   'zombie-renews-lease': { runtime: { zombieRenewsLease: true } },

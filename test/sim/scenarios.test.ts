@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, lateConfirmationFastConfirmer, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -238,6 +238,19 @@ describe('scripted scenarios on the production runtime', () => {
   it('fails with the confirm-for-evict-ms mutant: S counts the confirmation past C\'s promise and evicts X within its lease', () => {
     const r = lateConfirmationFastConfirmer('confirm-for-evict-ms');
     expect(r.violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+  it('a confirmer on a slow disk that crashes right after confirming restarts quiet for longer than its promise (issue 39)', () => {
+    const r = slowConfirmerDiskCrashes();
+    const tail = r.transcript.filter((l) => /evicted by|quietForMs|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // i evicts P once a's confirmations arrive, P's lease long lapsed; the restarted k stays quiet past it.
+    expect(r.evictedP, tail).toBe(true);
+    const quiet = r.transcript.map((l) => / p2 #\d+ session: .*"quietForMs":(\d+)/.exec(l)?.[1]).find((q) => q !== undefined);
+    expect(Number(quiet), tail).toBeGreaterThan(3000);
+  });
+
+  it('fails with the promise-bound-short mutant: the restarted confirmer echoes P within its promise, and P is evicted within its lease', () => {
+    expect(slowConfirmerDiskCrashes('promise-bound-short').violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });
 

@@ -606,6 +606,41 @@ export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations
   return { violations: parts.checker.violations, xLeasedAtHeal, xEvicted, transcript: parts.transcript.lines() };
 }
 
+/**
+ * Five peers, as `confirmerRejoins` with a crash, on a slow disk: P (p0) is cut off from i
+ * (p1) and a (p3) for good and from k (p2) until 5.6 s; b (p4) reaches P throughout; k
+ * reaches neither a nor b. From 3.9 s k's background writes take 1 s, and a's confirmations
+ * are held up on their way to i until 7.2 s. From about 4 s i suspects P every tick and k
+ * confirms each: its first confirmation writes the promise bound 2 x evict_ms ahead (10 s),
+ * the next write starts only once 1.5 x evict_ms is left. k crashes at 5.45 s right after a
+ * confirmation, and restarts: it echoes nothing before that bound (4.55 s). At 7.2 s a's
+ * confirmations reach i, which counts k's latest (1.8 s old) with them and evicts P: P's
+ * lease lapsed long ago. Written only evict_ms ahead (mutant `promise-bound-short`), the
+ * bound on disk (7 s) reaches 1.55 s past the crash, less than the promise k gave: the
+ * restarted k echoes P from 7 s, P (with b) is leased again, and i evicts it within its
+ * lease. Returns whether i evicted P.
+ */
+export function slowConfirmerDiskCrashes(mutant?: MutantName): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(5, mutant);
+  const { queue, time } = parts;
+  runUntil(parts, 1000);
+  const pInc = incOf(parts, 0, 'oldest');
+  cutBoth(parts, 0, [1, 3], 60_000);
+  cutBoth(parts, 0, [2], 5600);
+  runUntil(parts, 3800);
+  parts.wire.cut(2, 3, 60_000);
+  parts.wire.cut(2, 4, 60_000);
+  runUntil(parts, 3900);
+  parts.wire.cut(3, 1, 7200);
+  parts.cluster.hostOf(2).disk.slowWrites = { latencyMs: 1000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+  runUntil(parts, 5450);
+  parts.cluster.crash(2);
+  parts.cluster.restart(2);
+  runUntil(parts, 9000);
+  const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
+  return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
+}
+
 /** A scripted scenario that catches a mutant: whether its rule held in one run. */
 export interface MutantScenario {
   readonly name: string;
@@ -636,4 +671,5 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'forget-successor-heard': noViolation('replacedSuccessorSuspected', replacedSuccessorSuspected),
   'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
   'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
+  'promise-bound-short': noViolation('slowConfirmerDiskCrashes', slowConfirmerDiskCrashes),
 };
