@@ -54,6 +54,7 @@ const mutants = {
   'forget-echo-bound': { runtime: { forgetEchoBound: true } },
   'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
   'promise-bound-short': { runtime: { promiseBoundShort: true } },
+  'echo-bound-short': { runtime: { echoBoundShort: true } },
   'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
   'grant-on-one-part': { machine: { grantOnOnePart: true } },
   'zombie-renews-lease': { runtime: { zombieRenewsLease: true } },

@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -251,6 +251,16 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the promise-bound-short mutant: the restarted confirmer echoes P within its promise, and P is evicted within its lease', () => {
     expect(slowConfirmerDiskCrashes('promise-bound-short').violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+  it('an echoer on a slow disk that crashes with its echo bound running short holds joins past the lease it vouched for (issue 39)', () => {
+    const r = echoerCrashesOnShortBound();
+    const tail = r.transcript.filter((l) => /joinsHeldForMs|lease|joined|END/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.yGranted, tail).toBe(true);
+  });
+
+  it('fails with the echo-bound-short mutant: the restarted echoer lets Y in while X\'s lease from its last echo holds, and Y is granted L', () => {
+    expect(echoerCrashesOnShortBound('echo-bound-short').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 });
 

@@ -217,7 +217,7 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
  * and X cannot reach p0 any more. Returns Y's request and whether X's lease held just before
  * the crash.
  */
-function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
+function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean; beforeCrash?: () => void }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
   const x = processOf(parts, 1, 0);
@@ -225,6 +225,7 @@ function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; fresh
   runUntil(parts, 1050);
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
   runUntil(parts, opts.crashAtMs);
+  opts.beforeCrash?.();
   const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
   cluster.crash(0);
   cluster.restart(0);
@@ -255,6 +256,32 @@ export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: read
   // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
   runUntil(parts, 8000);
   return { violations: parts.checker.violations, xLeasedAtCrash, yGranted, transcript: parts.transcript.lines() };
+}
+
+/**
+ * restartedEchoerMeetsTwin, with p0's disk slowed (4 s per background write) once X holds L
+ * at 1.05 s, and p0 crashing as soon as its echo bound on disk reaches less than 800 ms
+ * ahead: a write is under way then, and p0 echoed last when the bound still covered an echo
+ * (1.5 x lease_ms ahead, written 2 x 1.5 x lease_ms ahead: 700 ms before the crash or more,
+ * so X's lease from it lapses before the restarted p0 lets Y in). Written only 1.5 x
+ * lease_ms ahead (mutant `echo-bound-short`), an echo leaves with 750 ms of bound left: p0
+ * echoed within 100 ms of the crash, holds joins for under 800 ms, and Y is granted L
+ * while X's lease from that echo holds. Returns whether Y held L at 4.5 s.
+ */
+export function echoerCrashesOnShortBound(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2, mutant);
+  const { queue, time } = parts;
+  const { disk, clock } = parts.cluster.hostOf(0);
+  const beforeCrash = (): void => {
+    disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+    for (let t = time.nowMs + 5; t < 6000 && disk.bounds.echo - clock.wallMs(time.nowMs) > 800; t += 5) runUntil(parts, t);
+  };
+  const { asked } = echoerRestartsBesideTwin(parts, { crashAtMs: 1050, freshTwinDisk: true, beforeCrash });
+  runUntil(parts, 4500);
+  const yGranted = asked.state === 'held';
+  // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
+  runUntil(parts, 8000);
+  return { violations: parts.checker.violations, yGranted, transcript: parts.transcript.lines() };
 }
 
 /**
@@ -672,4 +699,5 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
   'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
   'promise-bound-short': noViolation('slowConfirmerDiskCrashes', slowConfirmerDiskCrashes),
+  'echo-bound-short': noViolation('echoerCrashesOnShortBound', echoerCrashesOnShortBound),
 };
