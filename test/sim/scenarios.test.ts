@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { boundUnderWayTiming, confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -261,6 +261,17 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the echo-bound-short mutant: the restarted echoer lets Y in while X\'s lease from its last echo holds, and Y is granted L', () => {
     expect(echoerCrashesOnShortBound('echo-bound-short').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  });
+  it('a confirmer whose promise bound write is still under way sends no confirmation past the bound on disk (issue 39)', () => {
+    const r = slowConfirmerDiskCrashes(undefined, boundUnderWayTiming);
+    const tail = r.transcript.filter((l) => /evicted by|quietForMs|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // k's last confirmation left by 7.1 s and no longer counts when a's arrive: i does not evict P.
+    expect(r.evictedP, tail).toBe(false);
+  });
+
+  it('fails with the count-bound-under-way mutant on the promise bound too: k confirms until it crashes, and P is evicted within its lease', () => {
+    expect(slowConfirmerDiskCrashes('count-bound-under-way', boundUnderWayTiming).violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });
 

@@ -635,9 +635,10 @@ export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations
 
 /**
  * Five peers, as `confirmerRejoins` with a crash, on a slow disk: P (p0) is cut off from i
- * (p1) and a (p3) for good and from k (p2) until 5.6 s; b (p4) reaches P throughout; k
- * reaches neither a nor b. From 3.9 s k's background writes take 1 s, and a's confirmations
- * are held up on their way to i until 7.2 s. From about 4 s i suspects P every tick and k
+ * (p1) and a (p3) for good and from k (p2) until just after k's crash; b (p4) reaches P
+ * throughout; from 3.8 s nothing of k's reaches a (a would confirm k's own suspicion of P).
+ * From 3.9 s k's background writes take 1 s, and a's confirmations are held up on their way
+ * to i until 7.2 s. From about 4 s i suspects P every tick and k
  * confirms each: its first confirmation writes the promise bound 2 x evict_ms ahead (10 s),
  * the next write starts only once 1.5 x evict_ms is left. k crashes at 5.45 s right after a
  * confirmation, and restarts: it echoes nothing before that bound (4.55 s). At 7.2 s a's
@@ -647,26 +648,45 @@ export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations
  * restarted k echoes P from 7 s, P (with b) is leased again, and i evicts it within its
  * lease. Returns whether i evicted P.
  */
-export function slowConfirmerDiskCrashes(mutant?: MutantName): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+export function slowConfirmerDiskCrashes(mutant?: MutantName, timing: ConfirmerCrashTiming = shortBoundTiming): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
   const parts = quietWorld(5, mutant);
   const { queue, time } = parts;
   runUntil(parts, 1000);
   const pInc = incOf(parts, 0, 'oldest');
   cutBoth(parts, 0, [1, 3], 60_000);
-  cutBoth(parts, 0, [2], 5600);
+  cutBoth(parts, 0, [2], timing.crashAtMs + 150);
   runUntil(parts, 3800);
   parts.wire.cut(2, 3, 60_000);
-  parts.wire.cut(2, 4, 60_000);
   runUntil(parts, 3900);
-  parts.wire.cut(3, 1, 7200);
-  parts.cluster.hostOf(2).disk.slowWrites = { latencyMs: 1000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
-  runUntil(parts, 5450);
+  parts.wire.cut(3, 1, timing.aHeldUntilMs);
+  parts.cluster.hostOf(2).disk.slowWrites = { latencyMs: timing.writeMs, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+  runUntil(parts, timing.crashAtMs);
   parts.cluster.crash(2);
   parts.cluster.restart(2);
-  runUntil(parts, 9000);
+  runUntil(parts, timing.aHeldUntilMs + 2000);
   const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
   return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
 }
+
+/** When k's background writes take, when it crashes, and until when a's confirmations are held up. */
+export interface ConfirmerCrashTiming {
+  readonly writeMs: number;
+  readonly crashAtMs: number;
+  readonly aHeldUntilMs: number;
+}
+
+const shortBoundTiming: ConfirmerCrashTiming = { writeMs: 1000, crashAtMs: 5450, aHeldUntilMs: 7200 };
+
+/**
+ * slowConfirmerDiskCrashes with a 6 s write: k's second bound write starts at about 5.6 s
+ * and lands at 11.6 s; the first bound (10.1 s) covers a confirmation only until 7.1 s, so k
+ * confirms nothing from then on. k crashes at 9.05 s (quiet until 10.1 s) and a's
+ * confirmations reach i at 10.5 s, when k's last one (7.1 s) no longer counts: i does not
+ * evict P. Had k counted its write under way (mutant `count-bound-under-way`), it would have
+ * confirmed until the crash, promising past its bound on disk: i counts that confirmation at
+ * 10.5 s and evicts P, leased again through the restarted k's echoes.
+ */
+export const boundUnderWayTiming: ConfirmerCrashTiming = { writeMs: 6000, crashAtMs: 9050, aHeldUntilMs: 10_500 };
 
 /** A scripted scenario that catches a mutant: whether its rule held in one run. */
 export interface MutantScenario {
