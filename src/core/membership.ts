@@ -75,6 +75,8 @@ export interface MembershipFaults {
   readonly confirmWaitingSuccessor: boolean;
   /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
   readonly lastDespiteSuccessor: boolean;
+  /** A confirmation counts for evict_ms from its suspicion, not evict_ms / margin (issue 39's confirmation survivor). */
+  readonly confirmForEvictMs: boolean;
 }
 
 interface PeerTrack {
@@ -172,10 +174,10 @@ export class Membership {
     this.#faults = {
       evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false,
       promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false,
-      confirmWaitingSuccessor: false, lastDespiteSuccessor: false, ...opts.faults,
+      confirmWaitingSuccessor: false, lastDespiteSuccessor: false, confirmForEvictMs: false, ...opts.faults,
     };
     this.#promiseMs = opts.evictMs;
-    this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
+    this.#confirmationValidMs = this.#faults.confirmForEvictMs ? opts.evictMs : opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({

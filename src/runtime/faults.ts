@@ -36,6 +36,10 @@ export interface RuntimeFaults {
   readonly forgetEchoBound: boolean;
   /** A bound write still under way counts as on disk: a message leaves on it (the slow-disk hole of bounds.ts). */
   readonly countBoundUnderWay: boolean;
+  /** The promise bound is written evict_ms ahead, not 2 x evict_ms: a confirmation may leave with evict_ms / 2 of it left. */
+  readonly promiseBoundShort: boolean;
+  /** The echo bound is written 1.5 x lease_ms ahead, not 2 x 1.5 x lease_ms: an echo may leave with 0.75 x lease_ms of it left. */
+  readonly echoBoundShort: boolean;
   /** A restart's incarnation starts at its wall clock alone, not above the high-water mark (seed 1043577's bug). */
   readonly forgetIncarnationFloor: boolean;
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */

@@ -240,7 +240,8 @@ export class PeerRuntime implements LockService {
 
   /** How far ahead of the need each bound is written, so that it is rewritten once per half of it. */
   #boundAheadMs(kind: Bound): number {
-    return 2 * (kind === 'promise' ? this.config.evictMs : clockRateMargin * this.config.leaseMs);
+    if (kind === 'promise') return (this.#faults?.runtime?.promiseBoundShort === true ? 1 : 2) * this.config.evictMs;
+    return (this.#faults?.runtime?.echoBoundShort === true ? 1 : 2) * clockRateMargin * this.config.leaseMs;
   }
 
   /** What is left of a bound on disk, at most how far ahead it is written (a wall clock stepped back must not hold us long). */

@@ -3,7 +3,7 @@
  * and with it.
  */
 import { describe, expect, it } from 'vitest';
-import { confirmerRejoins, downLongThenBack, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { boundUnderWayTiming, confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -223,6 +223,55 @@ describe('scripted scenarios on the production runtime', () => {
     const r = waitingSuccessorSuspected('confirm-waiting-successor');
     expect(r.yEvicted).toBe(true);
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+
+  it('a confirmation counts for evict_ms / 1.5 of the suspecter\'s clock only: a fast confirmer\'s promise outlasts it (issue 39)', () => {
+    const r = lateConfirmationFastConfirmer();
+    const tail = r.transcript.filter((l) => /evicted by|"t":"confirm"|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // The window is driven: C's echoes lease X again when its late confirmations reach S, which refuses them.
+    expect(r.xLeasedAtHeal, tail).toBe(true);
+    expect(r.transcript.some((l) => / p1 #\d+ session: membership message .*"remote":"p2","t":"confirm","about":"p0"/.test(l)), tail).toBe(true);
+    expect(r.xEvicted, tail).toBe(false);
+  });
+
+  it('fails with the confirm-for-evict-ms mutant: S counts the confirmation past C\'s promise and evicts X within its lease', () => {
+    const r = lateConfirmationFastConfirmer('confirm-for-evict-ms');
+    expect(r.violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+  it('a confirmer on a slow disk that crashes right after confirming restarts quiet for longer than its promise (issue 39)', () => {
+    const r = slowConfirmerDiskCrashes();
+    const tail = r.transcript.filter((l) => /evicted by|quietForMs|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // i evicts P once a's confirmations arrive, P's lease long lapsed; the restarted k stays quiet past it.
+    expect(r.evictedP, tail).toBe(true);
+    const quiet = r.transcript.map((l) => / p2 #\d+ session: .*"quietForMs":(\d+)/.exec(l)?.[1]).find((q) => q !== undefined);
+    expect(Number(quiet), tail).toBeGreaterThan(3000);
+  });
+
+  it('fails with the promise-bound-short mutant: the restarted confirmer echoes P within its promise, and P is evicted within its lease', () => {
+    expect(slowConfirmerDiskCrashes('promise-bound-short').violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+  it('an echoer on a slow disk that crashes with its echo bound running short holds joins past the lease it vouched for (issue 39)', () => {
+    const r = echoerCrashesOnShortBound();
+    const tail = r.transcript.filter((l) => /joinsHeldForMs|lease|joined|END/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    expect(r.yGranted, tail).toBe(true);
+  });
+
+  it('fails with the echo-bound-short mutant: the restarted echoer lets Y in while X\'s lease from its last echo holds, and Y is granted L', () => {
+    expect(echoerCrashesOnShortBound('echo-bound-short').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  });
+  it('a confirmer whose promise bound write is still under way sends no confirmation past the bound on disk (issue 39)', () => {
+    const r = slowConfirmerDiskCrashes(undefined, boundUnderWayTiming);
+    const tail = r.transcript.filter((l) => /evicted by|quietForMs|lease/.test(l)).slice(-30).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // k's last confirmation left by 7.1 s and no longer counts when a's arrive: i does not evict P.
+    expect(r.evictedP, tail).toBe(false);
+  });
+
+  it('fails with the count-bound-under-way mutant on the promise bound too: k confirms until it crashes, and P is evicted within its lease', () => {
+    expect(slowConfirmerDiskCrashes('count-bound-under-way', boundUnderWayTiming).violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });
 

@@ -17,8 +17,11 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 
-/** A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, equal clocks, 1-2 ms links. */
-function quietWorld(peers: number, mutant?: MutantName): Parts {
+/**
+ * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
+ * unless `clockRates` (local ms per virtual ms) says otherwise.
+ */
+function quietWorld(peers: number, mutant?: MutantName, clockRates?: readonly number[]): Parts {
   const rng = new Prng(1);
   const drawn = drawScenario(rng.fork(), { peers });
   const same = <T>(v: T): T[] => Array.from({ length: peers }, () => v);
@@ -26,7 +29,7 @@ function quietWorld(peers: number, mutant?: MutantName): Parts {
     ...drawn,
     delayMinMs: 1, delayMaxMs: 2, delaySpikeChance: 0, connectMaxMs: 5,
     heartbeatMs: 100, leaseMs: 1000, evictMs: 3000,
-    clockRates: same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
+    clockRates: clockRates ?? same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
     linkBufferBytes: null, frameBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
   };
   const parts = build({ seed: 1, transcript: true, ...(mutant === undefined ? {} : { mutant }) }, scenario, rng);
@@ -214,7 +217,7 @@ export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: rea
  * and X cannot reach p0 any more. Returns Y's request and whether X's lease held just before
  * the crash.
  */
-function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
+function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; freshTwinDisk: boolean; beforeCrash?: () => void }): { asked: ClientRequest; xLeasedAtCrash: boolean } {
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
   const x = processOf(parts, 1, 0);
@@ -222,6 +225,7 @@ function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; fresh
   runUntil(parts, 1050);
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
   runUntil(parts, opts.crashAtMs);
+  opts.beforeCrash?.();
   const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
   cluster.crash(0);
   cluster.restart(0);
@@ -252,6 +256,32 @@ export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: read
   // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
   runUntil(parts, 8000);
   return { violations: parts.checker.violations, xLeasedAtCrash, yGranted, transcript: parts.transcript.lines() };
+}
+
+/**
+ * restartedEchoerMeetsTwin, with p0's disk slowed (4 s per background write) once X holds L
+ * at 1.05 s, and p0 crashing as soon as its echo bound on disk reaches less than 800 ms
+ * ahead: a write is under way then, and p0 echoed last when the bound still covered an echo
+ * (1.5 x lease_ms ahead, written 2 x 1.5 x lease_ms ahead: 700 ms before the crash or more,
+ * so X's lease from it lapses before the restarted p0 lets Y in). Written only 1.5 x
+ * lease_ms ahead (mutant `echo-bound-short`), an echo leaves with 750 ms of bound left: p0
+ * echoed within 100 ms of the crash, holds joins for under 800 ms, and Y is granted L
+ * while X's lease from that echo holds. Returns whether Y held L at 4.5 s.
+ */
+export function echoerCrashesOnShortBound(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2, mutant);
+  const { queue, time } = parts;
+  const { disk, clock } = parts.cluster.hostOf(0);
+  const beforeCrash = (): void => {
+    disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+    for (let t = time.nowMs + 5; t < 6000 && disk.bounds.echo - clock.wallMs(time.nowMs) > 800; t += 5) runUntil(parts, t);
+  };
+  const { asked } = echoerRestartsBesideTwin(parts, { crashAtMs: 1050, freshTwinDisk: true, beforeCrash });
+  runUntil(parts, 4500);
+  const yGranted = asked.state === 'held';
+  // The new p0's background writes are slow too: Y's lease lapses once its bound runs short.
+  runUntil(parts, 8000);
+  return { violations: parts.checker.violations, yGranted, transcript: parts.transcript.lines() };
 }
 
 /**
@@ -567,6 +597,97 @@ export function suspendHiddenByWallStep(peer: number, mutant?: MutantName): { vi
   return { violations: parts.checker.violations, otherGranted: asked.state === 'held', transcript: parts.transcript.lines() };
 }
 
+/**
+ * Three peers at the edge of the clock-rate margin: X (p0) at rate 1, the suspecter S (p1)
+ * slow at 0.8, the confirmer C (p2) fast at 1.2 (1.5 times S's). A confirmation binds C for
+ * evict_ms of C's clock (2.5 s here) from when C gave it; S counts it for evict_ms / 1.5 of
+ * S's clock from when S sent the suspicion (also 2.5 s). Counted for evict_ms of S's clock
+ * (3.75 s, mutant `confirm-for-evict-ms`), it outlives C's promise by 1.25 s:
+ *
+ * - 1 s: X and S stop reaching each other (for good); 2.3 s: X and C, until 5.5 s. S falls
+ *   silent on X from about 4.75 s, C from about 4.8 s.
+ * - 4.6 s to 8.6 s: everything C sends S is held up (a stalled route), so neither C's own
+ *   suspicions nor its confirmations reach S before then.
+ * - From about 4.8 s: S suspects X every tick, C confirms each (held up), until C hears X
+ *   again at 5.5 s; its last promise binds it until about 8 s, then it echoes X: X is leased
+ *   through C again (X and C, a majority of three).
+ * - 8.6 s: the route frees; S gets C's confirmations, the newest 3.1 s after its suspicion:
+ *   past evict_ms / 1.5 of S's clock (2.48 s of it), refused; counted for evict_ms (the
+ *   mutant), S (itself and C, a majority) evicts X while C's echoes keep X's lease.
+ *
+ * Returns whether X was leased when the route freed and whether S evicted X.
+ */
+export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations: readonly string[]; xLeasedAtHeal: boolean; xEvicted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, mutant, [1, 0.8, 1.2]);
+  runUntil(parts, 1000);
+  const xInc = incOf(parts, 0, 'oldest');
+  cutBoth(parts, 0, [1], 60_000);
+  runUntil(parts, 2300);
+  cutBoth(parts, 0, [2], 5500);
+  runUntil(parts, 4600);
+  parts.net.stall(2, 1, 8600);
+  runUntil(parts, 8599);
+  const xLeasedAtHeal = parts.cluster.current(0)?.runtime.session().machine.leaseValid === true;
+  runUntil(parts, 12_000);
+  const xEvicted = parts.cluster.current(1)?.runtime.session().isEvicted(0, xInc) === true;
+  return { violations: parts.checker.violations, xLeasedAtHeal, xEvicted, transcript: parts.transcript.lines() };
+}
+
+/**
+ * Five peers, as `confirmerRejoins` with a crash, on a slow disk: P (p0) is cut off from i
+ * (p1) and a (p3) for good and from k (p2) until just after k's crash; b (p4) reaches P
+ * throughout; from 3.8 s nothing of k's reaches a (a would confirm k's own suspicion of P).
+ * From 3.9 s k's background writes take 1 s, and a's confirmations are held up on their way
+ * to i until 7.2 s. From about 4 s i suspects P every tick and k
+ * confirms each: its first confirmation writes the promise bound 2 x evict_ms ahead (10 s),
+ * the next write starts only once 1.5 x evict_ms is left. k crashes at 5.45 s right after a
+ * confirmation, and restarts: it echoes nothing before that bound (4.55 s). At 7.2 s a's
+ * confirmations reach i, which counts k's latest (1.8 s old) with them and evicts P: P's
+ * lease lapsed long ago. Written only evict_ms ahead (mutant `promise-bound-short`), the
+ * bound on disk (7 s) reaches 1.55 s past the crash, less than the promise k gave: the
+ * restarted k echoes P from 7 s, P (with b) is leased again, and i evicts it within its
+ * lease. Returns whether i evicted P.
+ */
+export function slowConfirmerDiskCrashes(mutant?: MutantName, timing: ConfirmerCrashTiming = shortBoundTiming): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(5, mutant);
+  const { queue, time } = parts;
+  runUntil(parts, 1000);
+  const pInc = incOf(parts, 0, 'oldest');
+  cutBoth(parts, 0, [1, 3], 60_000);
+  cutBoth(parts, 0, [2], timing.crashAtMs + 150);
+  runUntil(parts, 3800);
+  parts.wire.cut(2, 3, 60_000);
+  runUntil(parts, 3900);
+  parts.wire.cut(3, 1, timing.aHeldUntilMs);
+  parts.cluster.hostOf(2).disk.slowWrites = { latencyMs: timing.writeMs, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
+  runUntil(parts, timing.crashAtMs);
+  parts.cluster.crash(2);
+  parts.cluster.restart(2);
+  runUntil(parts, timing.aHeldUntilMs + 2000);
+  const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
+  return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
+}
+
+/** When k's background writes take, when it crashes, and until when a's confirmations are held up. */
+export interface ConfirmerCrashTiming {
+  readonly writeMs: number;
+  readonly crashAtMs: number;
+  readonly aHeldUntilMs: number;
+}
+
+const shortBoundTiming: ConfirmerCrashTiming = { writeMs: 1000, crashAtMs: 5450, aHeldUntilMs: 7200 };
+
+/**
+ * slowConfirmerDiskCrashes with a 6 s write: k's second bound write starts at about 5.6 s
+ * and lands at 11.6 s; the first bound (10.1 s) covers a confirmation only until 7.1 s, so k
+ * confirms nothing from then on. k crashes at 9.05 s (quiet until 10.1 s) and a's
+ * confirmations reach i at 10.5 s, when k's last one (7.1 s) no longer counts: i does not
+ * evict P. Had k counted its write under way (mutant `count-bound-under-way`), it would have
+ * confirmed until the crash, promising past its bound on disk: i counts that confirmation at
+ * 10.5 s and evicts P, leased again through the restarted k's echoes.
+ */
+export const boundUnderWayTiming: ConfirmerCrashTiming = { writeMs: 6000, crashAtMs: 9050, aHeldUntilMs: 10_500 };
+
 /** A scripted scenario that catches a mutant: whether its rule held in one run. */
 export interface MutantScenario {
   readonly name: string;
@@ -596,4 +717,7 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'forget-incarnation-floor': noViolation('steppedBackBelowEvicted', steppedBackBelowEvicted),
   'forget-successor-heard': noViolation('replacedSuccessorSuspected', replacedSuccessorSuspected),
   'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
+  'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
+  'promise-bound-short': noViolation('slowConfirmerDiskCrashes', slowConfirmerDiskCrashes),
+  'echo-bound-short': noViolation('echoerCrashesOnShortBound', echoerCrashesOnShortBound),
 };
