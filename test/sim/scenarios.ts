@@ -397,6 +397,27 @@ export function zombieAnswers(mutant?: MutantName): { waiterOutcome: string; ask
 }
 
 /**
+ * The opening both successor scenarios share: at 1 s p2 crashes and a second process Y with
+ * p0's id starts on an empty data dir; p0's first process X never reaches p2 again, Y reaches
+ * p1 only from `yReachesP1AtMs`; at 1.1 s p2 restarts on an empty data dir and meets Y first.
+ */
+function twinMetByRestartedP2(parts: Parts, yReachesP1AtMs: number): { x: SimPeerProcess; y: SimPeerProcess } {
+  const { cluster, net } = parts;
+  runUntil(parts, 1000);
+  const x = processOf(parts, 0, 0);
+  cluster.crash(2);
+  cluster.hostOf(0).disk.lose();
+  cluster.restart(0, { duplicate: true });
+  const y = processOf(parts, 0, 1);
+  net.stallProcess(x.proc, 2, 60_000);
+  net.stallProcess(y.proc, 1, yReachesP1AtMs);
+  runUntil(parts, 1100);
+  cluster.hostOf(2).disk.lose();
+  cluster.restart(2);
+  return { x, y };
+}
+
+/**
  * Three peers. At 1 s p2 crashes and a second process Y with p0's id starts on an empty data
  * dir (a replaced VM; so Y holds no joins), reaching p2 but not p1 until 3 s; p0's first
  * process X cannot reach p2 again. p2 restarts (empty data dir too) and meets Y first: it
@@ -415,17 +436,7 @@ export function zombieAnswers(mutant?: MutantName): { waiterOutcome: string; ask
 export function replacedSuccessorSuspected(mutant?: MutantName): { violations: readonly string[]; yEvictedAtMs: number | null; yLeaseLapsedAtMs: number | null; transcript: readonly string[] } {
   const parts = quietWorld(3, mutant);
   const { cluster, net } = parts;
-  runUntil(parts, 1000);
-  const x = processOf(parts, 0, 0);
-  cluster.crash(2);
-  cluster.hostOf(0).disk.lose();
-  cluster.restart(0, { duplicate: true });
-  const y = processOf(parts, 0, 1);
-  net.stallProcess(x.proc, 2, 60_000);
-  net.stallProcess(y.proc, 1, 3000);
-  runUntil(parts, 1100);
-  cluster.hostOf(2).disk.lose();
-  cluster.restart(2);
+  const { y } = twinMetByRestartedP2(parts, 3000);
   runUntil(parts, 3300);
   net.stallProcess(y.proc, 2, 60_000);
   runUntil(parts, 5700);
@@ -472,18 +483,8 @@ export function replacedSuccessorSuspected(mutant?: MutantName): { violations: r
  */
 export function waitingSuccessorSuspected(mutant?: MutantName): { violations: readonly string[]; yJoinedAtP1: boolean; yEvicted: boolean; transcript: readonly string[] } {
   const parts = quietWorld(3, mutant);
-  const { cluster, net } = parts;
-  runUntil(parts, 1000);
-  const x = processOf(parts, 0, 0);
-  cluster.crash(2);
-  cluster.hostOf(0).disk.lose();
-  cluster.restart(0, { duplicate: true });
-  const y = processOf(parts, 0, 1);
-  net.stallProcess(x.proc, 2, 60_000);
-  net.stallProcess(y.proc, 1, 3500);
-  runUntil(parts, 1100);
-  cluster.hostOf(2).disk.lose();
-  cluster.restart(2);
+  const { net } = parts;
+  const { y } = twinMetByRestartedP2(parts, 3500);
   runUntil(parts, 2000);
   net.stallProcess(y.proc, 2, 60_000);
   runUntil(parts, 4900);
