@@ -84,15 +84,8 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: { 'max-lines': ['error', { max: 400, skipBlankLines: true, skipComments: true }] },
   },
-  // The files over the limit today, each held where it is so that it cannot grow; issue 38
-  // splits them and then these overrides go. Over 450 lines in all: src/runtime/session.ts
-  // (about 800 lines, 508 of code), src/runtime/peer.ts (about 550, under 400 of code),
-  // src/http/dashboard/script.ts (482, 435 of code) and src/core/machine.ts (458, under 400
-  // of code).
-  {
-    files: ['src/runtime/session.ts'],
-    rules: { 'max-lines': ['error', { max: 520, skipBlankLines: true, skipComments: true }] },
-  },
+  // The one file over the limit today, held where it is so that it cannot grow:
+  // src/http/dashboard/script.ts (482 lines, 435 of code).
   {
     files: ['src/http/dashboard/script.ts'],
     rules: { 'max-lines': ['error', { max: 450, skipBlankLines: true, skipComments: true }] },

@@ -14,7 +14,7 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import type { LocalRequests } from './holds.js';
-import type { RuntimeFaults } from './faults.js';
+import type { RuntimeFaults } from '../core/faults.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './status-views.js';
 

@@ -25,7 +25,8 @@ import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import { PersistedBounds } from './bounds.js';
 import { CurrentSession } from './current-session.js';
-import type { PlantedFaults, RuntimeFaults } from './faults.js';
+import type { RuntimeFaults } from '../core/faults.js';
+import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
@@ -34,7 +35,8 @@ import { PeerMetrics } from './peer-metrics.js';
 import type { ClusterView, DegradedView, LockView, QueueView } from './status-views.js';
 import { StatusViews } from './status-views.js';
 import { Session } from './session.js';
-import type { LocalEffect, RejoinReason, SessionWorld } from './session.js';
+import type { SessionWorld } from './session.js';
+import type { LocalEffect, RejoinReason } from '../core/protocol.js';
 
 export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
 

@@ -3,7 +3,7 @@
  * within lease_ms, measured from the send time.
  */
 import { describe, expect, it } from 'vitest';
-import { LeaseTracker } from '../../src/runtime/lease.js';
+import { LeaseTracker } from '../../src/core/lease.js';
 
 describe('LeaseTracker', () => {
   it('is valid with a majority of echoes and lapses lease_ms after the majority-th send time', () => {

@@ -1,0 +1,548 @@
+/**
+ * One incarnation of a peer, as a protocol: every decision a peer makes, in one pure object
+ * (docs/design.md sections 3 to 5; docs/architecture.md, "One acquire, top to bottom"). It
+ * owns the Lamport core (Machine), the eviction logic (Membership), the lease (LeaseTracker)
+ * and the rules that join them: when a new incarnation of a peer may join (successors, held
+ * joins), what a superseded incarnation (a zombie) may still do, when a heartbeat may carry
+ * the clock, when an echo may leave, and which clock another peer may not push us to.
+ *
+ * Each input (a peer joined, a payload, a heartbeat, an echo, a refusal, a tick, a local
+ * client's event, a lease check) takes the lease clock's now and returns what to do, in the
+ * order to do it, as raft's `Ready` does: messages to send (a confirmation only once its
+ * promise is on disk), effects for local clients, the clock to persist, incarnations the
+ * links must refuse, a rejoin, and log lines. The runtime (runtime/session.ts) is the I/O
+ * loop around it: it reads, steps this, and carries out the outputs; the simulator drives
+ * the same object through that loop.
+ */
+import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
+import type { EchoPromise, MembershipEffect, MembershipMessage } from './membership.js';
+import { Membership, isMembershipMessage } from './membership.js';
+import type { Effect, MachineEvent } from './effects.js';
+import type { MachineFaults, RuntimeFaults } from './faults.js';
+import type { IncarnationBook } from './incarnations.js';
+import { LeaseTracker } from './lease.js';
+import { Machine } from './machine.js';
+import type { MembershipFaults } from './membership.js';
+import type { Packet } from './messages.js';
+import { isPacket } from './messages.js';
+import type { QueueLog } from './queue-log.js';
+import type { Incarnation } from './types.js';
+import { compareIncarnation, formatIncarnation } from './types.js';
+
+/** What travels between the runtimes of two peers: core packets and membership messages. */
+export type Payload = Packet | MembershipMessage;
+
+export function isPayload(v: unknown): v is Payload {
+  return isPacket(v) || isMembershipMessage(v);
+}
+
+/** The highest clock, request timestamp or incarnation start in `payload` (issue 37: none may be too far ahead). */
+function highestClockOf(payload: Payload): number {
+  if ('t' in payload) return payload.inc.startMs;
+  let max = payload.c;
+  for (const m of payload.m) if (m.t === 'req' && m.ts > max) max = m.ts;
+  return max;
+}
+
+/** The core effects for local clients (sends are outputs of their own). */
+export type LocalEffect = Exclude<Effect, { type: 'send' }>;
+
+/** Why an incarnation ends before its process does. */
+export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** What the runtime must do after an input, in this order. */
+export type ProtocolOutput =
+  /**
+   * `lazy`: may wait for the next message to that peer (docs/design.md "Batching").
+   * `promise`: a confirmation, which leaves only once the promise it gives is on disk.
+   */
+  | { readonly type: 'send'; readonly to: number; readonly payload: Payload; readonly lazy: boolean; readonly promise: boolean }
+  /** One core step sent this many messages (for metrics), whether or not its packets left. */
+  | { readonly type: 'sent'; readonly messages: number }
+  | { readonly type: 'local'; readonly effect: LocalEffect }
+  /** The clock after a core step: the high-water mark on disk must stay above it. */
+  | { readonly type: 'clock'; readonly clock: number }
+  /** Something a viewer may care about changed (queues, membership). */
+  | { readonly type: 'changed' }
+  /** A majority evicted `inc` of `peer`: the links refuse it and every older one from now on. */
+  | { readonly type: 'refuse'; readonly peer: number; readonly inc: Incarnation }
+  /** `inc` of `peer` sent `clock`, too far ahead of ours: the links refuse it from now on. */
+  | { readonly type: 'refuse_ahead'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
+  /** This incarnation cannot go on: end holds, start a new one above `startFloorMs`. */
+  | { readonly type: 'rejoin'; readonly reason: RejoinReason; readonly startFloorMs: number }
+  | { readonly type: 'log'; readonly level: LogLevel; readonly fields: Readonly<Record<string, unknown>>; readonly msg: string };
+
+/** Construction parameters of one incarnation's protocol. */
+export interface ProtocolOptions {
+  readonly self: number;
+  /** Every peer's id, by index (for log lines). */
+  readonly peerIds: readonly string[];
+  readonly leaseMs: number;
+  readonly evictMs: number;
+  readonly clockRateMargin: number;
+  readonly incarnation: Incarnation;
+  /** The clock starts above this (the high-water mark on disk, the incarnation's start). */
+  readonly clockFloor: number;
+  /** Now on the lease clock. */
+  readonly nowMs: number;
+  /** The other peers' incarnations, shared with the links (core/incarnations.ts). */
+  readonly incarnations: IncarnationBook;
+  /** The previous incarnation's confirmation promises that still bind (after a rejoin). */
+  readonly promises?: readonly EchoPromise[] | undefined;
+  /** Echo no heartbeat for this long: a promise the previous process gave may still bind. */
+  readonly quietForMs?: number | undefined;
+  /** Join no peer for this long: an echo the previous process or incarnation gave may still vouch. */
+  readonly joinsHeldForMs?: number | undefined;
+  readonly queueLog?: QueueLog | undefined;
+  readonly faults?: {
+    readonly machine?: Partial<MachineFaults> | undefined;
+    readonly membership?: Partial<MembershipFaults> | undefined;
+    readonly runtime?: Partial<RuntimeFaults> | undefined;
+  } | undefined;
+}
+
+/** A new incarnation of a peer kept out of the core (stage 3 of core/incarnations.ts), with what it sent meanwhile. */
+interface Waiting {
+  readonly inc: Incarnation;
+  readonly clock: number;
+  readonly restarted: boolean;
+  readonly packets: Packet[];
+}
+
+/** One incarnation's whole protocol: inputs in, outputs out. */
+export class PeerProtocol {
+  readonly incarnation: Incarnation;
+  readonly #peerIds: readonly string[];
+  readonly #faults: Partial<RuntimeFaults>;
+  readonly #machine: Machine;
+  readonly #lease: LeaseTracker;
+  readonly #membership: Membership;
+  readonly #incarnations: IncarnationBook;
+  /**
+   * The waiting stage (stage 3 of core/incarnations.ts): incarnations the links admitted
+   * while their predecessor was not evicted wait here, out of the core, until the majority
+   * evicts it (Membership.predecessorOf), or while joins are held. Their core packets wait
+   * here (they send none that matter: they cannot sync before every peer let them join), and
+   * nothing of ours that could count as an ack goes to them.
+   */
+  readonly #waiting = new Map<number, Waiting>();
+  /** Echoes wait until then (ProtocolOptions.quietForMs). */
+  readonly #quietUntilMs: number;
+  /**
+   * No peer joins the core before then (ProtocolOptions.joinsHeldForMs): a heartbeat our
+   * previous process echoed may still vouch for a lease of an incarnation we never met, and
+   * letting its successor in would count us in the successor's ack quorum (F-ids in
+   * docs/findings.md under "Successors"). Joins wait in `#waiting` meanwhile.
+   */
+  readonly #joinsHeldUntilMs: number;
+  /**
+   * Whether this incarnation ever synced with every peer: one that never did and is refused
+   * as stale (its wall clock stepped back since its predecessor started) starts again above
+   * the incarnation the refusal names; one that did is an old process a newer one replaced.
+   */
+  #everSynced = false;
+  /**
+   * Set once a peer refused this incarnation as older than one of our id it knows, after it
+   * had synced: a newer process with our id runs, or ran, and this one is a zombie. Its lease
+   * is not renewed (it lapses within lease_ms, and its holds end then), it echoes nothing and
+   * decides no eviction, since the leases it would judge were lent by that newer process's
+   * echoes, not its own. What its clients are told from then on; null while not a zombie.
+   */
+  #supersededError: LockError | null = null;
+  /** A zombie that was evicted: it does not rejoin while the newer one lives. */
+  #stayingOut = false;
+  #out: ProtocolOutput[] = [];
+
+  constructor(opts: ProtocolOptions) {
+    const peerCount = opts.peerIds.length;
+    this.incarnation = opts.incarnation;
+    this.#peerIds = opts.peerIds;
+    this.#faults = opts.faults?.runtime ?? {};
+    this.#incarnations = opts.incarnations;
+    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: opts.clockFloor, faults: opts.faults?.machine, queueLog: opts.queueLog });
+    this.#lease = new LeaseTracker({ self: opts.self, peerCount, leaseMs: opts.leaseMs });
+    this.#membership = new Membership({
+      self: opts.self, peerCount, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin, faults: opts.faults?.membership,
+      promises: opts.promises, incarnations: opts.incarnations,
+    });
+    this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
+    this.#joinsHeldUntilMs = opts.nowMs + (opts.joinsHeldForMs ?? 0);
+  }
+
+  // ---- inputs ----------------------------------------------------------------------------
+
+  /** A local client's event (acquire, release, meta) or the runtime's own (fence), after a lease check. */
+  local(event: MachineEvent, nowMs: number): readonly ProtocolOutput[] {
+    this.#step(event, nowMs);
+    return this.#take();
+  }
+
+  /** Re-checks the lease now: the runtime does before every event that enters this incarnation. */
+  checkLease(nowMs: number): readonly ProtocolOutput[] {
+    this.#refreshLease(nowMs);
+    return this.#take();
+  }
+
+  /** The membership's heartbeat tick: suspicions, evictions, and joins no longer held. */
+  tick(nowMs: number): readonly ProtocolOutput[] {
+    if (this.#actsOnMembership() || this.#faults.zombieSuspects === true) this.#applyMembership(this.#membership.tick(nowMs), nowMs);
+    this.#releaseHeldJoins(nowMs);
+    return this.#take();
+  }
+
+  /** The links admitted `inc` of `peer` (a handshake), whose clock was `clock`; `restarted`: it replaced an older one. */
+  peerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean, nowMs: number): readonly ProtocolOutput[] {
+    this.#membership.heard(peer, inc, nowMs);
+    const predecessor = this.#membership.predecessorOf(peer, inc);
+    if (predecessor !== null) {
+      this.#log('warn', { remote: this.peerId(peer), incarnation: formatIncarnation(inc), predecessor: formatIncarnation(predecessor) },
+        'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
+      this.#waiting.set(peer, { inc, clock, restarted: false, packets: [] });
+      this.#step({ type: 'superseded', peer }, nowMs);
+    } else if (this.#joinsHeld(nowMs)) {
+      this.#log('info', { remote: this.peerId(peer), incarnation: formatIncarnation(inc) }, 'peer waits: no peer joins while a heartbeat this peer echoed before may vouch for a lease');
+      this.#waiting.set(peer, { inc, clock, restarted, packets: [] });
+    } else {
+      this.#join(peer, inc, clock, restarted, nowMs);
+    }
+    return this.#take();
+  }
+
+  /** A payload of `inc` of `from` arrived. */
+  payload(from: number, inc: Incarnation, payload: Payload, nowMs: number): readonly ProtocolOutput[] {
+    this.#onPayload(from, inc, payload, nowMs);
+    return this.#take();
+  }
+
+  /** A heartbeat of `inc` of `from` arrived, carrying its clock when it may count as an ack (rule 3a). */
+  heartbeat(from: number, inc: Incarnation, clock: number | undefined, nowMs: number): readonly ProtocolOutput[] {
+    if (!this.#refusedAhead(from, inc, clock ?? 0)) {
+      this.#membership.heard(from, inc, nowMs);
+      if (clock !== undefined && !this.#waiting.has(from)) this.#step({ type: 'packet', from, inc, packet: { c: clock, m: [] } }, nowMs);
+    }
+    return this.#take();
+  }
+
+  /**
+   * `peer` echoed our heartbeat sent at `sentAtMs` (lease clock): the lease extends from that
+   * send time, never from the echo's arrival. A zombie's lease is not renewed: it lapses on
+   * its own, and its holds end with it. Not earlier: a lease this peer reported (GET
+   * /v1/cluster) must hold as long as it said (F-id under "Zombies" in docs/findings.md).
+   */
+  echo(peer: number, sentAtMs: number, nowMs: number): readonly ProtocolOutput[] {
+    if (this.#actsOnMembership() || this.#faults.zombieRenewsLease === true) this.#lease.onEcho(peer, this.#faults.leaseFromArrival === true ? nowMs : sentAtMs);
+    this.#refreshLease(nowMs);
+    return this.#take();
+  }
+
+  /** A peer refused this incarnation's link: `known` is the newest incarnation of our id it knows. */
+  refused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean, nowMs: number): readonly ProtocolOutput[] {
+    this.#onRefused(peer, reason, known, knownEvicted, nowMs);
+    return this.#take();
+  }
+
+  // ---- questions the links ask while writing a frame ----------------------------------------
+
+  /**
+   * Rule 3a for heartbeats (docs/design.md section 3): a heartbeat carries our clock, which
+   * the peer takes as an ack, only when every earlier data frame for it is on the socket
+   * ahead of it (`allSent`: by FIFO the peer then has them all), when that peer's
+   * incarnation has joined our core, and when our core may ack at all.
+   */
+  heartbeatClock(peer: number, allSent: boolean): number | undefined {
+    const ordered = allSent || this.#faults.heartbeatClockWhilePending === true;
+    return ordered && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
+  }
+
+  /**
+   * Whether a heartbeat of `inc` of `peer` may be echoed now (its echo bound on disk aside,
+   * which the runtime checks): not by a zombie, not while a previous process's promise may
+   * bind, and not against a promise of this incarnation (Membership.mayEcho).
+   */
+  mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
+    return this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+  }
+
+  // ---- what views, the next incarnation and the simulator's checker read -------------------
+
+  /** The Lamport core, for read-only queries. */
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
+    return this.#machine;
+  }
+
+  /** ERR_SUPERSEDED once this incarnation is a zombie, else null. */
+  get supersededError(): LockError | null {
+    return this.#supersededError;
+  }
+
+  peerId(index: number): string {
+    return this.#peerIds[index] ?? `#${index}`;
+  }
+
+  /** The lease end on the lease clock (-Infinity when none). */
+  leaseValidUntilMs(): number {
+    return this.#lease.validUntil();
+  }
+
+  /** Peers whose echoes no longer vouch for our lease. */
+  leaseSilentPeers(nowMs: number): number[] {
+    return this.#lease.silentPeers(nowMs);
+  }
+
+  quietLeftMs(nowMs: number): number {
+    return Math.max(0, this.#quietUntilMs - nowMs);
+  }
+
+  joinsHeldLeftMs(nowMs: number): number {
+    return Math.max(0, this.#joinsHeldUntilMs - nowMs);
+  }
+
+  promises(nowMs: number): EchoPromise[] {
+    return this.#membership.promises(nowMs);
+  }
+
+  isEvicted(peer: number, inc: Incarnation): boolean {
+    return this.#membership.isEvicted(peer, inc);
+  }
+
+  membershipDecided(): Readonly<Membership['decided']> {
+    return { ...this.#membership.decided };
+  }
+
+  /** Peers whose new incarnation waits for its predecessor's eviction (or while joins are held). */
+  waiting(): number[] {
+    return [...this.#waiting.keys()];
+  }
+
+  silence(peer: number, nowMs: number): ReturnType<Membership['silence']> {
+    return this.#membership.silence(peer, nowMs);
+  }
+
+  // ---- the rules -----------------------------------------------------------------------------
+
+  #take(): readonly ProtocolOutput[] {
+    const out = this.#out;
+    this.#out = [];
+    return out;
+  }
+
+  #log(level: LogLevel, fields: Readonly<Record<string, unknown>>, msg: string): void {
+    this.#out.push({ type: 'log', level, fields, msg });
+  }
+
+  #joinsHeld(nowMs: number): boolean {
+    return nowMs < this.#joinsHeldUntilMs;
+  }
+
+  /** Once joins are no longer held: every waiting peer with no live predecessor joins, then its packets. */
+  #releaseHeldJoins(nowMs: number): void {
+    if (this.#waiting.size === 0 || this.#joinsHeld(nowMs)) return;
+    for (const [peer, waiting] of [...this.#waiting]) {
+      if (this.#membership.predecessorOf(peer, waiting.inc) !== null || this.#waiting.get(peer) !== waiting) continue;
+      this.#waiting.delete(peer);
+      this.#join(peer, waiting.inc, waiting.clock, waiting.restarted, nowMs);
+      for (const packet of waiting.packets) this.#onPayload(peer, waiting.inc, packet, nowMs);
+    }
+  }
+
+  #join(peer: number, inc: Incarnation, clock: number, restarted: boolean, nowMs: number): void {
+    this.#log('info', { remote: this.peerId(peer), incarnation: formatIncarnation(inc), clock, restarted }, restarted ? 'peer restarted: dropping its old requests' : 'peer joined');
+    if (restarted) this.#lease.forget(peer);
+    this.#step({ type: 'joined', peer, inc, clock }, nowMs);
+    this.#applyMembership(this.#membership.evictions(peer), nowMs);
+  }
+
+  #onPayload(from: number, inc: Incarnation, payload: Payload, nowMs: number): void {
+    if (this.#refusedAhead(from, inc, highestClockOf(payload))) return;
+    this.#membership.heard(from, inc, nowMs);
+    if ('t' in payload) {
+      // A zombie counts no confirmation (it decides no eviction); notices it still applies.
+      if (payload.t === 'confirm' && !this.#actsOnMembership() && this.#faults.zombieCountsConfirmations !== true) return;
+      // Nor does it confirm a suspicion: the newer process of our id may have echoed the
+      // suspect, and one id would vote on both sides of its eviction.
+      if (payload.t === 'suspect' && !this.#actsOnMembership() && this.#faults.zombieConfirms !== true) return;
+      this.#applyMembership(this.#membership.onMessage(from, payload, nowMs), nowMs);
+      return;
+    }
+    const waiting = this.#waiting.get(from);
+    if (waiting === undefined) {
+      this.#step({ type: 'packet', from, inc, packet: payload }, nowMs);
+    } else if (waiting.packets.length < limits.frameMessagesMax) {
+      waiting.packets.push(payload);
+    } else {
+      this.#log('warn', { remote: this.peerId(from) }, 'dropping a packet of a waiting incarnation: too many');
+    }
+  }
+
+  /**
+   * True when `inc` of `from` is refused for a clock too far ahead of ours (issue 37): now, for
+   * `clock` (the highest clock or incarnation start of what it sent), or before. Nothing of it
+   * is adopted; the links cut it and refuse it from then on, as a partition would (the
+   * majority evicts it if it stays out).
+   */
+  #refusedAhead(from: number, inc: Incarnation, clock: number): boolean {
+    if (this.#incarnations.isAheadRefused(from, inc)) return true;
+    if (!this.#incarnations.isAhead(clock)) return false;
+    this.#incarnations.refuseAhead(from, inc);
+    this.#out.push({ type: 'refuse_ahead', peer: from, inc, clock });
+    return true;
+  }
+
+  #onRefused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean, nowMs: number): void {
+    if (known !== undefined && this.#incarnations.isAhead(known.startMs)) {
+      // A refuser that names an incarnation of ours too far ahead would make us start above it.
+      this.#log('error', { code: ErrorCode.ClockAhead, remote: this.peerId(peer), known: formatIncarnation(known) }, `peer ${this.peerId(peer)} names an incarnation of this peer too far ahead of this host's wall clock: not starting above it (check that host's wall clock)`);
+      return;
+    }
+    const newerLives = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted;
+    if (reason === 'evicted' && newerLives && this.#everSynced && this.#faults.zombieRejoins !== true) {
+      // A newer process of our id lives: we stay out while it does. Rejoining above it would
+      // make that one the zombie, and while it did not know yet, our confirmations and its
+      // echoes voted for one id on both sides of an eviction. Once a refuser has evicted that
+      // one too (it died, or was stopped), the refusal says so and we rejoin. Not an
+      // incarnation that never synced: it started below the others' knowledge (a wall clock
+      // stepped back), granted nothing, and rejoins above it, as for a stale refusal below.
+      if (!this.#stayingOut) this.#log('error', { remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
+      this.#stayingOut = true;
+      this.#becomeZombie(peer, known, nowMs);
+    } else if (reason === 'evicted') {
+      this.#log('warn', { remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
+      // The new incarnation starts above the newest one of our id the refuser knows: one
+      // that starts below an evicted one is refused again.
+      this.#out.push({ type: 'rejoin', reason: 'evicted', startFloorMs: Math.max(this.incarnation.startMs, known?.startMs ?? 0) + 1 });
+    } else if (reason === 'stale_incarnation' && known !== undefined && !this.#everSynced) {
+      // We started older than an incarnation of our id that the others know: the wall clock
+      // stepped back since it started, or another process runs with our id. Start again above
+      // it; a live one is then superseded and evicted before we are admitted.
+      this.#log('warn', { remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation started older than one of our id the others know: starting above it');
+      this.#out.push({ type: 'rejoin', reason: 'stale_incarnation', startFloorMs: known.startMs + 1 });
+    } else if (reason === 'stale_incarnation' && this.#everSynced) {
+      this.#becomeZombie(peer, known, nowMs);
+    } else if (reason === 'predecessor_live') {
+      this.#log('info', { remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
+    }
+  }
+
+  /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#supersededError`). */
+  #becomeZombie(peer: number, known: Incarnation | undefined, nowMs: number): void {
+    if (this.#supersededError !== null) return;
+    this.#supersededError = new LockError(
+      ErrorCode.Superseded,
+      `another process runs or ran with this peer id (${known === undefined ? 'a newer incarnation' : `incarnation ${formatIncarnation(known)}`}, newer than this one): this one grants nothing from now on; stop it, and ask the peer that runs`,
+      known === undefined ? {} : { newerIncarnation: formatIncarnation(known) },
+    );
+    this.#log('error', { remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
+      'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
+    // Its waiters end and it grants nothing more: an old request of it granted now would
+    // sort below grants the others made meanwhile. Its holds end when the lease does.
+    if (!this.#actsOnMembership() && this.#faults.zombieKeepsWaiters !== true) this.#step({ type: 'fence' }, nowMs);
+    this.#refreshLease(nowMs);
+  }
+
+  #applyMembership(effects: readonly MembershipEffect[], nowMs: number): void {
+    for (const e of effects) {
+      if (e.type === 'send') {
+        // A confirmation is a promise: on disk before it leaves, or it does not leave.
+        this.#out.push({ type: 'send', to: e.to, payload: e.msg, lazy: false, promise: e.msg.t === 'confirm' });
+        continue;
+      }
+      this.#log('warn', { remote: this.peerId(e.peer), incarnation: formatIncarnation(e.inc) }, 'peer evicted by a majority: dropping its requests');
+      // Membership recorded the eviction in the book already (stage 5); the links follow now (stage 6).
+      this.#out.push({ type: 'refuse', peer: e.peer, inc: e.inc });
+      this.#evicted(e, nowMs);
+    }
+  }
+
+  /** A majority evicted `e.inc` of `e.peer`: the core drops it, or a successor waiting for it joins in its place. */
+  #evicted(e: Extract<MembershipEffect, { type: 'evict' }>, nowMs: number): void {
+    const waiting = this.#waiting.get(e.peer);
+    // The waiting one itself was evicted (it died too): it rejoins as a newer one, if ever.
+    // We met it (or an older one it replaced while joins were held), and the core drops it
+    // from its view as it would a met one.
+    const metHeld = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) <= 0;
+    if (metHeld) this.#waiting.delete(e.peer);
+    // It joins once the membership tracks no live predecessor of it: the eviction of an
+    // incarnation older than that predecessor (a notice passed on) frees nothing. While joins
+    // are held, it waits on (#releaseHeldJoins), and the eviction is a step of its own: no
+    // peer has joined the core yet, so no request of ours can go without it.
+    const freed = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) > 0 && !this.#joinsHeld(nowMs) &&
+      (this.#membership.predecessorOf(e.peer, waiting.inc) === null || this.#faults.joinOnOlderEviction === true);
+    if (waiting !== undefined && freed) {
+      // Its predecessor's lease has lapsed: the waiting incarnation joins, replacing it in
+      // one step (the core drops the predecessor's requests as for a restart), then its
+      // packets. The successor requests nothing until our state transfer has synced it, so
+      // nothing of it sorts before a request of ours granted between the two steps.
+      this.#waiting.delete(e.peer);
+      this.#join(e.peer, waiting.inc, waiting.clock, false, nowMs);
+      this.#step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last }, nowMs);
+      for (const packet of waiting.packets) this.#onPayload(e.peer, waiting.inc, packet, nowMs);
+      return;
+    }
+    this.#lease.forget(e.peer);
+    this.#step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last, metHeld }, nowMs);
+    this.#out.push({ type: 'changed' });
+  }
+
+  /** Tells the core when the lease changed. */
+  #refreshLease(nowMs: number): void {
+    const valid = this.#lease.valid(nowMs);
+    if (valid === this.#machine.leaseValid) return;
+    this.#log(this.#machine.synced ? 'warn' : 'info', { valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
+    this.#stepCore({ type: 'lease', valid });
+  }
+
+  /** Whether this incarnation still echoes heartbeats: not once it is a zombie (its echoes would vote for its id beside the newer process's confirmations). */
+  #votes(): boolean {
+    return this.#actsOnMembership() || this.#faults.zombieEchoes === true;
+  }
+
+  /** False once this incarnation is known to be superseded (a zombie), unless the act-while-superseded mutant. */
+  #actsOnMembership(): boolean {
+    return this.#supersededError === null || this.#faults.actWhileSuperseded === true;
+  }
+
+  /** Feeds one event to the core after re-checking the lease: a process resumed after a pause must not grant on a stale lease. */
+  #step(event: MachineEvent, nowMs: number): void {
+    if (this.#faults.noLeaseCheckBeforeEvent !== true) this.#refreshLease(nowMs);
+    this.#stepCore(event);
+  }
+
+  #stepCore(event: MachineEvent): void {
+    const effects = this.#machine.step(event);
+    for (const effect of effects) {
+      if (effect.type !== 'send') continue;
+      // Core packets for a peer whose new incarnation waits were meant for the predecessor,
+      // which the links can no longer reach; the new one gets the state transfer when it joins.
+      if (!this.#waiting.has(effect.to)) this.#out.push({ type: 'send', to: effect.to, payload: effect.packet, lazy: this.#mayWait(effect.packet), promise: false });
+      this.#out.push({ type: 'sent', messages: Math.max(1, effect.packet.m.length) });
+    }
+    let local = false;
+    for (const effect of effects) {
+      if (effect.type === 'send') continue;
+      local = true;
+      this.#out.push({ type: 'local', effect });
+    }
+    this.#out.push({ type: 'clock', clock: this.#machine.clock });
+    if (!this.#everSynced && this.#machine.synced) this.#everSynced = true;
+    // A packet of acks only changes no queue, unless it let a request of ours be granted (the
+    // watches compare the queues at each change: docs/design.md section 6, "Watches").
+    if (event.type !== 'packet' || event.packet.m.length > 0 || local) this.#out.push({ type: 'changed' });
+  }
+
+  /**
+   * A packet that may wait for the next one to its peer (docs/design.md "Batching"): only
+   * releases, each of a lock whose queue here is now empty. Nobody waits for that lock as far
+   * as we know; a request we do not know of yet reaches us before it can be granted, and our
+   * answer to it (not lazy) carries the release along, ahead of it.
+   */
+  #mayWait(packet: Packet): boolean {
+    if (packet.m.length === 0) return false;
+    for (const msg of packet.m) {
+      if (msg.t !== 'rel' || this.#machine.queueSize(msg.lock) > 0) return false;
+    }
+    return true;
+  }
+}
