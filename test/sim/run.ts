@@ -151,7 +151,7 @@ function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; e
     else dispatch(parts, next.item);
     checker.afterEvent(time.nowMs);
     if (checker.violations.length > 0) break;
-    if (Number.isFinite(loop.deadlineMs) && clients.unresolved === 0) break;
+    if (Number.isFinite(loop.deadlineMs) && clients.unresolved === 0 && parts.workload.unprobed().length === 0) break;
   }
 }
 
@@ -195,6 +195,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
 function startLiveness(parts: Parts, s: Scenario): number {
   const dead = parts.faults.heal();
   parts.workload.stopIssuing();
+  parts.workload.probe();
   const deadNote = dead === null ? '' : `, p${dead} stays dead`;
   parts.transcript.add(parts.time.nowMs, null, `LIVENESS phase: ${parts.clients.unresolved} request(s) open${deadNote}`);
   const slowest = Math.min(...s.clockRates);
@@ -234,5 +235,11 @@ function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   const dead = parts.faults.dead;
   const expected = clients.waiting().filter((r) => !parts.cluster.cannotSync(r.peer, dead) && !parts.cluster.waitsForUnevictable(r.proc, dead));
   const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.opts.mode} ${r.state} since ${r.issuedMs}ms (${describeStuck(parts, r)})`);
+  // Every peer that can sync grants its probe (Workload.probe); a waiting probe is reported above.
+  for (const peer of parts.workload.unprobed()) {
+    const p = parts.cluster.current(peer);
+    if (p === undefined || peer === dead || parts.cluster.cannotSync(peer, dead) || parts.cluster.waitsForUnevictable(p, dead)) continue;
+    if (!clients.waiting().some((r) => r.peer === peer && r.opts.owner === 'probe')) stuck.push(`p${peer} granted no probe request of the liveness phase (the last one: ${parts.workload.lastProbeOutcome(peer)})`);
+  }
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);
 }

@@ -64,6 +64,50 @@ export class Workload {
     this.#abandoning = false;
   }
 
+  /**
+   * The liveness phase's probes: one exclusive request from every peer, on one of the
+   * scenario's locks, with no timeout and never abandoned, re-asked while it fails (a peer
+   * rejoining refuses it), so that every peer that can sync must grant something once the
+   * faults heal. Without them a run whose waits all ended otherwise (abandoned, timed out,
+   * refused) passed: a core that started fenced, answering every acquire with an end,
+   * survived 120 seeds of issue 39's mutation runner. Drawn from nothing: the safety phase's
+   * trajectory does not move.
+   */
+  probe(): void {
+    for (let peer = 0; peer < this.#o.scenario.peers; peer++) this.#probeOnce(peer);
+  }
+
+  /** Peers whose probe is not granted yet (`probe`). */
+  unprobed(): number[] {
+    return [...this.#probes].filter(([, req]) => req === null || req.grant === null).map(([peer]) => peer);
+  }
+
+  /** How the latest probe of `peer` ended, for the liveness report. */
+  lastProbeOutcome(peer: number): string {
+    const req = this.#probes.get(peer);
+    return req === undefined || req === null ? 'no process to ask' : req.outcome === '' ? req.state : req.outcome;
+  }
+
+  /** The latest probe of each peer (null: its peer had no process to ask). */
+  readonly #probes = new Map<number, ClientRequest | null>();
+
+  #probeOnce(peer: number): void {
+    const { cluster, clients, scenario, schedule, time } = this.#o;
+    const procs = cluster.processes(peer);
+    const proc = procs[procs.length - 1];
+    const lock = scenario.locks[peer % scenario.locks.length];
+    if (lock === undefined) return;
+    const opts: AcquireOptions = { mode: 'exclusive', limit: 1, permits: 1, owner: 'probe', meta: null, timeoutMs: limits.timeoutMsMax, ttlMs: scenario.ttlMs, hold: 'ttl', expectedMs: null };
+    const req = proc === undefined ? null : clients.acquire(proc, lock, opts, false);
+    this.#probes.set(peer, req);
+    const recheck = (): void => {
+      if (req !== null && req.grant !== null) return;
+      if (req === null || req.state === 'done') this.#probeOnce(peer);
+      else schedule(time.nowMs + scenario.heartbeatMs, recheck);
+    };
+    schedule(time.nowMs + scenario.heartbeatMs, recheck);
+  }
+
   #onArrival(peer: number): void {
     if (!this.#issuing) return;
     const { multi, scenario } = this.#o;
