@@ -217,11 +217,16 @@ export class PeerProtocol {
     return this.#take();
   }
 
-  /** A heartbeat of `inc` of `from` arrived, carrying its clock when it may count as an ack (rule 3a). */
+  /**
+   * A heartbeat of `inc` of `from` arrived, carrying its clock when it may count as an ack
+   * (rule 3a): an empty packet for the core. One of an incarnation that waits here is not
+   * kept back as its packets are: the core ignores a packet of an incarnation it has not met
+   * (PeerView.isLive), and a later heartbeat carries the clock again.
+   */
   heartbeat(from: number, inc: Incarnation, clock: number | undefined, nowMs: number): readonly ProtocolOutput[] {
     if (!this.#refusedAhead(from, inc, clock ?? 0)) {
       this.#membership.heard(from, inc, nowMs);
-      if (clock !== undefined && !this.#waiting.has(from)) this.#step({ type: 'packet', from, inc, packet: { c: clock, m: [] } }, nowMs);
+      if (clock !== undefined) this.#step({ type: 'packet', from, inc, packet: { c: clock, m: [] } }, nowMs);
     }
     return this.#take();
   }
