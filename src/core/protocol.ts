@@ -84,7 +84,11 @@ export interface ProtocolOptions {
   readonly evictMs: number;
   readonly clockRateMargin: number;
   readonly incarnation: Incarnation;
-  /** The clock starts above this (the high-water mark on disk, the incarnation's start). */
+  /**
+   * The clock starts at or above this (the high-water mark on disk) and at or above the
+   * incarnation's start, so that the next process's mark, always above the clock, orders its
+   * incarnation after this one (docs/design.md section 5, "Incarnations").
+   */
   readonly clockFloor: number;
   /** Now on the lease clock. */
   readonly nowMs: number;
@@ -162,7 +166,7 @@ export class PeerProtocol {
     this.#peerIds = opts.peerIds;
     this.#faults = opts.faults?.runtime ?? {};
     this.#incarnations = opts.incarnations;
-    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: opts.clockFloor, faults: opts.faults?.machine, queueLog: opts.queueLog });
+    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), faults: opts.faults?.machine, queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ self: opts.self, peerCount, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
       self: opts.self, peerCount, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin, faults: opts.faults?.membership,

@@ -179,7 +179,7 @@ export class Session {
     const incarnations = new IncarnationBook(opts.config.peers.length, () => clockCeiling(this.#env.wallMs(), protocol?.machine.clock ?? 0));
     protocol = new PeerProtocol({
       self: opts.index, peerIds: opts.config.peers.map((p) => p.id), leaseMs: opts.config.leaseMs, evictMs: opts.config.evictMs, clockRateMargin,
-      incarnation: this.incarnation, clockFloor: Math.max(opts.clockFloor, this.incarnation.startMs), nowMs: this.#now(), incarnations,
+      incarnation: this.incarnation, clockFloor: opts.clockFloor, nowMs: this.#now(), incarnations,
       promises: opts.promises, quietForMs: opts.quietForMs, joinsHeldForMs: opts.joinsHeldForMs, queueLog: opts.queueLog, faults: this.#faults,
     });
     this.#protocol = protocol;
