@@ -7,13 +7,15 @@
  * and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
  * directory, and a child process runs the fixed budget of seeds against that copy (N seeds
  * from S on the FIFO network, N from S + 100000 on the link network, and N with all-or-nothing
- * requests when --multi is given), stopping at the first violation. It prints one line per
+ * requests when --multi is given), stopping at the first violation; before the seeds, the
+ * protocol's transcripts (test/core/testdata/protocol), which take a second and pin each
+ * rule's corner cases, stopping at the first that differs. It prints one line per
  * mutant, `caught` or `SURVIVED`, with the file and line of the built JS and of the
  * TypeScript source, then a summary line; the exit code is 0 only when nothing survived.
  * Lines that name a planted switch (`faults`) or only log are not mutated.
  */
 import { spawn } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, matchesGlob, relative } from 'node:path';
@@ -121,7 +123,32 @@ function options(argv: string[]): Options {
 }
 
 /** The worker: runs the budget against the dist/ it was loaded from; prints CAUGHT or SURVIVED. */
+/** The protocol's transcripts (test/core/testdata/protocol), run against the mutated build: the first that differs, or null. */
+async function transcriptDiffers(dir: string): Promise<string | null> {
+  if (!existsSync(dir)) return null;
+  const { ProtocolScript, parseScript } = await import('../core/protocol-script.js');
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.txt')).sort()) {
+    const script = new ProtocolScript();
+    for (const b of parseScript(readFileSync(join(dir, file), 'utf8'))) {
+      let actual: string[];
+      try {
+        actual = script.run(b.line);
+      } catch (err) {
+        return `transcript ${file}:${b.lineNo} threw: ${err instanceof Error ? err.message.slice(0, 100) : String(err)}`;
+      }
+      if (actual.join('\n') !== b.expected.join('\n')) return `transcript ${file}:${b.lineNo} (${b.line.slice(0, 60)})`;
+    }
+  }
+  return null;
+}
+
 async function worker(o: Options): Promise<void> {
+  // The transcripts first: they take a second, and pin each rule's corner cases.
+  const differs = await transcriptDiffers(join(fileURLToPath(new URL('.', import.meta.url)), '..', '..', '..', 'testdata', 'protocol'));
+  if (differs !== null) {
+    console.log(`CAUGHT ${differs}`);
+    return;
+  }
   const { runSeed } = await import('./run.js');
   const runs: { net: 'fifo' | 'link'; first: number; multi: number | null }[] = o.nets.map((net) => ({ net, first: net === 'fifo' ? o.seed : o.seed + 100_000, multi: null }));
   if (o.multi !== null) runs.push({ net: 'fifo', first: o.seed + 400_000, multi: o.multi });
@@ -145,6 +172,8 @@ function makeCopy(dist: string, root: string): string {
   cpSync(join(dist, 'test'), join(dir, 'dist', 'test'), { recursive: true });
   cpSync(join(root, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  const transcripts = join(root, 'test', 'core', 'testdata', 'protocol');
+  if (existsSync(transcripts)) cpSync(transcripts, join(dir, 'testdata', 'protocol'), { recursive: true });
   return dir;
 }
 
