@@ -9,11 +9,12 @@
  */
 import type { EndReason } from '../../src/core/types.js';
 import { tokenPeerFactor } from '../../src/core/types.js';
+import { httpStatusOf } from '../../src/errors.js';
 import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestHandle } from '../../src/runtime/holds.js';
 import type { Checker } from './checker.js';
 import type { SimPeerProcess } from './cluster.js';
 import type { SimTime } from './host.js';
-import type { AcquireObserver } from './http.js';
+import type { AcquireObserver, Told } from './http.js';
 import { SimExchange, SimHttp, acquireRequest, lockPath } from './http.js';
 
 /** waiting: asked, no answer yet; held; done (failed, ended, released, or its peer died). */
@@ -146,13 +147,33 @@ export class Clients {
         req.handle = handle;
         checkSent(req, asks, opts);
       },
-      granted: (g) => this.#granted(req, g),
-      failed: (err) => {
+      heard: (told) => {
+        if ('granted' in told) return this.#granted(req, told.granted);
+        if ('ended' in told) return this.#ended(req, told.ended);
+        const err = told.failed;
         if (req.state !== 'waiting') return this.#checker.told(this.#time.nowMs, `ref ${req.ref} failed (${err.code}) after it ${req.state === 'held' ? 'was granted' : 'ended'}`);
         this.#close(req, err.code);
       },
-      ended: (reason) => this.#ended(req, reason),
+      answered: (told) => this.#checkAnswered(req, told),
     };
+  }
+
+  /**
+   * The API writes what the runtime tells a request to its client's connection in the turn it
+   * is told (src/http/handler.ts `#acquire`): the grant, the failure with its code, and a
+   * connection-bound hold's end. A client that left is answered nothing.
+   */
+  #checkAnswered(req: ClientRequest, told: Told): void {
+    const conn = req.conn;
+    if (conn === null || conn.left) return;
+    let missing: string | null = null;
+    if ('granted' in told) {
+      if (conn.status !== 200 || conn.first?.['id'] !== told.granted.id) missing = `its grant ${told.granted.id}`;
+    } else if ('failed' in told) {
+      const { code } = told.failed;
+      if (conn.status !== httpStatusOf[code] || conn.first?.['error'] !== code) missing = `its failure ${code}`;
+    } else if (req.opts.hold === 'connection' && conn.last?.['ended'] !== told.ended) missing = `the end of its hold (${told.ended})`;
+    if (missing !== null) this.#checker.told(this.#time.nowMs, `ref ${req.ref}'s open connection was not answered ${missing} in the turn the runtime told it`);
   }
 
   /**

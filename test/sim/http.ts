@@ -17,28 +17,30 @@ import type { SimPeerProcess } from './cluster.js';
 /** The port each simulated peer's API listens on, on loopback (what its clients' Host names). */
 const httpPort = 7070;
 
-/** What the tap tells of one acquire: the runtime's callbacks, and the request as it reached the runtime. */
+/** One of the runtime's callbacks of a request. */
+export type Told = { readonly granted: Grant } | { readonly failed: LockError } | { readonly ended: EndReason };
+
+/**
+ * What the tap tells of one acquire: the request as it reached the runtime; each callback of
+ * the runtime, before the API's own runs (`heard`) and after it (`answered`: what the client
+ * must have been answered by then).
+ */
 export interface AcquireObserver {
   took(handle: RequestHandle, asks: readonly LockAsk[], opts: HoldOptions): void;
-  granted(grant: Grant): void;
-  failed(error: LockError): void;
-  ended(reason: EndReason): void;
+  heard(told: Told): void;
+  answered(told: Told): void;
 }
 
 function observed(o: AcquireObserver, cb: RequestCallbacks): RequestCallbacks {
+  const relay = (told: Told, api: () => void): void => {
+    o.heard(told);
+    api();
+    o.answered(told);
+  };
   return {
-    granted: (g) => {
-      o.granted(g);
-      cb.granted(g);
-    },
-    failed: (e) => {
-      o.failed(e);
-      cb.failed(e);
-    },
-    ended: (r) => {
-      o.ended(r);
-      cb.ended(r);
-    },
+    granted: (g) => relay({ granted: g }, () => cb.granted(g)),
+    failed: (e) => relay({ failed: e }, () => cb.failed(e)),
+    ended: (r) => relay({ ended: r }, () => cb.ended(r)),
   };
 }
 
@@ -48,6 +50,11 @@ function observed(o: AcquireObserver, cb: RequestCallbacks): RequestCallbacks {
  */
 export class SimExchange implements PlainResponse {
   status: number | null = null;
+  /** The answer's body, or its first line; and its last line. */
+  first: Record<string, unknown> | null = null;
+  last: Record<string, unknown> | null = null;
+  /** True once the client closed the connection. */
+  left: boolean;
   #ended = false;
   #gone: boolean;
   readonly #onClose: (() => void)[] = [];
@@ -57,6 +64,7 @@ export class SimExchange implements PlainResponse {
   constructor(onAnswer: (status: number, body: Record<string, unknown>) => void, gone = false) {
     this.#onAnswer = onAnswer;
     this.#gone = gone;
+    this.left = gone;
   }
 
   get closed(): boolean {
@@ -71,7 +79,15 @@ export class SimExchange implements PlainResponse {
     if (this.closed) return;
     this.status = status;
     this.#ended = true;
-    this.#onAnswer(status, JSON.parse(JSON.stringify(body)) as Record<string, unknown>);
+    this.#line(JSON.stringify(body));
+  }
+
+  #line(text: string): void {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    this.last = body;
+    if (this.first !== null) return;
+    this.first = body;
+    this.#onAnswer(this.status ?? 0, body);
   }
 
   head(status: number): void {
@@ -80,13 +96,14 @@ export class SimExchange implements PlainResponse {
 
   /** A line of a streamed answer: its first line is the answer the client acts on. */
   write(text: string): void {
-    if (this.closed || this.status === null) return;
-    this.#onAnswer(this.status, JSON.parse(text) as Record<string, unknown>);
+    if (!this.closed && this.status !== null) this.#line(text);
   }
 
-  /** The last line of a streamed answer (a connection-bound hold's end: the tap told it already). */
-  end(): void {
+  /** The last line of a streamed answer (a connection-bound hold's end). */
+  end(text: string): void {
+    if (this.closed) return;
     this.#ended = true;
+    this.#line(text);
   }
 
   destroy(): void {
@@ -108,6 +125,7 @@ export class SimExchange implements PlainResponse {
   /** The client closes its connection: the peer notices at once. */
   leave(): void {
     this.#gone = true;
+    this.left = true;
     for (const fn of this.#onClose.splice(0)) fn();
   }
 }
