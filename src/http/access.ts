@@ -8,8 +8,9 @@
  * operations need the admin token or the unix socket, never the client token alone.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import { ErrorCode, LockError } from '../errors.js';
+import { headerOf } from './plain.js';
+import type { AdmissionRequest } from './plain.js';
 
 /** What a request may do once admitted. */
 export type Access = 'client' | 'admin';
@@ -43,9 +44,9 @@ const streamPath = /^\/v1\/(?:events|watch|locks\/[^/]+\/watch|elections\/[^/]+\
  * embed (`Sec-Fetch-Dest`) of another site's page is refused: that page loads it unseen,
  * as often as it likes.
  */
-function pageOpening(req: IncomingMessage, path: string): boolean {
-  const dest = req.headers['sec-fetch-dest'];
-  return req.method === 'GET' && req.headers['sec-fetch-mode'] === 'navigate' && (dest === undefined || dest === 'document') && !streamPath.test(path);
+function pageOpening(req: AdmissionRequest, path: string): boolean {
+  const dest = headerOf(req.headers, 'sec-fetch-dest');
+  return req.method === 'GET' && headerOf(req.headers, 'sec-fetch-mode') === 'navigate' && (dest === undefined || dest === 'document') && !streamPath.test(path);
 }
 
 const wildcardHosts = new Set(['', '0.0.0.0', '::', '[::]']);
@@ -115,9 +116,9 @@ export class AccessPolicy {
   }
 
   /** Admits `req` or throws the coded refusal (421, 403, 401); returns what it may do. */
-  admit(req: IncomingMessage, path: string): Access {
+  admit(req: AdmissionRequest, path: string): Access {
     if (!this.#opts.unix) this.#checkBrowser(req, path);
-    const credential = credentialOf(req.headers.authorization);
+    const credential = credentialOf(headerOf(req.headers, 'authorization'));
     const admin = this.#opts.adminToken !== null && credential !== null && sameSecret(credential, this.#opts.adminToken);
     if (this.#opts.token !== null && !admin && !probes.has(path)) {
       if (credential === null) throw new LockError(ErrorCode.Unauthorized, 'this peer requires a token: send "Authorization: Bearer <token>" (lamport-lock and the client read it from --token-file or LAMPORT_TOKEN_FILE)');
@@ -140,18 +141,18 @@ export class AccessPolicy {
   }
 
   /** Host names only this peer's addresses; Origin and fetch metadata say the request is not a foreign page's. */
-  #checkBrowser(req: IncomingMessage, path: string): void {
-    const header = req.headers.host ?? '';
-    const port = req.socket.localPort ?? -1;
+  #checkBrowser(req: AdmissionRequest, path: string): void {
+    const header = headerOf(req.headers, 'host') ?? '';
+    const port = req.localPort;
     if (!this.#named(header, port)) {
       throw new LockError(ErrorCode.HostRefused, `Host ${JSON.stringify(header)} is not a name this peer serves (a loopback name or address on port ${port}, or one given with --http-allow-host); a DNS name rebound to this host is refused`);
     }
-    const origin = req.headers.origin;
+    const origin = headerOf(req.headers, 'origin');
     if (origin !== undefined && origin.toLowerCase() !== `http://${header.toLowerCase()}`) {
       throw new LockError(ErrorCode.OriginRefused, `requests from the web origin ${JSON.stringify(origin)} are refused: only the peer's own pages (http://${header}) may call its API`);
     }
-    const site = req.headers['sec-fetch-site'];
-    if (typeof site !== 'string' || ownSites.has(site)) return;
+    const site = headerOf(req.headers, 'sec-fetch-site');
+    if (site === undefined || ownSites.has(site)) return;
     if (!pageOpening(req, path)) {
       throw new LockError(ErrorCode.OriginRefused, `a ${site} request of a web page is refused: only the peer's own pages may call its API, and another site may only open a page in a window, not a stream or a frame`);
     }

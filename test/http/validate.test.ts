@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isPacket } from '../../src/core/messages.js';
 import { LockError } from '../../src/errors.js';
-import { requestTarget } from '../../src/http/api.js';
+import { requestTarget } from '../../src/http/handler.js';
 import { acquireDefaults, checkLockName, parseAcquire, parseBody, parseRefresh, parseRelease } from '../../src/http/validate.js';
 import { limits } from '../../src/limits.js';
 import { testSeed } from '../support/seed.js';

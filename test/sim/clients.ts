@@ -1,17 +1,21 @@
 /**
- * The simulated clients, entering where the HTTP API enters: `PeerRuntime.request` with
- * the callbacks the API uses, then release, refresh and going away (a closed connection:
- * a cancelled wait, or the end of a connection-bound hold). A client keeps what it was
- * told, and the checker holds the runtime to its promise that a holder is told when and
- * why its hold ended: exactly once, and for every end it did not cause itself.
+ * The simulated clients, entering where a real client does: the peer's HTTP API
+ * (src/http/handler.ts, reached through http.ts with plain requests in virtual time):
+ * acquire, release, refresh, proclaim, and going away (a closed connection, on which the API
+ * withdraws a waiting request or ends a connection-bound hold). A client acts on the answers
+ * it gets. Beneath the API, the checker hears the runtime's callbacks (http.ts's tap) and
+ * holds the runtime to its promise that a holder is told when and why its hold ended:
+ * exactly once, and for every end it did not cause itself.
  */
 import type { EndReason } from '../../src/core/types.js';
 import { tokenPeerFactor } from '../../src/core/types.js';
-import { isLockError } from '../../src/errors.js';
-import type { AcquireOptions, Grant, LockAsk, RequestHandle } from '../../src/runtime/holds.js';
+import { httpStatusOf } from '../../src/errors.js';
+import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestHandle } from '../../src/runtime/holds.js';
 import type { Checker } from './checker.js';
 import type { SimPeerProcess } from './cluster.js';
 import type { SimTime } from './host.js';
+import type { AcquireObserver, Told } from './http.js';
+import { SimExchange, SimHttp, acquireRequest, lockPath } from './http.js';
 
 /** waiting: asked, no answer yet; held; done (failed, ended, released, or its peer died). */
 export type ClientState = 'waiting' | 'held' | 'done';
@@ -29,14 +33,24 @@ export interface ClientRequest {
   readonly issuedMs: number;
   /** The client cancels by going away; false in the liveness phase's requests. */
   state: ClientState;
+  /** The runtime's handle of its request (the tap's), once the request reached the runtime. */
   handle: RequestHandle | null;
+  /** The connection of its acquire, once sent. */
+  conn: SimExchange | null;
+  /** The grant the runtime made (the tap's), which the client may never have been answered. */
   grant: Grant | null;
+  /** The hold id its acquire was answered with. */
+  holdId: string | null;
   /** Its process's monotonic ms at which its TTL runs out, as its grant or last refresh set it (null: no TTL). */
   expiresMonoMs: number | null;
   /** Ends the runtime told (more than one is a violation). */
   told: EndReason[];
-  /** Released from inside its grant callback (re-entrant), as a client gone before its grant. */
-  readonly releaseInGrant: boolean;
+  /**
+   * Its client closed the connection after asking, and the peer does not notice before the
+   * grant (a parked socket, src/http/parked-sockets.ts): the API releases the grant inside
+   * its callback (re-entrant).
+   */
+  readonly leftUnnoticed: boolean;
   /** Held as long as whoever asked decides (a fault episode), not as the workload does. */
   readonly keptByCaller: boolean;
   outcome: string;
@@ -83,18 +97,19 @@ export class Clients {
   }
 
   /** A client asks a process for a lock; the request reaches it when the process runs. */
-  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
-    return this.acquireAll(proc, [{ lock, mode: opts.mode, limit: opts.limit, permits: opts.permits }], opts, releaseInGrant, keptByCaller);
+  acquire(proc: SimPeerProcess, lock: string, opts: AcquireOptions, leftUnnoticed = false, keptByCaller = false): ClientRequest {
+    return this.acquireAll(proc, [{ lock, mode: opts.mode, limit: opts.limit, permits: opts.permits }], opts, leftUnnoticed, keptByCaller);
   }
 
   /**
    * A client asks a process for every lock of `asks` at once (POST /v1/acquire, all-or-nothing);
    * `opts` holds as for a single lock, its mode, limit and permits being the first ask's.
    */
-  acquireAll(proc: SimPeerProcess, asks: readonly LockAsk[], opts: AcquireOptions, releaseInGrant = false, keptByCaller = false): ClientRequest {
+  acquireAll(proc: SimPeerProcess, asks: readonly LockAsk[], opts: AcquireOptions, leftUnnoticed = false, keptByCaller = false): ClientRequest {
     const lock = asks[0]?.lock ?? '';
     const req: ClientRequest = {
-      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, asks, opts, issuedMs: this.#time.nowMs, state: 'waiting', handle: null, grant: null, expiresMonoMs: null, told: [], outcome: '', releaseInGrant, keptByCaller,
+      ref: this.#nextRef++, peer: proc.proc.peer, proc, lock, asks, opts, issuedMs: this.#time.nowMs, state: 'waiting',
+      handle: null, conn: null, grant: null, holdId: null, expiresMonoMs: null, told: [], outcome: '', leftUnnoticed, keptByCaller,
     };
     this.#open.set(req.ref, req);
     this.#unresolved += 1;
@@ -105,17 +120,73 @@ export class Clients {
         this.#close(req, 'refused');
         return false;
       }
-      req.handle = proc.runtime.requestAll(asks, opts, {
-        granted: (g) => this.#granted(req, g),
-        failed: (err) => {
-          if (req.state !== 'waiting') return this.#checker.told(this.#time.nowMs, `ref ${req.ref} failed (${err.code}) after it ${req.state === 'held' ? 'was granted' : 'ended'}`);
-          this.#close(req, err.code);
-        },
-        ended: (reason) => this.#ended(req, reason),
-      });
+      const { path, body } = acquireRequest(asks, opts);
+      req.conn = new SimExchange((status, answer) => this.#answered(req, status, answer), leftUnnoticed);
+      this.#http(proc).post(path, body, req.conn, this.#observer(req));
       return true;
     });
     return req;
+  }
+
+  /** Each process's API, as its clients reach it. */
+  readonly #apis = new WeakMap<SimPeerProcess, SimHttp>();
+
+  #http(proc: SimPeerProcess): SimHttp {
+    let api = this.#apis.get(proc);
+    if (api === undefined) {
+      api = new SimHttp(proc);
+      this.#apis.set(proc, api);
+    }
+    return api;
+  }
+
+  /** What the checker hears of `req` beneath the API: the runtime's callbacks. */
+  #observer(req: ClientRequest): AcquireObserver {
+    return {
+      took: (handle, asks, opts) => {
+        req.handle = handle;
+        checkSent(req, asks, opts);
+      },
+      heard: (told) => {
+        if ('granted' in told) return this.#granted(req, told.granted);
+        if ('ended' in told) return this.#ended(req, told.ended);
+        const err = told.failed;
+        if (req.state !== 'waiting') return this.#checker.told(this.#time.nowMs, `ref ${req.ref} failed (${err.code}) after it ${req.state === 'held' ? 'was granted' : 'ended'}`);
+        this.#close(req, err.code);
+      },
+      answered: (told) => this.#checkAnswered(req, told),
+    };
+  }
+
+  /**
+   * The API writes what the runtime tells a request to its client's connection in the turn it
+   * is told (src/http/handler.ts `#acquire`): the grant, the failure with its code, and a
+   * connection-bound hold's end. A client that left is answered nothing.
+   */
+  #checkAnswered(req: ClientRequest, told: Told): void {
+    const conn = req.conn;
+    if (conn === null || conn.left) return;
+    let missing: string | null = null;
+    if ('granted' in told) {
+      if (conn.status !== 200 || conn.first?.['id'] !== told.granted.id) missing = `its grant ${told.granted.id}`;
+    } else if ('failed' in told) {
+      const { code } = told.failed;
+      if (conn.status !== httpStatusOf[code] || conn.first?.['error'] !== code) missing = `its failure ${code}`;
+    } else if (req.opts.hold === 'connection' && conn.last?.['ended'] !== told.ended) missing = `the end of its hold (${told.ended})`;
+    if (missing !== null) this.#checker.told(this.#time.nowMs, `ref ${req.ref}'s open connection was not answered ${missing} in the turn the runtime told it`);
+  }
+
+  /**
+   * The answer to an acquire (of a connection-bound hold, its first line). A failure was
+   * heard beneath already; one the runtime never made is the simulator's request at fault.
+   */
+  #answered(req: ClientRequest, status: number, answer: Record<string, unknown>): void {
+    if (status !== 200) {
+      if (req.state === 'waiting') throw new Error(`simulator: ref ${req.ref}'s acquire was refused by the API: ${status} ${JSON.stringify(answer)}`);
+      return;
+    }
+    req.holdId = String(answer['id']);
+    if (!req.keptByCaller) this.onGranted(req);
   }
 
   #granted(req: ClientRequest, g: Grant): void {
@@ -138,12 +209,6 @@ export class Clients {
     for (const { lock, mode, limit, permits } of req.asks) {
       this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
     }
-    if (req.releaseInGrant) {
-      // As the HTTP API does when the client left before its grant: released inside the callback.
-      this.#onHolder(req, () => req.proc.runtime.release(req.lock, g.id), 'release');
-      return;
-    }
-    if (!req.keptByCaller) this.onGranted(req);
   }
 
   #ended(req: ClientRequest, reason: EndReason): void {
@@ -160,7 +225,7 @@ export class Clients {
   release(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'held') return false;
-      this.#onHolder(req, () => req.proc.runtime.release(req.lock, req.grant?.id ?? ''), 'release');
+      this.#onHolder(req, lockPath('locks', req.lock, 'release'), { id: req.holdId }, 'release');
       if (req.state === 'held') this.#checker.told(this.#time.nowMs, `ref ${req.ref} released, but its end was not told`);
       return true;
     });
@@ -170,10 +235,9 @@ export class Clients {
   refresh(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'held') return false;
-      this.#onHolder(req, () => {
-        req.proc.runtime.refresh(req.lock, req.grant?.id ?? '');
+      this.#onHolder(req, lockPath('locks', req.lock, 'refresh'), { id: req.holdId }, 'refresh', () => {
         if (req.opts.ttlMs > 0) req.expiresMonoMs = req.proc.proc.env.monoMs() + req.opts.ttlMs;
-      }, 'refresh');
+      });
       return true;
     });
   }
@@ -189,34 +253,40 @@ export class Clients {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'held') return false;
       this.proclaims++;
-      this.#onHolder(req, () => req.proc.runtime.setMeta(req.lock, req.grant?.id ?? '', { value: this.proclaims }), 'proclaim');
+      this.#onHolder(req, lockPath('elections', req.lock, 'proclaim'), { id: req.holdId, value: this.proclaims }, 'proclaim');
       return true;
     });
   }
 
-  /** The client goes away: a waiting request is withdrawn, a connection-bound hold released. */
+  /**
+   * The client goes away: it closes the connection of its acquire, if it still has one open
+   * (a waiting request, a connection-bound hold; a TTL grant's answer ended its exchange).
+   */
   leave(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state === 'done') return false;
-      if (req.state === 'held' && req.opts.hold !== 'connection') return false;
-      req.handle?.clientGone();
+      if (req.state === 'held' && req.conn?.closed !== false) return false;
+      req.conn?.leave();
       this.#close(req, 'left');
       return true;
     });
   }
 
-  /** Runs a holder's call on its process; a 404 for a hold it was never told had ended is a violation. */
-  #onHolder(req: ClientRequest, call: () => unknown, what: string): void {
+  /**
+   * A holder's call on its process (release, refresh, proclaim); `ok` runs on its 200. A 404
+   * for a hold it was never told had ended is a violation; any other refusal is the
+   * simulator's request at fault.
+   */
+  #onHolder(req: ClientRequest, path: string, body: Record<string, unknown>, what: string, ok: () => void = () => undefined): void {
     if (req.state !== 'held') return;
-    try {
-      call();
-    } catch (err) {
-      if (!isLockError(err, 'ERR_NOT_HELD')) throw err;
+    this.#http(req.proc).post(path, body, new SimExchange((status, answer) => {
+      if (status === 200) return ok();
+      if (answer['error'] !== 'ERR_NOT_HELD') throw new Error(`simulator: ref ${req.ref}'s ${what} was refused by the API: ${status} ${JSON.stringify(answer)}`);
       if (req.state === 'held') {
-        this.#checker.told(this.#time.nowMs, `ref ${req.ref}'s ${what} answered 404 (${String(err.details['reason'])}): its hold ended untold`);
+        this.#checker.told(this.#time.nowMs, `ref ${req.ref}'s ${what} answered 404 (${String(answer['reason'])}): its hold ended untold`);
         this.#close(req, 'untold');
       }
-    }
+    }));
   }
 
   /** A process died: its clients' connections reset; their requests and holds are over. */
@@ -261,4 +331,10 @@ export class Clients {
     req.outcome = outcome;
     this.#open.delete(req.ref);
   }
+}
+
+/** The request the runtime got must be the one the client asked for: the API's parsing round trip loses nothing. */
+function checkSent(req: ClientRequest, asks: readonly LockAsk[], opts: HoldOptions): void {
+  const key = (a: readonly LockAsk[], o: HoldOptions): string => JSON.stringify([a.map((x) => [x.lock, x.mode, x.limit, x.permits]), o.timeoutMs, o.ttlMs, o.hold, o.owner, o.meta, o.expectedMs]);
+  if (key(asks, opts) !== key(req.asks, req.opts)) throw new Error(`simulator: ref ${req.ref} reached the runtime as ${key(asks, opts)}, not as asked: ${key(req.asks, req.opts)}`);
 }

@@ -12,6 +12,7 @@ import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { PlantedFaults } from '../../src/runtime/faults.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { Session } from '../../src/runtime/session.js';
+import type { Logger } from '../../src/log.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { compareIncarnation } from '../../src/core/types.js';
 import type { Checker, Hold } from './checker.js';
@@ -98,6 +99,8 @@ interface LeaseTrack {
 export interface SimPeerProcess {
   readonly proc: SimProcess;
   readonly runtime: PeerRuntime;
+  /** Its log (into the transcript): the runtime's, and its HTTP API's. */
+  readonly logger: Logger;
   readonly lease: LeaseTrack;
 }
 
@@ -282,7 +285,7 @@ export class Cluster {
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
       ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
     });
-    const p: SimPeerProcess = { proc, runtime, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null } };
+    const p: SimPeerProcess = { proc, runtime, logger, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
     transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);

@@ -168,10 +168,11 @@ export class Workload {
       ...spec, timeoutMs: noWait ? 0 : runtimeTimeout ? waitMs : limits.timeoutMsMax,
       ttlMs: connection ? 0 : scenario.ttlMs, hold: connection ? 'connection' : 'ttl', expectedMs: null,
     };
-    // One request in twenty is released from inside its grant callback (no draw: the seed's
-    // other choices stay as they were).
-    const releaseInGrant = clients.nextRef % 20 === 7;
-    const req = asks === null ? clients.acquire(proc, lock, opts, releaseInGrant) : clients.acquireAll(proc, asks, opts, releaseInGrant);
+    // One request in twenty is from a client that closed its connection unnoticed, so the API
+    // releases its grant inside the grant callback (no draw: the seed's other choices stay as
+    // they were).
+    const leftUnnoticed = clients.nextRef % 20 === 7;
+    const req = asks === null ? clients.acquire(proc, lock, opts, leftUnnoticed) : clients.acquireAll(proc, asks, opts, leftUnnoticed);
     if (!noWait && !runtimeTimeout) {
       schedule(time.nowMs + waitMs, () => {
         if (this.#abandoning && req.state === 'waiting') clients.leave(req);
