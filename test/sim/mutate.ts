@@ -3,9 +3,8 @@
  * [--max-mutants M] [--jobs J]`: a mutation check beside the planted bugs of test/sim/mutants.ts
  * (issue 39), which test/sim/planted.ts patches into a copy of dist/ the same way. It makes
  * small textual mutations of the BUILT core and runtime (dist/src/core and dist/src/runtime by
- * default): a comparison's boundary (< and <=, > and >=), an equality
- * negated (=== and !==), an integer literal off by one, one side of an && or || dropped, true
- * and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
+ * default): a comparison's boundary (< and <=, > and >=), an equality negated (=== and !==),
+ * an integer literal off by one, one side of an && or || dropped, true and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
  * directory, and a child process runs the fixed budget of seeds against that copy (N seeds
  * from S on the FIFO network, N from S + 100000 on the link network, and N with all-or-nothing
  * requests when --multi is given), stopping at the first violation. It prints one line per
