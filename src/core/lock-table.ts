@@ -6,7 +6,6 @@
  * need a re-check.
  */
 import { assert } from '../assert.js';
-import type { MachineFaults } from './faults.js';
 import { addAhead, admits, blocksAll, emptyAhead } from './modes.js';
 import type { QueueLog } from './queue-log.js';
 import type { PeerRank } from './request-queue.js';
@@ -271,7 +270,7 @@ export class LockTable {
    * as (a) holds: granted if (b) holds, refused otherwise. A request naming several locks
    * passes (b) only when the mode rule admits it in every one of its queues now.
    */
-  grantCheck(lock: string, minLastTs: number, faults: MachineFaults): GrantDecision[] {
+  grantCheck(lock: string, minLastTs: number): GrantDecision[] {
     const queue = this.#queues.get(lock);
     assert(queue !== undefined, 'a lock with waiters has a queue');
     const ahead = emptyAhead();
@@ -281,11 +280,10 @@ export class LockTable {
       const own = r.peer === this.#self ? this.#ownByTs.get(r.ts) : undefined;
       if (own !== undefined && own.state === 'waiting') {
         waitingLeft -= 1;
-        // The planted ack-ge bug is off by one tick: a plain `>=` is an equivalent mutant
-        // here, because a peer's clock strictly increases before each request it issues.
-        const acksIn = faults.ackGe ? minLastTs >= r.ts - 1 : minLastTs > r.ts;
-        const here = admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
-        const ok = here && (own.parts.length === 1 || faults.grantOnOnePart || (acksIn && this.#admittedElsewhere(own, lock, faults)));
+        // The planted ack-ge bug is off by one tick (`>= r.ts - 1`): a plain `>=` is an equivalent
+        // mutant here, because a peer's clock strictly increases before each request it issues.
+        const acksIn = minLastTs > r.ts;
+        const ok = admits(r, ahead) && (own.parts.length === 1 || (acksIn && this.#admittedElsewhere(own, lock)));
         if (acksIn && (ok || own.noWait)) decided.push({ own, grant: ok });
         if (waitingLeft === 0) break;
       }
@@ -296,14 +294,14 @@ export class LockTable {
   }
 
   /** Whether the mode rule admits our request `own` in the queues of its locks other than `lock`. */
-  #admittedElsewhere(own: OwnRequest, lock: string, faults: MachineFaults): boolean {
+  #admittedElsewhere(own: OwnRequest, lock: string): boolean {
     return own.parts.every((part) => {
       if (part.lock === lock) return true;
       const queue = this.#queues.get(part.lock);
       assert(queue !== undefined, 'an issued request is in the queue of each of its locks');
       const ahead = emptyAhead();
       for (const r of queue.items) {
-        if (r.ts === own.ts && r.peer === this.#self) return admits(r, ahead, { semaphoreOvercount: faults.semaphoreOvercount });
+        if (r.ts === own.ts && r.peer === this.#self) return admits(r, ahead);
         addAhead(ahead, r);
         if (blocksAll(ahead)) return false;
       }

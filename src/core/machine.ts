@@ -8,8 +8,6 @@ import { assert, assertNever } from '../assert.js';
 import { limits } from '../limits.js';
 import type { Effect, Explanation, MachineEvent } from './effects.js';
 import { EffectBuffer } from './effects.js';
-import type { MachineFaults } from './faults.js';
-import { noFaults } from './faults.js';
 import type { OwnRequest, QueueEntry } from './lock-table.js';
 import type { QueueLog } from './queue-log.js';
 import { LockTable, addStamp } from './lock-table.js';
@@ -31,8 +29,6 @@ export interface MachineOptions {
   readonly peerCount: number;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
-  /** Planted bugs, for the simulator's mutation tests only. */
-  readonly faults?: Partial<MachineFaults> | undefined;
   /** Where the changes of the queues are told (the watches), if anywhere. */
   readonly queueLog?: QueueLog | undefined;
 }
@@ -42,7 +38,6 @@ export class Machine {
   readonly self: number;
   readonly peerCount: number;
   #clock: number;
-  readonly #faults: MachineFaults;
   readonly #locks: LockTable;
   /** The view, the incarnations met and refused, and lastTs per peer. */
   readonly #peers: PeerView;
@@ -55,11 +50,9 @@ export class Machine {
     assert(opts.self >= 0 && opts.self < opts.peerCount, 'self is a configured peer');
     this.self = opts.self;
     this.peerCount = opts.peerCount;
-    this.#faults = { ...noFaults, ...opts.faults };
-    this.#clock = this.#faults.clockReset ? 0 : opts.clockFloor;
-    const { self, peerCount } = opts;
-    this.#locks = new LockTable(self, this.#faults.badTiebreak ? (p) => (p - self + peerCount) % peerCount : (p) => p, opts.queueLog);
-    this.#peers = new PeerView(self, peerCount, this.#faults.syncedOnHandshake);
+    this.#clock = opts.clockFloor;
+    this.#locks = new LockTable(opts.self, (p) => p, opts.queueLog);
+    this.#peers = new PeerView(opts.self, opts.peerCount);
   }
 
   /** The Lamport clock. */
@@ -87,7 +80,7 @@ export class Machine {
    * predecessor still holds (a restarted peer met first, simulator seed 101577).
    */
   get ackReady(): boolean {
-    return (this.#peers.joinedByMet && (this.#peers.joinedByQuorum || this.#faults.ackWithoutQuorum)) || this.#faults.ackWhileUnsynced;
+    return this.#peers.joinedByMet && this.#peers.joinedByQuorum;
   }
 
   /** Whether this peer currently holds a lease (the runtime decides, the core obeys). */
@@ -160,7 +153,7 @@ export class Machine {
       this.#locks.dropOwn(own);
       return;
     }
-    if (this.synced && (this.#leaseValid || this.#faults.issueWithoutLease)) this.#issue(own);
+    if (this.synced && this.#leaseValid) this.#issue(own);
   }
 
   /**
@@ -219,13 +212,13 @@ export class Machine {
   }
 
   #onPacket(from: number, inc: Incarnation, packet: Packet): void {
-    if (!this.#peers.isLive(from, inc) && !this.#faults.acceptEvicted) return;
+    if (!this.#peers.isLive(from, inc)) return;
     this.#clock = Math.max(this.#clock, packet.c) + 1;
     const minBefore = this.#peers.minLastTs();
     const wasSynced = this.synced;
     // A packet marked unready lets us in, no more: its sender's clock may be below grants a
     // predecessor of its made, which we never saw (docs/design.md section 5, "Successors").
-    this.#peers.heard(from, packet.c, packet.u !== true || this.#faults.syncOnUnready);
+    this.#peers.heard(from, packet.c, packet.u !== true);
     if (!wasSynced && this.synced) this.#issuePending();
     const touched = new Set<string>();
     // A run of RELEASEs is removed at once, before the next REQUEST or META and at the end:
@@ -282,8 +275,8 @@ export class Machine {
     this.#peers.resetLastTs(peer);
     if (restarted) this.#dropPeerRequests(peer); // A restart: its clients died with it.
     this.#peers.admit(peer, inc);
-    if (!this.#faults.clockReset) this.#clock = Math.max(this.#clock, clock) + 1;
-    if (!this.#faults.noStateTransfer) this.#transferState(peer);
+    this.#clock = Math.max(this.#clock, clock) + 1;
+    this.#transferState(peer);
     if (!wasSynced && this.synced) this.#issuePending();
     for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
   }
@@ -294,7 +287,7 @@ export class Machine {
   }
 
   #issuePending(): void {
-    if ((!this.#leaseValid && !this.#faults.issueWithoutLease) || this.#fenced) return;
+    if (!this.#leaseValid || this.#fenced) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -309,7 +302,7 @@ export class Machine {
     // wait to meet the peer, as for any peer we have not met. One the runtime met but held
     // out of the core (`metHeld`: joins held after a restart) leaves as a met one would: a
     // peer that died meanwhile must not keep us waiting (simulator seed 2).
-    if (!this.#peers.evict(peer, inc, metHeld || this.#faults.evictUnmetIncarnation)) return;
+    if (!this.#peers.evict(peer, inc, metHeld)) return;
     this.#out.drop(peer);
     this.#dropPeerRequests(peer);
     if (!wasSynced && this.synced) this.#issuePending();
@@ -340,12 +333,11 @@ export class Machine {
       for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
       return;
     }
-    if (this.#faults.noSelfFence) return;
     // Waiting requests end too: a peer without a lease may have been evicted, and its old
     // requests, granted later on acks it heard before the eviction, would sort below grants
     // the majority made meanwhile (simulator seed 216761: a zombie regained a lease through
     // peers that restarted after evicting it, and granted a request older than their grants).
-    const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending' && !(own.state === 'waiting' && this.#faults.keepWaitersOnLeaseLoss));
+    const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');
     this.#locks.dropOwnAll(dropped);
     for (const own of dropped) {
       this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
@@ -356,7 +348,7 @@ export class Machine {
   /** Rule 3 for every waiting request of ours on one lock. */
   #recheck(lock: string): void {
     if (!this.#locks.isWaiting(lock) || !this.#leaseValid || this.#fenced) return;
-    const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs(), this.#faults);
+    const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs());
     for (const { own, grant } of decided) this.#decide(own, grant);
     // A refused no-wait request left its queues, which may admit a later one of ours.
     if (decided.every((d) => d.grant)) return;

@@ -55,30 +55,6 @@ export interface EchoPromise {
   readonly remainingMs: number;
 }
 
-/** Planted bugs for the simulator's mutation tests. */
-export interface MembershipFaults {
-  /** Evict on the suspecting peer's word alone, without a majority. */
-  readonly evictWithoutMajority: boolean;
-  /** A confirmation counts from its arrival, not from its suspicion's send time (seed 248088's bug). */
-  readonly confirmFromArrival: boolean;
-  /** A confirmer echoes the suspect again at once: a confirmation is no promise (seed 101151's bug). */
-  readonly echoDespitePromise: boolean;
-  /** A newer incarnation replaces a live one at once (issue 12, defect 1). */
-  readonly forgetPredecessor: boolean;
-  /** A confirmation's promise also withholds echoes from newer incarnations (seed 504945's bug). */
-  readonly promiseBindsNewer: boolean;
-  /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */
-  readonly forgetPromisesOnRejoin: boolean;
-  /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
-  readonly forgetSuccessorHeard: boolean;
-  /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */
-  readonly confirmWaitingSuccessor: boolean;
-  /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
-  readonly lastDespiteSuccessor: boolean;
-  /** A confirmation counts for evict_ms from its suspicion, not evict_ms / margin (issue 39's confirmation survivor). */
-  readonly confirmForEvictMs: boolean;
-}
-
 interface PeerTrack {
   inc: Incarnation;
   lastHeardMs: number;
@@ -136,7 +112,6 @@ export class Membership {
   readonly #incarnations: IncarnationBook;
   readonly #peerCount: number;
   readonly #evictMs: number;
-  readonly #faults: MembershipFaults;
   readonly #peers: PeerTrack[] = [];
   /** How long a confirmation binds its sender (its clock): evictMs. */
   readonly #promiseMs: number;
@@ -162,7 +137,6 @@ export class Membership {
     evictMs: number;
     nowMs: number;
     clockRateMargin?: number;
-    faults?: Partial<MembershipFaults> | undefined;
     promises?: readonly EchoPromise[] | undefined;
     incarnations?: IncarnationBook | undefined;
   }) {
@@ -171,13 +145,8 @@ export class Membership {
     assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
     this.#peerCount = opts.peerCount;
     this.#evictMs = opts.evictMs;
-    this.#faults = {
-      evictWithoutMajority: false, confirmFromArrival: false, echoDespitePromise: false, forgetPredecessor: false,
-      promiseBindsNewer: false, forgetPromisesOnRejoin: false, forgetSuccessorHeard: false,
-      confirmWaitingSuccessor: false, lastDespiteSuccessor: false, confirmForEvictMs: false, ...opts.faults,
-    };
     this.#promiseMs = opts.evictMs;
-    this.#confirmationValidMs = this.#faults.confirmForEvictMs ? opts.evictMs : opts.evictMs / (opts.clockRateMargin ?? 1.5);
+    this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
     for (let p = 0; p < opts.peerCount; p++) {
       this.#peers.push({
@@ -185,7 +154,6 @@ export class Membership {
         noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
       });
     }
-    if (this.#faults.forgetPromisesOnRejoin) return;
     for (const promise of opts.promises ?? []) {
       const t = this.#track(promise.peer);
       if (t === undefined) continue;
@@ -219,9 +187,7 @@ export class Membership {
     const t = this.#track(peer);
     if (t === undefined) return true;
     if (this.isEvicted(peer, inc) || this.#isSuperseded(t, inc)) return false;
-    if (this.#faults.echoDespitePromise) return true;
-    const bound = this.#faults.promiseBindsNewer ? t.inc : t.noEchoUpTo;
-    return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, bound) <= 0);
+    return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.noEchoUpTo) <= 0);
   }
 
   /**
@@ -254,9 +220,9 @@ export class Membership {
     const order = compareIncarnation(inc, t.inc);
     if (order < 0) return;
     const known = compareIncarnation(t.inc, unknownIncarnation) !== 0;
-    if (order > 0 && known && !this.isEvicted(peer, t.inc) && !this.#faults.forgetPredecessor) {
+    if (order > 0 && known && !this.isEvicted(peer, t.inc)) {
       // A successor while `t.inc` lives: `t.inc` stays tracked, and is silent from now on.
-      if (t.successor !== null && compareIncarnation(inc, t.successor) > 0 && !this.#faults.forgetSuccessorHeard) {
+      if (t.successor !== null && compareIncarnation(inc, t.successor) > 0) {
         t.formerSuccessor = { inc: t.successor, atMs: t.successorAtMs };
       }
       if (t.successor === null || compareIncarnation(inc, t.successor) > 0) t.successor = inc;
@@ -285,7 +251,7 @@ export class Membership {
   knowsNewer(peer: number, inc: Incarnation): boolean {
     const t = this.#track(peer);
     if (t === undefined) return false;
-    const waiting = t.successor !== null && compareIncarnation(t.successor, inc) > 0 && !this.#faults.lastDespiteSuccessor;
+    const waiting = t.successor !== null && compareIncarnation(t.successor, inc) > 0;
     return compareIncarnation(t.inc, inc) > 0 || waiting;
   }
 
@@ -310,14 +276,14 @@ export class Membership {
   /** Periodic check: suspect every peer silent for evictMs that is not evicted yet. */
   tick(nowMs: number): MembershipEffect[] {
     const out: MembershipEffect[] = [];
-    const pair = this.majority >= this.#peerCount && !this.#faults.evictWithoutMajority;
+    const pair = this.majority >= this.#peerCount;
     this.#peers.forEach((t, peer) => {
       if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
       if (pair && !this.#alone(t)) return;
       // Only an incarnation we have heard may be suspected. Evicting the placeholder of a
       // peer nobody here has met would let us count it out of the view while its live
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
-      if (compareIncarnation(t.inc, unknownIncarnation) === 0 && !this.#faults.evictWithoutMajority) return;
+      if (compareIncarnation(t.inc, unknownIncarnation) === 0) return;
       const inc = t.inc;
       this.decided.suspicions++;
       t.confirmations.set(this.#self, nowMs);
@@ -331,7 +297,7 @@ export class Membership {
   }
 
   #maybeEvict(peer: number, t: PeerTrack, nowMs: number): MembershipEffect[] {
-    const needed = this.#faults.evictWithoutMajority || this.#alone(t) ? 1 : this.majority;
+    const needed = this.#alone(t) ? 1 : this.majority;
     // Only confirmations whose promise still binds their senders count (see mayEcho).
     for (const [from, atMs] of t.confirmations) {
       if (from !== this.#self && nowMs - atMs >= this.#confirmationValidMs) t.confirmations.delete(from);
@@ -381,7 +347,7 @@ export class Membership {
         const former = t.formerSuccessor;
         const heardAsSuccessor = former !== null && key(former.inc) === key(msg.inc) && nowMs - former.atMs < this.#evictMs;
         const agree = this.isEvicted(msg.peer, msg.inc) ||
-          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never || this.#faults.confirmWaitingSuccessor) && this.#silent(t, nowMs)));
+          (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never) && this.#silent(t, nowMs)));
         if (!agree) return [];
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;
@@ -391,11 +357,6 @@ export class Membership {
         if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
         // `at` is our own clock when we sent the suspicion this answers: one from before this
         // incarnation, from the future (a forged or corrupted echo) or too old counts for nothing.
-        if (this.#faults.confirmFromArrival) {
-          this.decided.confirmations++;
-          t.confirmations.set(from, nowMs);
-          return this.#maybeEvict(msg.peer, t, nowMs);
-        }
         if (msg.at < this.#startMs || msg.at > nowMs || nowMs - msg.at >= this.#confirmationValidMs) return [];
         this.decided.confirmations++;
         t.confirmations.set(from, Math.max(msg.at, t.confirmations.get(from) ?? Number.NEGATIVE_INFINITY));

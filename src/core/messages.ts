@@ -83,9 +83,9 @@ export function mergePackets(earlier: Packet, later: Packet): Packet | null {
  * its own request ahead of it). The last piece keeps the packet's own mark, so the receiver
  * acks and syncs on it exactly as it would on the whole packet, once it has every message.
  * Null for a packet of fewer than two messages: the runtime keeps one message within a frame
- * (limits.ts). `piecesAck`: the planted bug `pieces-ack` (every piece keeps the packet's mark).
+ * (limits.ts).
  */
-export function splitPacket(packet: Packet, parts: number, piecesAck = false): Packet[] | null {
+export function splitPacket(packet: Packet, parts: number): Packet[] | null {
   const n = packet.m.length;
   if (n < 2 || parts < 2) return null;
   const size = Math.ceil(n / Math.min(parts, n));
@@ -93,7 +93,7 @@ export function splitPacket(packet: Packet, parts: number, piecesAck = false): P
   for (let from = 0; from < n; from += size) {
     const m = packet.m.slice(from, from + size);
     const last = from + size >= n;
-    pieces.push((last || piecesAck) && packet.u !== true ? { c: packet.c, m } : { c: packet.c, m, u: true });
+    pieces.push(last && packet.u !== true ? { c: packet.c, m } : { c: packet.c, m, u: true });
   }
   return pieces;
 }

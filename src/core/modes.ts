@@ -30,27 +30,19 @@ export function addAhead(ahead: Ahead, r: QueuedRequest): void {
   else ahead.permits += r.permits;
 }
 
-/** Planted bugs for the simulator's mutation tests; every field false in production. */
-export interface ModeFaults {
-  /** Off-by-one in the permit sum: admits one permit too many. */
-  readonly semaphoreOvercount: boolean;
-}
-
 /**
  * The mode rule: may `r` be granted given what is ahead of it?
  * exclusive: nothing ahead. shared: only shared ahead. semaphore: only semaphore requests
  * ahead, and their permits plus r's are at most r's own limit (the canal-lock rule).
  */
-export function admits(r: QueuedRequest, ahead: Ahead, faults?: ModeFaults): boolean {
+export function admits(r: QueuedRequest, ahead: Ahead): boolean {
   switch (r.mode) {
     case 'exclusive':
       return ahead.count === 0;
     case 'shared':
       return ahead.nonShared === 0;
-    case 'semaphore': {
-      const slack = faults?.semaphoreOvercount === true ? 1 : 0;
-      return ahead.nonSemaphore === 0 && ahead.permits + r.permits <= r.limit + slack;
-    }
+    case 'semaphore':
+      return ahead.nonSemaphore === 0 && ahead.permits + r.permits <= r.limit;
   }
 }
 

@@ -24,13 +24,9 @@ export class PeerView {
   readonly #evictedInc = new Map<number, Incarnation>();
   readonly #self: number;
 
-  /** `handshakeSyncs`: the synced-on-handshake mutant only (a handshake counts as a packet). */
-  readonly #handshakeSyncs: boolean;
-
   /** Every configured peer but `self` is in the view at first, none of them met yet. */
-  constructor(self: number, peerCount: number, handshakeSyncs = false) {
+  constructor(self: number, peerCount: number) {
     this.#self = self;
-    this.#handshakeSyncs = handshakeSyncs;
     this.#lastTs = new Array<number>(peerCount).fill(0);
     for (let p = 0; p < peerCount; p++) if (p !== self) this.#view.add(p);
   }
@@ -47,7 +43,7 @@ export class PeerView {
   }
 
   #isSynced(p: number): boolean {
-    return this.#inc.has(p) && !this.#superseded.has(p) && ((this.#lastTs[p] ?? 0) !== 0 || this.#handshakeSyncs);
+    return this.#inc.has(p) && !this.#superseded.has(p) && (this.#lastTs[p] ?? 0) !== 0;
   }
 
   /** Members whose newer incarnation waits for the met one's eviction. */

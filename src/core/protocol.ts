@@ -19,11 +19,9 @@ import { limits } from '../limits.js';
 import type { EchoPromise, MembershipEffect, MembershipMessage } from './membership.js';
 import { Membership, isMembershipMessage } from './membership.js';
 import type { Effect, MachineEvent } from './effects.js';
-import type { MachineFaults, RuntimeFaults } from './faults.js';
 import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
-import type { MembershipFaults } from './membership.js';
 import type { Packet } from './messages.js';
 import { isPacket } from './messages.js';
 import type { QueueLog } from './queue-log.js';
@@ -101,11 +99,6 @@ export interface ProtocolOptions {
   /** Join no peer for this long: an echo the previous process or incarnation gave may still vouch. */
   readonly joinsHeldForMs?: number | undefined;
   readonly queueLog?: QueueLog | undefined;
-  readonly faults?: {
-    readonly machine?: Partial<MachineFaults> | undefined;
-    readonly membership?: Partial<MembershipFaults> | undefined;
-    readonly runtime?: Partial<RuntimeFaults> | undefined;
-  } | undefined;
 }
 
 /** A new incarnation of a peer kept out of the core (stage 3 of core/incarnations.ts), with what it sent meanwhile. */
@@ -120,7 +113,6 @@ interface Waiting {
 export class PeerProtocol {
   readonly incarnation: Incarnation;
   readonly #peerIds: readonly string[];
-  readonly #faults: Partial<RuntimeFaults>;
   readonly #machine: Machine;
   readonly #lease: LeaseTracker;
   readonly #membership: Membership;
@@ -164,12 +156,11 @@ export class PeerProtocol {
     const peerCount = opts.peerIds.length;
     this.incarnation = opts.incarnation;
     this.#peerIds = opts.peerIds;
-    this.#faults = opts.faults?.runtime ?? {};
     this.#incarnations = opts.incarnations;
-    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), faults: opts.faults?.machine, queueLog: opts.queueLog });
+    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ self: opts.self, peerCount, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
-      self: opts.self, peerCount, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin, faults: opts.faults?.membership,
+      self: opts.self, peerCount, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
       promises: opts.promises, incarnations: opts.incarnations,
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
@@ -192,7 +183,7 @@ export class PeerProtocol {
 
   /** The membership's heartbeat tick: suspicions, evictions, and joins no longer held. */
   tick(nowMs: number): readonly ProtocolOutput[] {
-    if (this.#actsOnMembership() || this.#faults.zombieSuspects === true) this.#applyMembership(this.#membership.tick(nowMs), nowMs);
+    if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(nowMs), nowMs);
     this.#releaseHeldJoins(nowMs);
     return this.#take();
   }
@@ -242,7 +233,7 @@ export class PeerProtocol {
    * /v1/cluster) must hold as long as it said (F-id under "Zombies" in docs/findings.md).
    */
   echo(peer: number, sentAtMs: number, nowMs: number): readonly ProtocolOutput[] {
-    if (this.#actsOnMembership() || this.#faults.zombieRenewsLease === true) this.#lease.onEcho(peer, this.#faults.leaseFromArrival === true ? nowMs : sentAtMs);
+    if (this.#actsOnMembership()) this.#lease.onEcho(peer, sentAtMs);
     this.#refreshLease(nowMs);
     return this.#take();
   }
@@ -262,8 +253,7 @@ export class PeerProtocol {
    * incarnation has joined our core, and when our core may ack at all.
    */
   heartbeatClock(peer: number, allSent: boolean): number | undefined {
-    const ordered = allSent || this.#faults.heartbeatClockWhilePending === true;
-    return ordered && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
+    return allSent && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
   }
 
   /**
@@ -369,10 +359,10 @@ export class PeerProtocol {
     this.#membership.heard(from, inc, nowMs);
     if ('t' in payload) {
       // A zombie counts no confirmation (it decides no eviction); notices it still applies.
-      if (payload.t === 'confirm' && !this.#actsOnMembership() && this.#faults.zombieCountsConfirmations !== true) return;
+      if (payload.t === 'confirm' && !this.#actsOnMembership()) return;
       // Nor does it confirm a suspicion: the newer process of our id may have echoed the
       // suspect, and one id would vote on both sides of its eviction.
-      if (payload.t === 'suspect' && !this.#actsOnMembership() && this.#faults.zombieConfirms !== true) return;
+      if (payload.t === 'suspect' && !this.#actsOnMembership()) return;
       this.#applyMembership(this.#membership.onMessage(from, payload, nowMs), nowMs);
       return;
     }
@@ -407,7 +397,7 @@ export class PeerProtocol {
       return;
     }
     const newerLives = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted;
-    if (reason === 'evicted' && newerLives && this.#everSynced && this.#faults.zombieRejoins !== true) {
+    if (reason === 'evicted' && newerLives && this.#everSynced) {
       // A newer process of our id lives: we stay out while it does. Rejoining above it would
       // make that one the zombie, and while it did not know yet, our confirmations and its
       // echoes voted for one id on both sides of an eviction. Once a refuser has evicted that
@@ -447,7 +437,7 @@ export class PeerProtocol {
       'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
     // Its waiters end and it grants nothing more: an old request of it granted now would
     // sort below grants the others made meanwhile. Its holds end when the lease does.
-    if (!this.#actsOnMembership() && this.#faults.zombieKeepsWaiters !== true) this.#step({ type: 'fence' }, nowMs);
+    if (!this.#actsOnMembership()) this.#step({ type: 'fence' }, nowMs);
     this.#refreshLease(nowMs);
   }
 
@@ -478,7 +468,7 @@ export class PeerProtocol {
     // are held, it waits on (#releaseHeldJoins), and the eviction is a step of its own: no
     // peer has joined the core yet, so no request of ours can go without it.
     const freed = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) > 0 && !this.#joinsHeld(nowMs) &&
-      (this.#membership.predecessorOf(e.peer, waiting.inc) === null || this.#faults.joinOnOlderEviction === true);
+      this.#membership.predecessorOf(e.peer, waiting.inc) === null;
     if (waiting !== undefined && freed) {
       // Its predecessor's lease has lapsed: the waiting incarnation joins, replacing it in
       // one step (the core drops the predecessor's requests as for a restart), then its
@@ -505,17 +495,17 @@ export class PeerProtocol {
 
   /** Whether this incarnation still echoes heartbeats: not once it is a zombie (its echoes would vote for its id beside the newer process's confirmations). */
   #votes(): boolean {
-    return this.#actsOnMembership() || this.#faults.zombieEchoes === true;
+    return this.#actsOnMembership();
   }
 
-  /** False once this incarnation is known to be superseded (a zombie), unless the act-while-superseded mutant. */
+  /** False once this incarnation is known to be superseded (a zombie). */
   #actsOnMembership(): boolean {
-    return this.#supersededError === null || this.#faults.actWhileSuperseded === true;
+    return this.#supersededError === null;
   }
 
   /** Feeds one event to the core after re-checking the lease: a process resumed after a pause must not grant on a stale lease. */
   #step(event: MachineEvent, nowMs: number): void {
-    if (this.#faults.noLeaseCheckBeforeEvent !== true) this.#refreshLease(nowMs);
+    this.#refreshLease(nowMs);
     this.#stepCore(event);
   }
 

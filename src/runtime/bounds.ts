@@ -30,8 +30,6 @@ export class PersistedBounds {
   readonly #env: Env;
   readonly #log: Logger;
   readonly #aheadMs: (kind: Bound) => number;
-  /** The simulator's `count-bound-under-way` mutant only. */
-  readonly #countUnderWay: boolean;
   /** Wall-clock ms each bound on disk reaches (0 before the first write of this process). */
   readonly #storedUntilMs: Record<Bound, number> = { promise: 0, echo: 0 };
   /** Kinds with a background write under way. */
@@ -39,12 +37,11 @@ export class PersistedBounds {
   /** Kinds whose last write failed: logged once until a write succeeds. */
   readonly #failing = new Set<Bound>();
 
-  constructor(opts: { store: ClockStore; env: Env; log: Logger; aheadMs: (kind: Bound) => number; countUnderWay?: boolean }) {
+  constructor(opts: { store: ClockStore; env: Env; log: Logger; aheadMs: (kind: Bound) => number }) {
     this.#store = opts.store;
     this.#env = opts.env;
     this.#log = opts.log;
     this.#aheadMs = opts.aheadMs;
-    this.#countUnderWay = opts.countUnderWay === true;
   }
 
   /**
@@ -56,7 +53,7 @@ export class PersistedBounds {
     const ahead = this.#aheadMs(kind);
     const stored = this.#storedUntilMs[kind];
     const covers = stored >= now + ahead / 2;
-    if (this.#writing.has(kind)) return covers || this.#countUnderWay;
+    if (this.#writing.has(kind)) return covers;
     if (stored >= now + (ahead * 3) / 4) return covers;
     if (covers) {
       this.#writeLater(kind, now + ahead);

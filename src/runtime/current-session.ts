@@ -14,13 +14,6 @@ export class CurrentSession {
   #session: Session | null = null;
   /** The link counters of every incarnation before the current one, summed. */
   #pastMeshStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
-  /** `leaseCheck`: false for the no-lease-check-before-event mutant only. */
-  readonly #leaseCheck: boolean;
-
-  constructor(leaseCheck = true) {
-    this.#leaseCheck = leaseCheck;
-  }
-
   /** Whether the first session was set (`PeerRuntime.start` ran). */
   get started(): boolean {
     return this.#session !== null;
@@ -44,7 +37,7 @@ export class CurrentSession {
    * pause does not act on a lease that lapsed meanwhile. Nothing before the start.
    */
   checkLease(): void {
-    if (this.#leaseCheck) this.#session?.checkLease();
+    this.#session?.checkLease();
   }
 
   /**

@@ -22,7 +22,6 @@ import { limits } from '../limits.js';
 /** Monotonic milliseconds that count suspends. */
 export class LeaseClock {
   readonly #env: Env;
-  readonly #detect: boolean;
   #lastMonoMs: number;
   #lastWallMs: number;
   #suspendedMs = 0;
@@ -31,16 +30,11 @@ export class LeaseClock {
   /** Time suspended by the boot clock: the most it ran ahead of the monotonic clock since. */
   #bootSuspendedMs = 0;
 
-  /**
-   * `detectSuspend` false is the simulator's `no-suspend-detect` mutant only, `useBoot` false
-   * its `ignore-boot-clock` mutant (the wall clock alone, as where the OS tells no boot clock).
-   */
-  constructor(env: Env, detectSuspend = true, useBoot = true) {
+  constructor(env: Env) {
     this.#env = env;
-    this.#detect = detectSuspend;
     this.#lastMonoMs = env.monoMs();
     this.#lastWallMs = env.wallMs();
-    const bootMs = useBoot ? (env.bootMs?.() ?? null) : null;
+    const bootMs = env.bootMs?.() ?? null;
     this.#bootLeadMs = bootMs === null ? null : bootMs - this.#lastMonoMs;
   }
 
@@ -49,10 +43,10 @@ export class LeaseClock {
     const monoMs = this.#env.monoMs();
     const wallMs = this.#env.wallMs();
     const gapMs = wallMs - this.#lastWallMs - (monoMs - this.#lastMonoMs);
-    if (gapMs > limits.suspendDetectMs && this.#detect) this.#suspendedMs += gapMs;
+    if (gapMs > limits.suspendDetectMs) this.#suspendedMs += gapMs;
     this.#lastMonoMs = monoMs;
     this.#lastWallMs = wallMs;
-    const bootMs = this.#bootLeadMs === null || !this.#detect ? null : (this.#env.bootMs?.() ?? null);
+    const bootMs = this.#bootLeadMs === null ? null : (this.#env.bootMs?.() ?? null);
     if (bootMs !== null && this.#bootLeadMs !== null) this.#bootSuspendedMs = Math.max(this.#bootSuspendedMs, bootMs - monoMs - this.#bootLeadMs);
     return monoMs + this.suspendedMs;
   }

@@ -14,7 +14,6 @@ import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import type { HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import type { LocalRequests } from './holds.js';
-import type { RuntimeFaults } from '../core/faults.js';
 import type { PeerMetrics } from './peer-metrics.js';
 import type { QueueView } from './status-views.js';
 
@@ -39,8 +38,6 @@ export interface HoldsHost {
   leaseSilentPeers(): string[];
   /** ERR_SUPERSEDED once this incarnation is a zombie (a newer process runs with our id), else null. */
   supersededError(): LockError | null;
-  /** The runtime's planted bugs (src/runtime/faults.ts); none in production. */
-  readonly faults?: Partial<RuntimeFaults> | undefined;
   /** A local hold began or ended. */
   emitHold(type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null): void;
 }
@@ -374,7 +371,7 @@ export class LocalHolds {
   refresh(lock: string | null, id: string, ttlMs?: number): number | null {
     const req = this.#liveHold(lock, id);
     const ttl = ttlMs ?? req.opts.ttlMs;
-    if (this.#host.faults?.refreshKeepsOldExpiry !== true) this.#clearTimer(req, 'ttlTimer');
+    this.#clearTimer(req, 'ttlTimer');
     const expiresAt = ttl > 0 ? this.#env.wallMs() + ttl : null;
     if (ttl > 0) req.ttlTimer = this.#env.after(ttl, () => this.#end(req, 'expired'));
     assert(req.grant !== null, 'a held request has a grant');

@@ -25,8 +25,6 @@ import type { Bound, ClockStore } from './clock-store.js';
 import { ClockReservation } from './clock-store.js';
 import { PersistedBounds } from './bounds.js';
 import { CurrentSession } from './current-session.js';
-import type { RuntimeFaults } from '../core/faults.js';
-import type { PlantedFaults } from './faults.js';
 import type { AcquireOptions, Grant, HoldOptions, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
@@ -83,8 +81,6 @@ export interface PeerOptions {
   readonly world: PeerWorld;
   /** Node's process metrics in the registry (default true; the simulator runs many peers). */
   readonly processMetrics?: boolean;
-  /** Planted bugs: the simulator's mutants only. */
-  readonly faults?: PlantedFaults;
   /**
    * Each link's resend buffer bound (default limits.linkUnackedBytesMax). The simulator sets
    * a small one in some seeds, so that backpressure and the rejoin on overflow happen.
@@ -130,7 +126,6 @@ export class PeerRuntime implements LockService {
   readonly #rootLog: Logger;
   readonly #world: PeerWorld;
   readonly #env: Env;
-  readonly #faults: PlantedFaults | undefined;
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #frameBytesMax: number | undefined;
   readonly #reservation: ClockReservation;
@@ -157,18 +152,16 @@ export class PeerRuntime implements LockService {
     this.#log = opts.logger.child({ component: 'runtime' });
     this.#world = opts.world;
     this.#env = opts.world.env;
-    this.#faults = opts.faults;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#frameBytesMax = opts.frameBytesMax;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.#bounds = new PersistedBounds({
       store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind),
-      countUnderWay: opts.faults?.runtime?.countBoundUnderWay === true,
     });
     // Each part gets what it reads as finished objects, built in this order (issue 13: none
     // is handed the half-built runtime): the current session (empty until start), the
     // registry of local requests, the views over both, the metrics over those, the holds.
-    const sessions = new CurrentSession(this.#faults?.runtime?.noLeaseCheckBeforeEvent !== true);
+    const sessions = new CurrentSession();
     const requests = new LocalRequests(limits.endedIdsMax);
     const views = new StatusViews({ id: this.id, index, config: this.config, sessions, requests });
     const metrics = new PeerMetrics({
@@ -188,7 +181,7 @@ export class PeerRuntime implements LockService {
     this.#sessions = sessions;
     this.#views = views;
     this.metrics = metrics;
-    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events, faults: this.#faults?.runtime }));
+    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events }));
   }
 
   /**
@@ -213,7 +206,7 @@ export class PeerRuntime implements LockService {
     // right after. Its bound is on disk (bounds.ts); we echo nothing until then, at
     // most 2 * evict_ms (a wall clock stepped back must not silence us for long).
     const store = this.#world.clockStore;
-    const quietForMs = this.#faults?.runtime?.forgetPromisesOnRestart === true ? 0 : this.#boundLeftMs(store.loadBound('promise'), 'promise');
+    const quietForMs = this.#boundLeftMs(store.loadBound('promise'), 'promise');
     // Likewise a heartbeat it echoed may still vouch for a lease of an incarnation this
     // process never meets: no peer joins before that bound passes (docs/design.md section 5,
     // "Successors").
@@ -223,8 +216,7 @@ export class PeerRuntime implements LockService {
     // clock starts at or above its incarnation (seed 1043577: a wall clock stepped back
     // across restarts made an incarnation sort below a dead one, whose eviction then
     // covered it while it held its lease).
-    const startFloorMs = this.#faults?.runtime?.forgetIncarnationFloor === true ? 0 : floor;
-    this.#sessions.set(this.#newSession(Math.max(this.#env.wallMs(), floor), startFloorMs, undefined, quietForMs));
+    this.#sessions.set(this.#newSession(Math.max(this.#env.wallMs(), floor), floor, undefined, quietForMs));
     this.#startSession();
   }
 
@@ -242,8 +234,8 @@ export class PeerRuntime implements LockService {
 
   /** How far ahead of the need each bound is written, so that it is rewritten once per half of it. */
   #boundAheadMs(kind: Bound): number {
-    if (kind === 'promise') return (this.#faults?.runtime?.promiseBoundShort === true ? 1 : 2) * this.config.evictMs;
-    return (this.#faults?.runtime?.echoBoundShort === true ? 1 : 2) * clockRateMargin * this.config.leaseMs;
+    if (kind === 'promise') return 2 * this.config.evictMs;
+    return 2 * clockRateMargin * this.config.leaseMs;
   }
 
   /** What is left of a bound on disk, at most how far ahead it is written (a wall clock stepped back must not hold us long). */
@@ -262,7 +254,7 @@ export class PeerRuntime implements LockService {
 
   /** How long the next incarnation holds joins: until the echoes of this process stop vouching. */
   #joinsHeldForMs(): number {
-    return this.#faults?.runtime?.forgetEchoBound === true ? 0 : Math.max(0, this.#vouchedUntilMono - this.#env.monoMs());
+    return Math.max(0, this.#vouchedUntilMono - this.#env.monoMs());
   }
 
   /** Whether `start` ran. */
@@ -278,7 +270,7 @@ export class PeerRuntime implements LockService {
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
     return new Session({
-      config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world, faults: this.#faults,
+      config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
     }, {
       onEffect: (effect) => this.#execute(effect),
@@ -329,7 +321,7 @@ export class PeerRuntime implements LockService {
     const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
     // The quiet a restart began (start) binds the process, not the incarnation: a rejoin
     // within it would echo a peer the previous process promised to leave silent (seed 906566).
-    const quietForMs = this.#faults?.runtime?.forgetQuietOnRejoin === true ? 0 : old.quietLeftMs();
+    const quietForMs = old.quietLeftMs();
     this.#sessions.set(this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs));
     this.#startSession();
     this.events.emit('changed');
@@ -520,7 +512,7 @@ export class PeerRuntime implements LockService {
 /** What the runtime hands its local holds: the current session's protocol, reached only through it. */
 function holdsHost(parts: {
   id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics;
-  events: EventEmitter<PeerEvents>; faults: Partial<RuntimeFaults> | undefined;
+  events: EventEmitter<PeerEvents>;
 }): HoldsHost {
   const { id, env, sessions, events } = parts;
   // The holds' timers (TTL, wait deadlines) re-check the lease first, like every event.
@@ -541,7 +533,6 @@ function holdsHost(parts: {
     peerId: (index) => sessions.get().peerId(index),
     leaseSilentPeers: () => sessions.get().leaseSilentPeers(),
     supersededError: () => sessions.get().supersededError,
-    faults: parts.faults,
     emitHold: (type, req, reason) => {
       if (events.listenerCount('hold') === 0) return;
       const token = req.grant?.token.toString() ?? '';

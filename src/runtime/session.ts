@@ -34,7 +34,6 @@ import { protocolVersion } from '../transport/codec.js';
 import { Mesh } from '../transport/mesh.js';
 import type { LinkRefusal } from '../transport/refusals.js';
 import type { Listener, Network, RawSocket } from '../transport/network.js';
-import type { PlantedFaults } from './faults.js';
 import { LeaseClock } from './lease-clock.js';
 
 /** How a session reports to its runtime. */
@@ -88,7 +87,6 @@ export interface SessionOptions {
   readonly startFloorMs: number;
   readonly logger: Logger;
   readonly world: SessionWorld;
-  readonly faults?: PlantedFaults | undefined;
   /** Each link's resend buffer bound (PeerOptions.linkUnackedBytesMax). */
   readonly linkUnackedBytesMax?: number | undefined;
   /** Largest frame the links write (PeerOptions.frameBytesMax). */
@@ -142,12 +140,6 @@ function guardedListener(l: Listener, guard: Guard): Listener {
   };
 }
 
-/** The shape with the fingerprint mutants' holes in it (the simulator's only); production's as it is. */
-function plantShapeFaults(shape: ClusterShape, faults: PlantedFaults['runtime']): ClusterShape {
-  const ordered = faults?.fingerprintIgnoresOrder === true ? { ...shape, peers: [...shape.peers].sort() } : shape;
-  return faults?.fingerprintIgnoresTimings === true ? { ...ordered, heartbeatMs: 0, leaseMs: 0, evictMs: 0 } : ordered;
-}
-
 /** One incarnation: its protocol, its mesh of links, its lease clock and its timers. */
 export class Session {
   readonly incarnation: Incarnation;
@@ -157,7 +149,6 @@ export class Session {
   readonly #log: Logger;
   readonly #hooks: SessionHooks;
   readonly #env: Env;
-  readonly #faults: PlantedFaults;
   /** Leases, eviction and the mesh's watchdogs measure time with this (it counts suspends). */
   readonly #clock: LeaseClock;
   readonly #protocol: PeerProtocol;
@@ -170,8 +161,7 @@ export class Session {
     this.#log = opts.logger.child({ component: 'session' });
     this.#hooks = hooks;
     this.#env = opts.world.env;
-    this.#faults = opts.faults ?? {};
-    this.#clock = new LeaseClock(this.#env, this.#faults.runtime?.noSuspendDetect !== true, this.#faults.runtime?.ignoreBootClock !== true);
+    this.#clock = new LeaseClock(this.#env);
     this.incarnation = { startMs: Math.max(this.#env.wallMs(), opts.startFloorMs), nonce: this.#env.randomInt(2 ** 31) };
     let protocol: PeerProtocol | null = null;
     // The other peers' incarnations, admitted, evicted and refused (src/core/incarnations.ts):
@@ -180,12 +170,12 @@ export class Session {
     protocol = new PeerProtocol({
       self: opts.index, peerIds: opts.config.peers.map((p) => p.id), leaseMs: opts.config.leaseMs, evictMs: opts.config.evictMs, clockRateMargin,
       incarnation: this.incarnation, clockFloor: opts.clockFloor, nowMs: this.#now(), incarnations,
-      promises: opts.promises, quietForMs: opts.quietForMs, joinsHeldForMs: opts.joinsHeldForMs, queueLog: opts.queueLog, faults: this.#faults,
+      promises: opts.promises, quietForMs: opts.quietForMs, joinsHeldForMs: opts.joinsHeldForMs, queueLog: opts.queueLog,
     });
     this.#protocol = protocol;
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
-    this.shape = plantShapeFaults(clusterShapeOf(opts.config, protocolVersion), this.#faults.runtime);
+    this.shape = clusterShapeOf(opts.config, protocolVersion);
     this.#mesh = this.#createMesh(opts, incarnations);
   }
 
@@ -202,7 +192,7 @@ export class Session {
     // enters this incarnation (a timer, a socket's) re-checks the lease first: a process
     // resumed after a pause or a suspend ends its holds before it does anything else.
     const guard = <A extends unknown[]>(fn: (...args: A) => void) => (...args: A): void => {
-      if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
+      this.#refreshLease();
       fn(...args);
     };
     const base = this.#env;
@@ -221,12 +211,12 @@ export class Session {
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock, heartbeatClock: (peer, allSent) => p.heartbeatClock(peer, allSent),
         // An echo leaves only once the bound on disk covers what it vouches for (runtime/bounds.ts).
         mayEcho: (peer, inc) => p.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
-        logger: opts.logger.child({ component: 'mesh' }), faults: this.#faults.mesh, linkUnackedBytesMax: opts.linkUnackedBytesMax,
+        logger: opts.logger.child({ component: 'mesh' }), linkUnackedBytesMax: opts.linkUnackedBytesMax,
         incarnations, onFailure: (reason) => this.#hooks.onLinkFailure(reason),
         mergePayloads: (a, b) => ('t' in a || 't' in b ? null : mergePackets(a, b)),
         // A core packet too large for a frame (a state transfer, a lease regained with many
         // requests pending) leaves in pieces; a membership message is small and never split.
-        splitPayload: (q, parts) => ('t' in q ? null : splitPacket(q, parts, this.#faults.runtime?.piecesAck === true)),
+        splitPayload: (q, parts) => ('t' in q ? null : splitPacket(q, parts)),
         frameBytesMax: opts.frameBytesMax,
       },
       {
@@ -247,7 +237,7 @@ export class Session {
   start(): void {
     this.#mesh.start();
     this.#timers.push(this.#env.every(this.#config.heartbeatMs, () => {
-      if (this.#faults.runtime?.noLeaseCheckBeforeEvent !== true) this.#refreshLease();
+      this.#refreshLease();
       this.#input(() => this.#protocol.tick(this.#now()));
     }));
     this.#refreshLease();

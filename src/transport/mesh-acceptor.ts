@@ -123,7 +123,7 @@ export class MeshAcceptor<P> {
     sock.send(hs.welcome(link.delivered, this.#opts.clock()));
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
     this.#mesh.updateConnected(link);
-    if (this.#opts.faults?.noDialNow !== true) this.#mesh.dialNow(link);
+    this.#mesh.dialNow(link);
     return link;
   }
 

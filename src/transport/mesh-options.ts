@@ -56,8 +56,6 @@ export interface MeshOptions<P> {
    * lease, which eviction may forbid (a confirmation we gave). Default: always.
    */
   readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
-  /** Planted bugs, for the simulator's mutation tests only. */
-  readonly faults?: Partial<MeshFaults> | undefined;
   /** Each link's resend buffer bound; default limits.linkUnackedBytesMax. */
   readonly linkUnackedBytesMax?: number | undefined;
   /**
@@ -82,14 +80,6 @@ export interface MeshOptions<P> {
   readonly incarnations?: IncarnationGate | undefined;
   /** Counts one socket failure by reason (a refusal either way, a malformed frame): lamport_link_refusals_total. */
   readonly onFailure?: ((reason: string) => void) | undefined;
-}
-
-/** Planted bugs of the mesh (the simulator's mutants); production sets none. */
-export interface MeshFaults {
-  /** An evicted incarnation is never refused: its streams stay, and it may dial again. */
-  readonly acceptEvicted: boolean;
-  /** A peer that dials us does not cut our redial's backoff short (seed 258's bug). */
-  readonly noDialNow: boolean;
 }
 
 /** What the mesh reports to the runtime. Called synchronously from socket events. */

@@ -177,7 +177,6 @@ export class Mesh<P> {
 
   /** Refuses `inc` of `peer` and every older incarnation forever (eviction, docs/design.md section 5). */
   refuseIncarnation(peer: number, inc: Incarnation): void {
-    if (this.#opts.faults?.acceptEvicted === true) return;
     const link = this.#link(peer);
     if (!this.#book.refuse(peer, inc)) return;
     this.#log.warn({ remote: link.peer.id, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');

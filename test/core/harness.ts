@@ -5,7 +5,6 @@
  */
 import type { Effect, MachineEvent } from '../../src/core/machine.js';
 import { Machine } from '../../src/core/machine.js';
-import type { MachineFaults } from '../../src/core/faults.js';
 import type { Packet } from '../../src/core/messages.js';
 import { mergePackets } from '../../src/core/messages.js';
 import type { Incarnation, Mode, RequestSpec } from '../../src/core/types.js';
@@ -31,14 +30,14 @@ export class Net {
   readonly machines: Machine[];
   readonly incs: Incarnation[];
   readonly #queues = new Map<string, Packet[]>();
-  readonly #opts: { faults?: Partial<MachineFaults>; clockFloor: number; merge: boolean };
+  readonly #opts: { clockFloor: number; merge: boolean };
   readonly #peers: number;
 
   /**
    * `merge`: a packet queued behind one not delivered yet is merged into it, as the runtime's
    * links do within a turn (core/messages.ts `mergePackets`).
    */
-  constructor(peers: number, opts: { faults?: Partial<MachineFaults>; clockFloor?: number; merge?: boolean } = {}) {
+  constructor(peers: number, opts: { clockFloor?: number; merge?: boolean } = {}) {
     this.#opts = { ...opts, clockFloor: opts.clockFloor ?? 0, merge: opts.merge ?? false };
     this.#peers = peers;
     this.machines = [];
@@ -48,8 +47,7 @@ export class Net {
 
   /** A new machine (state lost) with incarnation `{startMs, nonce: 0}`. */
   restart(peer: number, startMs: number, clockFloor = this.#opts.clockFloor): void {
-    const faults = this.#opts.faults ?? {};
-    this.machines[peer] = new Machine({ self: peer, peerCount: this.#peers, clockFloor, faults });
+    this.machines[peer] = new Machine({ self: peer, peerCount: this.#peers, clockFloor });
     this.incs[peer] = { startMs, nonce: 0 };
     for (const key of [...this.#queues.keys()]) {
       const [from, to] = key.split('>').map(Number);

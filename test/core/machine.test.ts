@@ -2,12 +2,14 @@
  * Behaviour of the protocol core (docs/design.md section 3 and the membership rules of section 4),
  * one rule per test, driven by hand through the Net harness.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
+import type * as MachineModule from '../../src/core/machine.js';
 import { removeOneByOneMax } from '../../src/core/request-queue.js';
 import type { PeerMessage, RequestMessage } from '../../src/core/messages.js';
 import { tokenOf } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
+import { dropPlanted, plantedModule } from '../sim/planted.js';
 import { Net, outcomes, spec } from './harness.js';
 
 /** Three peers: peer 2 holds `a` (ref 1), peer 0 asks for it (ref 2), and only peer 1 has heard so far. */
@@ -20,6 +22,9 @@ function behindHeldByPeer2(): Net {
   net.deliver(0, 1);
   return net;
 }
+
+// The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
+afterAll(dropPlanted);
 
 describe('Machine: grants', () => {
   it('grants a single peer immediately, with token ts * 1024 + peer index', () => {
@@ -270,9 +275,10 @@ describe('Machine: membership', () => {
     expect(net.machine(1).synced).toBe(true);
   });
 
-  it('takes no ack and no sync from an unready packet, but lets its sender in (sync-on-unready plants the bug)', () => {
-    for (const syncOnUnready of [false, true]) {
-      const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0, faults: { syncOnUnready } });
+  it('takes no ack and no sync from an unready packet, but lets its sender in (sync-on-unready plants the bug)', async () => {
+    const planted = (await plantedModule<typeof MachineModule>('sync-on-unready', 'src/core/machine.js')).Machine;
+    for (const [M, syncOnUnready] of [[Machine, false], [planted, true]] as const) {
+      const m = new M({ self: 0, peerCount: 2, clockFloor: 0 });
       m.step({ type: 'joined', peer: 1, inc: { startMs: 1, nonce: 0 }, clock: 10 });
       m.step({ type: 'packet', from: 1, inc: { startMs: 1, nonce: 0 }, packet: { c: 20, m: [], u: true } });
       expect(m.ackReady).toBe(true);

@@ -1,14 +1,24 @@
 /**
  * Majority-confirmed eviction (docs/design.md section 5), driven with explicit times.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { IncarnationBook } from '../../src/core/incarnations.js';
 import { Membership, isMembershipMessage, unknownIncarnation } from '../../src/core/membership.js';
 import type { MembershipEffect } from '../../src/core/membership.js';
+import type * as MembershipModule from '../../src/core/membership.js';
+import type { MutantName, Patch } from '../sim/mutants.js';
+import { dropPlanted, patchedModule, plantedModule } from '../sim/planted.js';
 
 const X = { startMs: 1000, nonce: 7 };
 const Y = { startMs: 2000, nonce: 1 };
 const evictMs = 3000;
+
+/** Membership as the build with a planted bug has it (test/sim/planted.ts). */
+async function plantedMembership(bug: MutantName | readonly Patch[]): Promise<typeof Membership> {
+  const file = 'src/core/membership.js';
+  const mod = typeof bug === 'string' ? await plantedModule<typeof MembershipModule>(bug, file) : await patchedModule<typeof MembershipModule>(bug, file);
+  return mod.Membership;
+}
 
 function sends(effects: MembershipEffect[]): Array<{ to: number; t: string; peer: number }> {
   return effects.flatMap((e) => (e.type === 'send' ? [{ to: e.to, t: e.msg.t, peer: e.msg.peer }] : []));
@@ -21,6 +31,9 @@ function evictions(effects: MembershipEffect[]): number[] {
 function three(nowMs = 0): Membership[] {
   return [0, 1, 2].map((self) => new Membership({ self, peerCount: 3, evictMs, nowMs }));
 }
+
+// The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
+afterAll(dropPlanted);
 
 describe('Membership', () => {
   it('suspects a peer silent for evict_ms, and evicts it with a majority of confirmations', () => {
@@ -76,20 +89,20 @@ describe('Membership', () => {
     expect(m0?.tick(evictMs + 1)).toEqual([]);
   });
 
-  it('still counts a successor replaced by a newer one as heard: no confirmation of it before it was silent evict_ms (seeds 2042388 and 2048353)', () => {
+  it('still counts a successor replaced by a newer one as heard: no confirmation of it before it was silent evict_ms (seeds 2042388 and 2048353)', async () => {
     const Z = { startMs: 3000, nonce: 5 };
-    const confirmsOfY = (faults: { forgetSuccessorHeard?: boolean }, atMs: number): number => {
-      const m = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0, faults });
+    const confirmsOfY = (M: typeof Membership, atMs: number): number => {
+      const m = new M({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
       m.heard(0, X, 0);
       m.heard(0, Y, evictMs + 100); // Y waits as X's successor here; we may echo it
       m.heard(0, Z, evictMs + 200); // Z, newer, replaces it as the successor
       m.onMessage(2, { t: 'evict', peer: 0, inc: X }, evictMs + 300); // Z is tracked from now on
       return sends(m.onMessage(2, { t: 'suspect', peer: 0, inc: Y, at: atMs }, atMs)).length;
     };
-    expect(confirmsOfY({}, evictMs + 400)).toBe(0);
-    expect(confirmsOfY({}, 2 * evictMs + 100)).toBe(1); // silent evict_ms since heard
+    expect(confirmsOfY(Membership, evictMs + 400)).toBe(0);
+    expect(confirmsOfY(Membership, 2 * evictMs + 100)).toBe(1); // silent evict_ms since heard
     // The mutant forgets it heard Y: an incarnation older than the tracked one, confirmed at once.
-    expect(confirmsOfY({ forgetSuccessorHeard: true }, evictMs + 400)).toBe(1);
+    expect(confirmsOfY(await plantedMembership('forget-successor-heard'), evictMs + 400)).toBe(1);
   });
 
   it('changes nothing when it hears the tracked incarnation again while its successor waits (issue 39: that one is superseded)', () => {
@@ -106,8 +119,8 @@ describe('Membership', () => {
     expect(sends(m.onMessage(1, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs))).toEqual([{ to: 1, t: 'confirm', peer: 2 }]);
   });
 
-  it('replaces the predecessor at once under the forget-predecessor mutant', () => {
-    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { forgetPredecessor: true } });
+  it('replaces the predecessor at once under the forget-predecessor mutant', async () => {
+    const m = new (await plantedMembership('forget-predecessor'))({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
     m.heard(2, X, 0);
     m.heard(2, Y, 100);
     expect(m.predecessorOf(2, Y)).toBeNull();
@@ -144,7 +157,7 @@ describe('Membership', () => {
     expect(m1?.mayEcho(2, Y, evictMs + 1)).toBe(true);
   });
 
-  it('hands its binding promises to the next incarnation of this process, which keeps them (seed 162227)', () => {
+  it('hands its binding promises to the next incarnation of this process, which keeps them (seed 162227)', async () => {
     const [, m1] = three();
     m1?.heard(2, X, 0);
     m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs);
@@ -160,12 +173,12 @@ describe('Membership', () => {
     expect(next.mayEcho(2, Y, 60)).toBe(true);
     expect(next.promises(50 + evictMs - 1000)).toEqual([]);
     // The planted bug forgets them: the new incarnation echoes what the old one confirmed silent.
-    const planted = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises, faults: { forgetPromisesOnRejoin: true } });
+    const planted = new (await plantedMembership('forget-promises-on-rejoin'))({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises });
     planted.heard(2, X, 60);
     expect(planted.mayEcho(2, X, 60)).toBe(true);
   });
 
-  it('a promise binds the incarnation it is about and older ones, never a newer one (seed 504945)', () => {
+  it('a promise binds the incarnation it is about and older ones, never a newer one (seed 504945)', async () => {
     const [, m1] = three();
     m1?.heard(2, X, 0);
     // A suspicion of X, the incarnation tracked: the confirmer promises X no lease.
@@ -178,7 +191,8 @@ describe('Membership', () => {
     expect(m1?.mayEcho(2, X, evictMs + 3)).toBe(false);
     // The planted bug (a liveness delay, not a safety one: the simulator's liveness bound
     // hides it) withholds Y's echoes for the whole promise.
-    const planted = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0, faults: { promiseBindsNewer: true } });
+    const promiseBindsNewer = [{ file: 'src/core/membership.js', from: 'compareIncarnation(inc, t.noEchoUpTo) <= 0', to: 'compareIncarnation(inc, t.inc) <= 0' }];
+    const planted = new (await plantedMembership(promiseBindsNewer))({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
     planted.heard(2, X, 0);
     planted.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs);
     planted.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs + 1);
@@ -241,8 +255,8 @@ describe('Membership', () => {
     expect(m.tick(10 * evictMs)).toEqual([]);
   });
 
-  it('with the evict-without-majority fault, evicts on its own word (the mutant the simulator must catch)', () => {
-    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0, faults: { evictWithoutMajority: true } });
+  it('with the evict-without-majority fault, evicts on its own word (the mutant the simulator must catch)', async () => {
+    const m = new (await plantedMembership('evict-without-majority'))({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
     expect(evictions(m.tick(evictMs))).toEqual([1, 2]);
   });
 

@@ -2,10 +2,18 @@
  * The lease clock counts host suspends (issue 12, defect 4): performance.now() stops while
  * the host sleeps, the wall clock does not.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/env.js';
 import { nodeEnv } from '../../src/env.js';
 import { LeaseClock } from '../../src/runtime/lease-clock.js';
+import type * as LeaseClockModule from '../../src/runtime/lease-clock.js';
+import type { MutantName } from '../sim/mutants.js';
+import { dropPlanted, plantedModule } from '../sim/planted.js';
+
+/** LeaseClock as the build with `mutant` planted has it (test/sim/planted.ts). */
+async function planted(mutant: MutantName): Promise<typeof LeaseClock> {
+  return (await plantedModule<typeof LeaseClockModule>(mutant, 'src/runtime/lease-clock.js')).LeaseClock;
+}
 
 function fakeEnv(): Env & { mono: number; wall: number } {
   const env = { ...nodeEnv, mono: 1000, wall: 1_700_000_000_000, monoMs: () => env.mono, wallMs: () => env.wall, bootMs: () => null };
@@ -17,6 +25,9 @@ function bootEnv(): Env & { mono: number; wall: number; boot: number } {
   const env = { ...nodeEnv, mono: 1000, wall: 1_700_000_000_000, boot: 50_000, monoMs: () => env.mono, wallMs: () => env.wall, bootMs: () => Math.floor(env.boot / 10) * 10 };
   return env;
 }
+
+// The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
+afterAll(dropPlanted);
 
 describe('LeaseClock', () => {
   it('runs with the monotonic clock while nothing happens', () => {
@@ -47,9 +58,9 @@ describe('LeaseClock', () => {
     expect(clock.nowMs()).toBe(1200);
   });
 
-  it('under the no-suspend-detect mutant, believes the bare monotonic clock', () => {
+  it('under the no-suspend-detect mutant, believes the bare monotonic clock', async () => {
     const env = fakeEnv();
-    const clock = new LeaseClock(env, false);
+    const clock = new (await planted('no-suspend-detect'))(env);
     env.wall += 60_000;
     expect(clock.nowMs()).toBe(1000);
   });
@@ -78,9 +89,9 @@ describe('LeaseClock', () => {
     }
   });
 
-  it('under the ignore-boot-clock mutant, counts by the wall clock alone', () => {
+  it('under the ignore-boot-clock mutant, counts by the wall clock alone', async () => {
     const env = bootEnv();
-    const clock = new LeaseClock(env, true, false);
+    const clock = new (await planted('ignore-boot-clock'))(env);
     env.boot += 60_000;
     env.wall += 55_000;
     env.mono += 1;

@@ -9,7 +9,6 @@
 import type { ClusterConfig } from '../../src/config.js';
 import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
-import type { PlantedFaults } from '../../src/runtime/faults.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { Session } from '../../src/runtime/session.js';
 import type { Logger } from '../../src/log.js';
@@ -117,7 +116,6 @@ interface SimHost {
 export interface ClusterOptions {
   readonly scenario: Scenario;
   readonly rng: Prng;
-  readonly faults: PlantedFaults;
   readonly net: SimNetworks;
   readonly schedule: ScheduleTask;
   readonly checker: Checker;
@@ -276,12 +274,12 @@ export class Cluster {
     const h = this.#host(peer);
     if (h.procs.length > 0 && opts.duplicate !== true) return;
     if (opts.duplicate === true) this.#duplicated.add(peer);
-    const { time, rng, schedule, net, transcript, faults } = this.#o;
+    const { time, rng, schedule, net, transcript } = this.#o;
     const proc = new SimProcess({ id: this.#nextProcId++, peer, host: h.clock, time, rng: rng.fork(), schedule });
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
     const runtime = new PeerRuntime({
-      config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false, faults,
+      config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false,
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
       ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
     });

@@ -12,16 +12,17 @@
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
  * prints the table: mutant, first failing seed, seeds run; a mutant that a scripted
  * scenario catches (test/sim/scenarios.ts) is run there instead. The exit code is 0 only
- * when every mutant was caught.
+ * when every mutant was caught. A mutant runs in a patched copy of this build
+ * (test/sim/planted.ts).
  */
 import { clockRateMargin, timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { isMutantName, multiChanceOf, mutantNames } from './mutants.js';
-import { scenarioFor } from './scenarios.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runParallel } from './parallel.js';
-import { runSeed } from './run.js';
+import type { Sim } from './planted.js';
+import { dropPlanted, simFor } from './planted.js';
 
 /** Each planted bug must be caught within this many seeds (issue 12). */
 const mutantSeedsMax = 2000;
@@ -112,7 +113,6 @@ function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant =
     transcript,
     net: cli.net,
     ...(cli.peers === undefined ? {} : { peers: cli.peers }),
-    ...(cli.mutant === undefined ? {} : { mutant: cli.mutant }),
     ...(multi === undefined ? {} : { multiChance: multi }),
     ...(cli.timing === undefined ? {} : { timing: cli.timing }),
   };
@@ -127,19 +127,19 @@ function reproduce(cli: CliOptions, seed: number): string {
 }
 
 /** Prints a failure: the violation, the command that replays it, and the transcript's tail. */
-function reportFailure(cli: CliOptions, result: RunResult): void {
+function reportFailure(cli: CliOptions, sim: Sim, result: RunResult): void {
   const s = result.scenario;
   console.log(`seed ${result.seed} FAILED (${s.peers} peers, ${s.locks.length} locks, clocks ${s.clockStyle}, ${result.events} events, ${result.virtualMs}ms):`);
   for (const v of result.violations) console.log(`  ${v}`);
   // Determinism at work: the same seed, run again with the transcript on, fails the same way.
-  const replay = runSeed(runOptions(cli, result.seed, true));
+  const replay = sim.run.runSeed(runOptions(cli, result.seed, true));
   console.log(`transcript (last 40 lines of ${replay.transcript.lines().length}):`);
   for (const line of replay.transcript.tail(40)) console.log(`  ${line}`);
   console.log(reproduce(cli, result.seed));
 }
 
 /** The mutation table: every mutant, the first seed that catches it, and the seeds it took. */
-function mutationTable(cli: CliOptions): number {
+async function mutationTable(cli: CliOptions): Promise<number> {
   const startedMs = performance.now();
   let missed = 0;
   console.log(`${'mutant'.padEnd(30)} ${'first failing seed'.padEnd(20)} seeds run (- for a scripted scenario)`);
@@ -147,12 +147,15 @@ function mutationTable(cli: CliOptions): number {
   const names = only === undefined ? mutantNames : mutantNames.filter((m) => only.split(',').includes(m));
   // --net picks one network; by default each seed runs on both.
   const nets: ReadonlyArray<'fifo' | 'link'> = cli.netGiven ? [cli.net] : ['fifo', 'link'];
+  const plain = await simFor();
   for (const mutant of names) {
+    const planted = await simFor(mutant);
     // A mutant the seeds reach too rarely is run in the scripted scenario that catches it
     // (test/sim/scenarios.ts): caught when its rule holds without the mutant and not with it.
-    const scenario = scenarioFor[mutant];
+    const scenario = plain.scenarios.scenarioFor[mutant];
     if (scenario !== undefined) {
-      const held = scenario.held(mutant);
+      const held = planted.scenarios.scenarioFor[mutant]?.held() ?? true;
+      dropPlanted();
       if (held || !scenario.held()) missed++;
       console.log(`${mutant.padEnd(30)} ${(held ? 'NOT CAUGHT' : `scenario ${scenario.name}`).padEnd(20)} -`);
       continue;
@@ -164,14 +167,15 @@ function mutationTable(cli: CliOptions): number {
       // Each seed on both networks: the link network's connection breaks shift every timing.
       for (const net of nets) {
         const options = { ...runOptions(cli, seed, false, mutant), net };
-        const result = runSeed({ ...options, mutant });
+        const result = planted.run.runSeed(options);
         // A catch counts only where the seed passes without the planted bug.
-        if (result.violations.length > 0 && runSeed(options).violations.length === 0) {
+        if (result.violations.length > 0 && plain.run.runSeed(options).violations.length === 0) {
           caught = { result, net };
           break;
         }
       }
     }
+    dropPlanted();
     if (caught === undefined) missed++;
     const first = caught === undefined ? 'NOT CAUGHT' : `${caught.result.seed}${caught.net === 'link' ? ' --net link' : ''}`;
     console.log(`${mutant.padEnd(30)} ${first.padEnd(20)} ${ran}`);
@@ -195,20 +199,21 @@ function passThrough(cli: CliOptions): string[] {
 
 async function main(): Promise<number> {
   const cli = parseArgs(process.argv.slice(2));
-  if (cli.mutants) return mutationTable(cli);
+  if (cli.mutants) return await mutationTable(cli);
   if (cli.jobs > 1) return runParallel(cli.seed, cli.seeds, cli.jobs, passThrough(cli));
+  const sim = await simFor(cli.mutant);
   const startedMs = performance.now();
   let grants = 0;
   const failed: number[] = [];
   for (let seed = cli.seed; seed < cli.seed + cli.seeds; seed++) {
-    const result = runSeed(runOptions(cli, seed, cli.verbose && cli.seeds === 1));
+    const result = sim.run.runSeed(runOptions(cli, seed, cli.verbose && cli.seeds === 1));
     grants += result.grants;
     if (cli.verbose) {
       if (cli.seeds === 1) for (const line of result.transcript.lines()) console.log(line);
       console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations`);
     }
     if (result.violations.length === 0) continue;
-    if (failed.length === 0) reportFailure(cli, result);
+    if (failed.length === 0) reportFailure(cli, sim, result);
     failed.push(seed);
   }
   const seconds = (performance.now() - startedMs) / 1000;

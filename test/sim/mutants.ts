@@ -1,71 +1,170 @@
 /**
- * The planted bugs the simulator must catch (issue 12, "Mutation score"): one line each,
- * in the production code behind a flag that only the simulator sets. They cover the
- * protocol core (core/faults.ts), the eviction rules (core/membership.ts), the mesh
- * (transport/mesh-options.ts) and the runtime's timing rules (runtime/faults.ts); `no-fifo`
- * lives in the simulated network, which then lets messages of one direction overtake each
- * other, breaking the FIFO premise of the ack rule.
+ * The planted bugs the simulator must catch (issue 12, "Mutation score"): each one a small
+ * textual patch of the BUILT code (dist/), applied by the test runner to a copy of it
+ * (test/sim/planted.ts); production code carries no trace of them. Each patch names a file
+ * under dist/ and a piece of its text that must occur exactly once there (whitespace runs
+ * match any whitespace, so a line broken by tsc still matches); `no-fifo` patches the
+ * simulated network, which then lets messages of one direction overtake each other,
+ * breaking the FIFO premise of the ack rule.
  *
  * The regression mutants revert the fix of a bug a seed once found (named in the fix's
  * commit): `npm run sim -- --mutants` shows each is caught, so no regression seed is a
- * seed that could no longer fail.
+ * seed that could no longer fail; test/sim/planted.test.ts shows each patch still applies.
  */
-import type { PlantedFaults } from '../../src/runtime/faults.js';
 
-/** Every mutant, with the layer and the one-line deviation it plants. */
+/** One textual change of one built file. */
+export interface Patch {
+  /** The built file, under dist/: `src/core/machine.js`. */
+  readonly file: string;
+  /** Text that occurs exactly once in it (a run of whitespace matches any run of whitespace). */
+  readonly from: string;
+  /** What replaces it. */
+  readonly to: string;
+}
+
+const machine = 'src/core/machine.js';
+const membership = 'src/core/membership.js';
+const protocol = 'src/core/protocol.js';
+const peer = 'src/runtime/peer.js';
+const at = (file: string, from: string, to: string): Patch => ({ file, from, to });
+
+/** Every mutant: what it breaks (its doc comment) and the patches that plant it. */
 const mutants = {
-  'ack-ge': { machine: { ackGe: true } },
-  'no-fifo': {},
-  'clock-reset': { machine: { clockReset: true } },
-  'no-state-transfer': { machine: { noStateTransfer: true } },
-  'bad-tiebreak': { machine: { badTiebreak: true } },
-  'semaphore-overcount': { machine: { semaphoreOvercount: true } },
-  'no-self-fence': { machine: { noSelfFence: true } },
-  'accept-evicted': { machine: { acceptEvicted: true }, mesh: { acceptEvicted: true } },
-  'synced-on-handshake': { machine: { syncedOnHandshake: true } },
-  'issue-without-lease': { machine: { issueWithoutLease: true } },
-  'keep-waiters-on-lease-loss': { machine: { keepWaitersOnLeaseLoss: true } },
-  'evict-unmet-incarnation': { machine: { evictUnmetIncarnation: true } },
-  'ack-while-unsynced': { machine: { ackWhileUnsynced: true } },
-  'evict-without-majority': { membership: { evictWithoutMajority: true } },
-  'confirm-from-arrival': { membership: { confirmFromArrival: true } },
-  'echo-despite-promise': { membership: { echoDespitePromise: true } },
-  'hb-clock-while-pending': { runtime: { heartbeatClockWhilePending: true } },
-  'forget-predecessor': { membership: { forgetPredecessor: true } },
-  'no-lease-check-before-event': { runtime: { noLeaseCheckBeforeEvent: true } },
-  'lease-from-arrival': { runtime: { leaseFromArrival: true } },
-  'no-suspend-detect': { runtime: { noSuspendDetect: true } },
-  'ignore-boot-clock': { runtime: { ignoreBootClock: true } },
-  'join-on-older-eviction': { runtime: { joinOnOlderEviction: true } },
-  'act-while-superseded': { runtime: { actWhileSuperseded: true } },
-  'ack-without-quorum': { machine: { ackWithoutQuorum: true } },
-  'forget-promises-on-rejoin': { membership: { forgetPromisesOnRejoin: true } },
-  'zombie-echoes': { runtime: { zombieEchoes: true } },
-  'no-dial-now': { mesh: { noDialNow: true } },
-  'sync-on-unready': { machine: { syncOnUnready: true } },
-  'zombie-rejoins': { runtime: { zombieRejoins: true } },
-  'zombie-confirms': { runtime: { zombieConfirms: true } },
-  'forget-promises-on-restart': { runtime: { forgetPromisesOnRestart: true } },
-  'forget-quiet-on-rejoin': { runtime: { forgetQuietOnRejoin: true } },
-  'forget-successor-heard': { membership: { forgetSuccessorHeard: true } },
-  'confirm-waiting-successor': { membership: { confirmWaitingSuccessor: true } },
-  'last-despite-successor': { membership: { lastDespiteSuccessor: true } },
-  'confirm-for-evict-ms': { membership: { confirmForEvictMs: true } },
-  'forget-echo-bound': { runtime: { forgetEchoBound: true } },
-  'count-bound-under-way': { runtime: { countBoundUnderWay: true } },
-  'promise-bound-short': { runtime: { promiseBoundShort: true } },
-  'echo-bound-short': { runtime: { echoBoundShort: true } },
-  'forget-incarnation-floor': { runtime: { forgetIncarnationFloor: true } },
-  'grant-on-one-part': { machine: { grantOnOnePart: true } },
-  'zombie-renews-lease': { runtime: { zombieRenewsLease: true } },
-  'zombie-suspects': { runtime: { zombieSuspects: true } },
-  'zombie-counts-confirmations': { runtime: { zombieCountsConfirmations: true } },
-  'zombie-keeps-waiters': { runtime: { zombieKeepsWaiters: true } },
-  'refresh-keeps-old-expiry': { runtime: { refreshKeepsOldExpiry: true } },
-  'fingerprint-ignores-order': { runtime: { fingerprintIgnoresOrder: true } },
-  'fingerprint-ignores-timings': { runtime: { fingerprintIgnoresTimings: true } },
-  'pieces-ack': { runtime: { piecesAck: true } },
-} as const satisfies Record<string, PlantedFaults>;
+  /**
+   * The ack test off by one tick (`lastTs[j] >= ts - 1` instead of `lastTs[j] > ts`). A plain
+   * `>=` would be an equivalent mutant in this core: every peer increments its clock before
+   * it issues a request, so no request of j can carry a timestamp j has already sent.
+   */
+  'ack-ge': [at('src/core/lock-table.js', 'const acksIn = minLastTs > r.ts;', 'const acksIn = minLastTs >= r.ts - 1;')],
+  /** The simulated network lets frames of one direction overtake each other. */
+  'no-fifo': [at('test/sim/run.js', 'reorder: false,', 'reorder: true,')],
+  /** A (re)starting peer begins at clock 0 and ignores the clock floor and handshake clocks. */
+  'clock-reset': [
+    at(machine, 'this.#clock = opts.clockFloor;', 'this.#clock = 0;'),
+    at(machine, 'this.#clock = Math.max(this.#clock, clock) + 1;', ''),
+  ],
+  /** A joining peer is not sent our outstanding requests. */
+  'no-state-transfer': [at(machine, 'this.#transferState(peer);', '')],
+  /** Every peer ranks itself first on timestamp ties, so peers disagree on the order. */
+  'bad-tiebreak': [at(machine, 'new LockTable(opts.self, (p) => p,', 'new LockTable(opts.self, (p) => (p - opts.self + opts.peerCount) % opts.peerCount,')],
+  /** Off-by-one in the semaphore permit sum: admits one permit too many. */
+  'semaphore-overcount': [at('src/core/modes.js', 'ahead.permits + r.permits <= r.limit;', 'ahead.permits + r.permits <= r.limit + 1;')],
+  /** A peer whose lease lapses keeps its clients' holds. */
+  'no-self-fence': [at(machine, "const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');", "return; const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');")],
+  /** Packets of an evicted or replaced incarnation are still accepted; the mesh never refuses it: its streams stay, and it may dial again. */
+  'accept-evicted': [
+    at(machine, 'if (!this.#peers.isLive(from, inc)) return;', ''),
+    at('src/transport/mesh.js', 'refuseIncarnation(peer, inc) {', 'refuseIncarnation(peer, inc) { return;'),
+  ],
+  /** Synced once every peer handshaked, before its first packet (seed 1371's bug). */
+  'synced-on-handshake': [at('src/core/peer-view.js', '&& (this.#lastTs[p] ?? 0) !== 0;', ';')],
+  /** Requests leave without a lease (seed 276422's bug). */
+  'issue-without-lease': [
+    at(machine, 'if (this.synced && this.#leaseValid) this.#issue(own);', 'if (this.synced) this.#issue(own);'),
+    at(machine, 'if (!this.#leaseValid || this.#fenced) return;', 'if (this.#fenced) return;'),
+  ],
+  /** A lease lapse ends holds but keeps waiting requests (seed 216761's bug). */
+  'keep-waiters-on-lease-loss': [at(machine, ".filter((own) => own.state !== 'pending');", ".filter((own) => own.state !== 'pending' && own.state !== 'waiting');")],
+  /** An eviction notice for an incarnation never met takes the peer out of the view (seed 150336's bug). */
+  'evict-unmet-incarnation': [at(machine, 'this.#peers.evict(peer, inc, metHeld)', 'this.#peers.evict(peer, inc, true)')],
+  /**
+   * Requests are acknowledged before this peer is synced. A new incarnation whose
+   * predecessor may still hold a lease is not synced until every peer evicted that
+   * predecessor; its acks would let a third peer grant a lock the predecessor holds.
+   */
+  'ack-while-unsynced': [at(machine, 'return this.#peers.joinedByMet && this.#peers.joinedByQuorum;', 'return true;')],
+  /** Evict on the suspecting peer's word alone, without a majority. */
+  'evict-without-majority': [
+    at(membership, 'const pair = this.majority >= this.#peerCount;', 'const pair = false;'),
+    at(membership, 'if (compareIncarnation(t.inc, unknownIncarnation) === 0) return;', ''),
+    at(membership, 'const needed = this.#alone(t) ? 1 : this.majority;', 'const needed = 1;'),
+  ],
+  /** A confirmation counts from its arrival, not from its suspicion's send time (seed 248088's bug). */
+  'confirm-from-arrival': [
+    at(membership, 'if (msg.at < this.#startMs || msg.at > nowMs || nowMs - msg.at >= this.#confirmationValidMs) return [];', ''),
+    at(membership, 't.confirmations.set(from, Math.max(msg.at, t.confirmations.get(from) ?? Number.NEGATIVE_INFINITY));', 't.confirmations.set(from, nowMs);'),
+  ],
+  /** A confirmer echoes the suspect again at once: a confirmation is no promise (seed 101151's bug). */
+  'echo-despite-promise': [at(membership, 'return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.noEchoUpTo) <= 0);', 'return true;')],
+  /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
+  'hb-clock-while-pending': [at(protocol, 'return allSent && !this.#waiting.has(peer)', 'return !this.#waiting.has(peer)')],
+  /** A newer incarnation replaces a live one at once (issue 12, defect 1). */
+  'forget-predecessor': [at(membership, 'if (order > 0 && known && !this.isEvicted(peer, t.inc)) {', 'if (false) {')],
+  /** The lease is not re-checked before each event and client call, only on its timer. */
+  'no-lease-check-before-event': [
+    at(protocol, 'this.#refreshLease(nowMs); this.#stepCore(event);', 'this.#stepCore(event);'),
+    at('src/runtime/session.js', '=> { this.#refreshLease(); fn(...args);', '=> { fn(...args);'),
+    at('src/runtime/session.js', '=> { this.#refreshLease(); this.#input(() => this.#protocol.tick(', '=> { this.#input(() => this.#protocol.tick('),
+    at('src/runtime/current-session.js', 'this.#session?.checkLease();', ''),
+  ],
+  /** An echo extends the lease from its arrival, not from the heartbeat's send time. */
+  'lease-from-arrival': [at(protocol, 'this.#lease.onEcho(peer, sentAtMs);', 'this.#lease.onEcho(peer, nowMs);')],
+  /** A suspend of the host is not counted: the lease clock is the bare monotonic clock. */
+  'no-suspend-detect': [
+    at('src/runtime/lease-clock.js', 'if (gapMs > limits.suspendDetectMs)', 'if (false)'),
+    at('src/runtime/lease-clock.js', 'const bootMs = this.#bootLeadMs === null ? null :', 'const bootMs = true ? null :'),
+  ],
+  /** A suspend is counted by the wall clock alone, though the OS tells a boot clock (a wall clock stepped back during it hides it). */
+  'ignore-boot-clock': [at('src/runtime/lease-clock.js', 'const bootMs = env.bootMs?.() ?? null;', 'const bootMs = null;')],
+  /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
+  'join-on-older-eviction': [at(protocol, 'this.#membership.predecessorOf(e.peer, waiting.inc) === null;', 'true;')],
+  /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
+  'act-while-superseded': [at(protocol, 'return this.#supersededError === null;', 'return true;')],
+  /** Acks once every peer met let us join, without the quorum of others (seed 101577's bug). */
+  'ack-without-quorum': [at(machine, 'return this.#peers.joinedByMet && this.#peers.joinedByQuorum;', 'return this.#peers.joinedByMet;')],
+  /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */
+  'forget-promises-on-rejoin': [at(membership, 'for (const promise of opts.promises ?? []) {', 'return; for (const promise of opts.promises ?? []) {')],
+  /** A superseded incarnation still echoes heartbeats (seed 109815's bug). */
+  'zombie-echoes': [at(protocol, '#votes() {', '#votes() { return true;')],
+  /** A peer that dials us does not cut our redial's backoff short (seed 258's bug). */
+  'no-dial-now': [at('src/transport/mesh-acceptor.js', 'this.#mesh.dialNow(link);', '')],
+  /** A packet sent before its sender may ack (`u`) syncs and acks like any other (seed 202828's bug). */
+  'sync-on-unready': [at(machine, 'this.#peers.heard(from, packet.c, packet.u !== true);', 'this.#peers.heard(from, packet.c, true);')],
+  /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
+  'zombie-rejoins': [at(protocol, "if (reason === 'evicted' && newerLives && this.#everSynced) {", 'if (false) {')],
+  /** A superseded incarnation still confirms suspicions (seed 300379's bug). */
+  'zombie-confirms': [at(protocol, "if (payload.t === 'suspect' && !this.#actsOnMembership()) return;", '')],
+  /** A restarted process ignores the promise bound on disk: it echoes at once (the crash-restart hole). */
+  'forget-promises-on-restart': [at(peer, "const quietForMs = this.#boundLeftMs(store.loadBound('promise'), 'promise');", 'const quietForMs = 0;')],
+  /** A rejoin ends the quiet a restart began: the new incarnation echoes at once (seed 906566's bug). */
+  'forget-quiet-on-rejoin': [at(peer, 'const quietForMs = old.quietLeftMs();', 'const quietForMs = 0;')],
+  /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
+  'forget-successor-heard': [at(membership, 'if (t.successor !== null && compareIncarnation(inc, t.successor) > 0) {', 'if (false) {')],
+  /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */
+  'confirm-waiting-successor': [at(membership, '(order === 0 || never) && this.#silent(t, nowMs)', 'this.#silent(t, nowMs)')],
+  /** An eviction says `last` though a successor waits (issue 39's survivor 3). */
+  'last-despite-successor': [at(membership, 'const waiting = t.successor !== null && compareIncarnation(t.successor, inc) > 0;', 'const waiting = false;')],
+  /** A confirmation counts for evict_ms from its suspicion, not evict_ms / margin (issue 39's confirmation survivor). */
+  'confirm-for-evict-ms': [at(membership, 'this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);', 'this.#confirmationValidMs = opts.evictMs;')],
+  /** A restart or rejoin lets peers join at once, though an echo of the previous one may still vouch (seed 903454's bug). */
+  'forget-echo-bound': [at(peer, 'return Math.max(0, this.#vouchedUntilMono - this.#env.monoMs());', 'return 0;')],
+  /** A bound write still under way counts as on disk: a message leaves on it (the slow-disk hole of bounds.ts). */
+  'count-bound-under-way': [at('src/runtime/bounds.js', 'if (this.#writing.has(kind)) return covers;', 'if (this.#writing.has(kind)) return true;')],
+  /** The promise bound is written evict_ms ahead, not 2 x evict_ms: a confirmation may leave with evict_ms / 2 of it left. */
+  'promise-bound-short': [at(peer, "if (kind === 'promise') return 2 * this.config.evictMs;", "if (kind === 'promise') return this.config.evictMs;")],
+  /** The echo bound is written 1.5 x lease_ms ahead, not 2 x 1.5 x lease_ms: an echo may leave with 0.75 x lease_ms of it left. */
+  'echo-bound-short': [at(peer, 'return 2 * clockRateMargin * this.config.leaseMs;', 'return clockRateMargin * this.config.leaseMs;')],
+  /** A restart's incarnation starts at its wall clock alone, not above the high-water mark (seed 1043577's bug). */
+  'forget-incarnation-floor': [at(peer, 'this.#newSession(Math.max(this.#env.wallMs(), floor), floor,', 'this.#newSession(Math.max(this.#env.wallMs(), floor), 0,')],
+  /** An all-or-nothing request is granted once the mode rule admits it in one of its locks' queues. */
+  'grant-on-one-part': [at('src/core/lock-table.js', '(own.parts.length === 1 || (acksIn', '(own.parts.length === 1 || true || (acksIn')],
+  /** A superseded incarnation's lease is still renewed by echoes (its holds outlive its supersession). */
+  'zombie-renews-lease': [at(protocol, 'if (this.#actsOnMembership()) this.#lease.onEcho(', 'this.#lease.onEcho(')],
+  /** A superseded incarnation still suspects silent peers (its membership still ticks). */
+  'zombie-suspects': [at(protocol, 'if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(nowMs), nowMs);', 'this.#applyMembership(this.#membership.tick(nowMs), nowMs);')],
+  /** A superseded incarnation still counts the confirmations its suspicions get. */
+  'zombie-counts-confirmations': [at(protocol, "if (payload.t === 'confirm' && !this.#actsOnMembership()) return;", '')],
+  /** A superseded incarnation does not fence: its waiters wait for their timeout or its lease. */
+  'zombie-keeps-waiters': [at(protocol, "if (!this.#actsOnMembership()) this.#step({ type: 'fence' }, nowMs);", '')],
+  /** A refresh does not cancel the hold's earlier expiry: a refreshed hold ends at its old TTL. */
+  'refresh-keeps-old-expiry': [at('src/runtime/local-holds.js', "const ttl = ttlMs ?? req.opts.ttlMs; this.#clearTimer(req, 'ttlTimer');", 'const ttl = ttlMs ?? req.opts.ttlMs;')],
+  /** The cluster fingerprint leaves out the order of the peers: a host that lists them in another order is let in. */
+  'fingerprint-ignores-order': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, protocolVersion);', 'const shape = clusterShapeOf(opts.config, protocolVersion); this.shape = { ...shape, peers: [...shape.peers].sort() };')],
+  /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
+  'fingerprint-ignores-timings': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, protocolVersion);', 'this.shape = { ...clusterShapeOf(opts.config, protocolVersion), heartbeatMs: 0, leaseMs: 0, evictMs: 0 };')],
+  /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
+  'pieces-ack': [at('src/core/messages.js', 'pieces.push(last && packet.u !== true ?', 'pieces.push(packet.u !== true ?')],
+} as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
 export type MutantName = keyof typeof mutants;
@@ -78,9 +177,9 @@ export function isMutantName(s: string): s is MutantName {
   return Object.hasOwn(mutants, s);
 }
 
-/** The planted faults a mutant turns on (none for the network's own mutant). */
-export function plantedFaultsOf(mutant: MutantName | undefined): PlantedFaults {
-  return mutant === undefined ? {} : mutants[mutant];
+/** The patches that plant a mutant. */
+export function patchesOf(mutant: MutantName): readonly Patch[] {
+  return mutants[mutant];
 }
 
 /**
@@ -89,9 +188,4 @@ export function plantedFaultsOf(mutant: MutantName | undefined): PlantedFaults {
  */
 export function multiChanceOf(mutant: MutantName | undefined): number | undefined {
   return mutant === 'grant-on-one-part' ? 0.3 : undefined;
-}
-
-/** True when the mutant lets the network reorder messages on one link. */
-export function reordersLinks(mutant: MutantName | undefined): boolean {
-  return mutant === 'no-fifo';
 }

@@ -1,10 +1,10 @@
 /**
  * `npm run mutate -- [--seeds N] [--seed S] [--net fifo|link|both] [--multi P] [--files GLOBS]
- * [--max-mutants M] [--jobs J]`: a mutation check that does not depend on the planted switches
- * (issue 39). It makes small textual mutations of the BUILT core and runtime (dist/src/core and
- * dist/src/runtime by default): a comparison's boundary (< and <=, > and >=), an equality
- * negated (=== and !==), an integer literal off by one, one side of an && or || dropped, true
- * and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
+ * [--max-mutants M] [--jobs J]`: a mutation check beside the planted bugs of test/sim/mutants.ts
+ * (issue 39), which test/sim/planted.ts patches into a copy of dist/ the same way. It makes
+ * small textual mutations of the BUILT core and runtime (dist/src/core and dist/src/runtime by
+ * default): a comparison's boundary (< and <=, > and >=), an equality negated (=== and !==),
+ * an integer literal off by one, one side of an && or || dropped, true and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
  * directory, and a child process runs the fixed budget of seeds against that copy (N seeds
  * from S on the FIFO network, N from S + 100000 on the link network, and N with all-or-nothing
  * requests when --multi is given), stopping at the first violation; before the seeds, the
@@ -12,7 +12,7 @@
  * rule's corner cases, stopping at the first that differs. It prints one line per
  * mutant, `caught` or `SURVIVED`, with the file and line of the built JS and of the
  * TypeScript source, then a summary line; the exit code is 0 only when nothing survived.
- * Lines that name a planted switch (`faults`) or only log are not mutated.
+ * Calls that only log are not mutated.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -58,7 +58,7 @@ export function mutantsOf(file: string, text: string): Mutant[] {
   const visit = (node: ts.Node): void => {
     if (ts.isImportDeclaration(node) || ts.isExportDeclaration(node) || isLogCall(node, sf)) return;
     const own = node.getText(sf);
-    if (ts.isBinaryExpression(node) && !own.includes('faults')) {
+    if (ts.isBinaryExpression(node)) {
       const op = node.operatorToken;
       const swap = swaps[op.kind];
       if (swap !== undefined) add(op, op.getStart(sf), op.getEnd(), swap);

@@ -1,9 +1,20 @@
 /**
  * The scripted scenarios of test/sim/scenarios.ts, each checked in detail without its mutant
- * and with it.
+ * and with it (in the mutant's patched build: test/sim/planted.ts).
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { MutantName } from './mutants.js';
+import type { Sim } from './planted.js';
+import { dropPlanted, simFor } from './planted.js';
 import { boundUnderWayTiming, confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+
+/** The scenarios as the build with `mutant` planted runs them. */
+async function planted(mutant: MutantName): Promise<Sim['scenarios']> {
+  return (await simFor(mutant)).scenarios;
+}
+
+// The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
+afterAll(dropPlanted);
 
 describe('scripted scenarios on the production runtime', () => {
   it('a zombie echoes no heartbeat: the peer its newer twin confirms silent is not leased through it (seed 109815)', () => {
@@ -13,12 +24,12 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.evictedP, tail).toBe(true);
   });
 
-  it('fails with the zombie-echoes mutant: the peer is evicted while the zombie\'s echoes keep it leased', () => {
-    expect(zombieEchoes('zombie-echoes').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the zombie-echoes mutant: the peer is evicted while the zombie\'s echoes keep it leased', async () => {
+    expect((await planted('zombie-echoes')).zombieEchoes().violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
-  it('fails with the act-while-superseded mutant too: a zombie that goes on acting renews its lease, which the checker sees first', () => {
-    expect(zombieEchoes('act-while-superseded').violations.join('\n')).toMatch(/zombie: p1 \(process 2\), superseded since [\d.]+ms, renewed its lease/);
+  it('fails with the act-while-superseded mutant too: a zombie that goes on acting renews its lease, which the checker sees first', async () => {
+    expect((await planted('act-while-superseded')).zombieEchoes().violations.join('\n')).toMatch(/zombie: p1 \(process 2\), superseded since [\d.]+ms, renewed its lease/);
   });
 
   it('a peer back after a long outage is dialed back at once by the peers it dials (seed 258)', () => {
@@ -27,8 +38,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.linked).toEqual([true, true]);
   });
 
-  it('fails with the no-dial-now mutant: the others wait out their redial backoff', () => {
-    expect(downLongThenBack('no-dial-now').linked).not.toEqual([true, true]);
+  it('fails with the no-dial-now mutant: the others wait out their redial backoff', async () => {
+    expect((await planted('no-dial-now')).downLongThenBack().linked).not.toEqual([true, true]);
   });
 
   it('a restarted peer that meets a new twin first syncs on none of its packets before it can ack (seed 202828)', () => {
@@ -38,8 +49,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.rGranted, tail).toBe(true);
   });
 
-  it('fails with the sync-on-unready mutant: the restarted peer is granted below the old twin\'s grants', () => {
-    const r = twinMetFirstByRestarted('sync-on-unready');
+  it('fails with the sync-on-unready mutant: the restarted peer is granted below the old twin\'s grants', async () => {
+    const r = (await planted('sync-on-unready')).twinMetFirstByRestarted();
     const tail = r.transcript.filter((l) => /GRANT|CRASH|START|evicted by/.test(l)).slice(-40).join('\n');
     expect(r.violations.join('\n'), tail).toMatch(/not above the previous grant/);
   });
@@ -52,12 +63,12 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.transcript.some((l) => / p2 #3 .*"t":"suspect","about":"p0"/.test(l)), tail).toBe(true);
   });
 
-  it('fails with the zombie-confirms mutant: the zombie confirms, and the peer is evicted while its lease holds', () => {
-    expect(zombieAsked('zombie-confirms').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the zombie-confirms mutant: the zombie confirms, and the peer is evicted while its lease holds', async () => {
+    expect((await planted('zombie-confirms')).zombieAsked().violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
-  it('fails with the act-while-superseded mutant too: a zombie that goes on acting confirms as well', () => {
-    expect(zombieAsked('act-while-superseded').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the act-while-superseded mutant too: a zombie that goes on acting confirms as well', async () => {
+    expect((await planted('act-while-superseded')).zombieAsked().violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a restarted peer lets no newcomer in while a heartbeat its previous process echoed may still vouch for a lease (seed 903454)', () => {
@@ -67,8 +78,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.yGranted, tail).toBe(true);
   });
 
-  it('fails with the forget-echo-bound mutant: the twin is granted the lock its predecessor still holds', () => {
-    expect(restartedEchoerMeetsTwin('forget-echo-bound').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  it('fails with the forget-echo-bound mutant: the twin is granted the lock its predecessor still holds', async () => {
+    expect((await planted('forget-echo-bound')).restartedEchoerMeetsTwin().violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 
   it('a peer whose disk is slow echoes nothing past the bound on disk while the next one is still being written', () => {
@@ -79,8 +90,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.yGranted, tail).toBe(true);
   });
 
-  it('fails with the count-bound-under-way mutant: the echoes outlive the bound on disk, and the twin is granted the lock X still holds', () => {
-    const r = slowEchoerDiskMeetsTwin('count-bound-under-way');
+  it('fails with the count-bound-under-way mutant: the echoes outlive the bound on disk, and the twin is granted the lock X still holds', async () => {
+    const r = (await planted('count-bound-under-way')).slowEchoerDiskMeetsTwin();
     expect(r.xLeasedAtCrash).toBe(true);
     expect(r.violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
@@ -100,8 +111,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.violations, tail).toEqual([]);
   });
 
-  it('fails with the ack-without-quorum mutant: the restarted peer is granted the lock the old process holds', () => {
-    expect(twinMeetsRestartedOnly('ack-without-quorum').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  it('fails with the ack-without-quorum mutant: the restarted peer is granted the lock the old process holds', async () => {
+    expect((await planted('ack-without-quorum')).twinMeetsRestartedOnly().violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 
   it('a confirmer evicted and rejoined right after confirming keeps its promise: the suspect gets no echo from it (seed 162227)', () => {
@@ -111,31 +122,31 @@ describe('scripted scenarios on the production runtime', () => {
     expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
   });
 
-  it('fails with the forget-promises-on-rejoin mutant: the suspect is evicted while its lease holds', () => {
-    expect(confirmerRejoins('forget-promises-on-rejoin').violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the forget-promises-on-rejoin mutant: the suspect is evicted while its lease holds', async () => {
+    expect((await planted('forget-promises-on-rejoin')).confirmerRejoins().violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a confirmer that crashes right after confirming and restarts keeps its promise from its data dir: it echoes nothing until it lapses', () => {
-    const r = confirmerRejoins(undefined, 4102);
+    const r = confirmerRejoins(4102);
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
     expect(r.violations, tail).toEqual([]);
     expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
   });
 
-  it('fails with the forget-promises-on-restart mutant: the restarted confirmer echoes the suspect, evicted while its lease holds', () => {
-    expect(confirmerRejoins('forget-promises-on-restart', 4102).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the forget-promises-on-restart mutant: the restarted confirmer echoes the suspect, evicted while its lease holds', async () => {
+    expect((await planted('forget-promises-on-restart')).confirmerRejoins(4102).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a restarted confirmer refused as stale (a second copy started beside it) rejoins still quiet: the promise binds the process, not the incarnation (seed 906566)', () => {
-    const r = confirmerRejoins(undefined, 4102, true);
+    const r = confirmerRejoins(4102, true);
     const tail = r.transcript.filter((l) => !/membership message|stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
     expect(r.violations, tail).toEqual([]);
     expect(r.transcript.some((l) => /p2 #\d+ runtime: rejoining as a new incarnation/.test(l)), tail).toBe(true);
     expect([r.rejoined, r.evictedP], tail).toEqual([true, true]);
   });
 
-  it('fails with the forget-quiet-on-rejoin mutant: the rejoined confirmer echoes the suspect, evicted while its lease holds', () => {
-    expect(confirmerRejoins('forget-quiet-on-rejoin', 4102, true).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
+  it('fails with the forget-quiet-on-rejoin mutant: the rejoined confirmer echoes the suspect, evicted while its lease holds', async () => {
+    expect((await planted('forget-quiet-on-rejoin')).confirmerRejoins(4102, true).violations.join('\n')).toMatch(/evicted p0 \(process 1\) while its lease held/);
   });
 
   it('a zombie tells its clients why at once: its waiter ends and a new request is refused with ERR_SUPERSEDED while its lease still holds', () => {
@@ -151,13 +162,13 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.ready, tail).toBe(false);
   });
 
-  it('fails with the zombie-keeps-waiters mutant: the checker sees the zombie\'s waiter still waiting', () => {
-    expect(zombieAnswers('zombie-keeps-waiters').violations.join('\n')).toMatch(/zombie: process \d+ of p1 is superseded, but its client's ref \d+ \(W\) still waits/);
+  it('fails with the zombie-keeps-waiters mutant: the checker sees the zombie\'s waiter still waiting', async () => {
+    expect((await planted('zombie-keeps-waiters')).zombieAnswers().violations.join('\n')).toMatch(/zombie: process \d+ of p1 is superseded, but its client's ref \d+ \(W\) still waits/);
   });
 
-  it('fails with the zombie-renews-lease and zombie-suspects mutants: the checker sees the zombie act (scenario zombieAsked)', () => {
-    expect(zombieAsked('zombie-renews-lease').violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, renewed its lease/);
-    expect(zombieAsked('zombie-suspects').violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, went on deciding: suspicions 0 -> 1/);
+  it('fails with the zombie-renews-lease and zombie-suspects mutants: the checker sees the zombie act (scenario zombieAsked)', async () => {
+    expect((await planted('zombie-renews-lease')).zombieAsked().violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, renewed its lease/);
+    expect((await planted('zombie-suspects')).zombieAsked().violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, went on deciding: suspicions 0 -> 1/);
   });
 
   it('a frozen process whose id a newer process took stays out while that one lives, and rejoins once it is evicted (seed 107362)', () => {
@@ -168,8 +179,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.rejoinedAfter, tail).toBe(true);
   });
 
-  it('fails with the zombie-rejoins mutant: the frozen process rejoins above the live one', () => {
-    expect(frozenTwinResumes('zombie-rejoins').stayedOut).toBe(false);
+  it('fails with the zombie-rejoins mutant: the frozen process rejoins above the live one', async () => {
+    expect((await planted('zombie-rejoins')).frozenTwinResumes().stayedOut).toBe(false);
   });
   it('a restart whose wall clock stepped back still sorts above its previous processes: an eviction of a dead one does not cover it (seed 1043577)', () => {
     const r = steppedBackBelowEvicted();
@@ -178,8 +189,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.yAboveX).toBe(true);
   });
 
-  it('fails with the forget-incarnation-floor mutant: the eviction of the dead process covers the live one while its lease holds', () => {
-    const r = steppedBackBelowEvicted('forget-incarnation-floor');
+  it('fails with the forget-incarnation-floor mutant: the eviction of the dead process covers the live one while its lease holds', async () => {
+    const r = (await planted('forget-incarnation-floor')).steppedBackBelowEvicted();
     expect(r.violations.join('\n')).toMatch(/evicted p1 \(process \d+\) while its lease held/);
   });
 
@@ -192,8 +203,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.rGranted, tail).toBe(true);
   });
 
-  it('fails with the ack-while-unsynced mutant: the new process acks, and the restarted peer is granted L beside the old process', () => {
-    const r = unsyncedTwinAsked('ack-while-unsynced');
+  it('fails with the ack-while-unsynced mutant: the new process acks, and the restarted peer is granted L beside the old process', async () => {
+    const r = (await planted('ack-while-unsynced')).unsyncedTwinAsked();
     expect(r.violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
 
@@ -206,8 +217,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.yEvictedAtMs ?? 0).toBeGreaterThan(r.yLeaseLapsedAtMs ?? Infinity);
   });
 
-  it('fails with the forget-successor-heard mutant: p1 confirms the replaced successor at once and it is evicted within its lease', () => {
-    const r = replacedSuccessorSuspected('forget-successor-heard');
+  it('fails with the forget-successor-heard mutant: p1 confirms the replaced successor at once and it is evicted within its lease', async () => {
+    const r = (await planted('forget-successor-heard')).replacedSuccessorSuspected();
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 
@@ -219,8 +230,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect([r.yJoinedAtP1, r.yEvicted], tail).toEqual([true, false]);
   });
 
-  it('fails with the confirm-waiting-successor mutant: p1 confirms the successor it echoes, and p2 evicts it within its lease', () => {
-    const r = waitingSuccessorSuspected('confirm-waiting-successor');
+  it('fails with the confirm-waiting-successor mutant: p1 confirms the successor it echoes, and p2 evicts it within its lease', async () => {
+    const r = (await planted('confirm-waiting-successor')).waitingSuccessorSuspected();
     expect(r.yEvicted).toBe(true);
     expect(r.violations.join('\n')).toMatch(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
@@ -235,8 +246,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.xEvicted, tail).toBe(false);
   });
 
-  it('fails with the confirm-for-evict-ms mutant: S counts the confirmation past C\'s promise and evicts X within its lease', () => {
-    const r = lateConfirmationFastConfirmer('confirm-for-evict-ms');
+  it('fails with the confirm-for-evict-ms mutant: S counts the confirmation past C\'s promise and evicts X within its lease', async () => {
+    const r = (await planted('confirm-for-evict-ms')).lateConfirmationFastConfirmer();
     expect(r.violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
   it('a confirmer on a slow disk that crashes right after confirming restarts quiet for longer than its promise (issue 39)', () => {
@@ -249,8 +260,8 @@ describe('scripted scenarios on the production runtime', () => {
     expect(Number(quiet), tail).toBeGreaterThan(3000);
   });
 
-  it('fails with the promise-bound-short mutant: the restarted confirmer echoes P within its promise, and P is evicted within its lease', () => {
-    expect(slowConfirmerDiskCrashes('promise-bound-short').violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  it('fails with the promise-bound-short mutant: the restarted confirmer echoes P within its promise, and P is evicted within its lease', async () => {
+    expect((await planted('promise-bound-short')).slowConfirmerDiskCrashes().violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
   it('an echoer on a slow disk that crashes with its echo bound running short holds joins past the lease it vouched for (issue 39)', () => {
     const r = echoerCrashesOnShortBound();
@@ -259,19 +270,19 @@ describe('scripted scenarios on the production runtime', () => {
     expect(r.yGranted, tail).toBe(true);
   });
 
-  it('fails with the echo-bound-short mutant: the restarted echoer lets Y in while X\'s lease from its last echo holds, and Y is granted L', () => {
-    expect(echoerCrashesOnShortBound('echo-bound-short').violations.join('\n')).toMatch(/L: 2 exclusive holders/);
+  it('fails with the echo-bound-short mutant: the restarted echoer lets Y in while X\'s lease from its last echo holds, and Y is granted L', async () => {
+    expect((await planted('echo-bound-short')).echoerCrashesOnShortBound().violations.join('\n')).toMatch(/L: 2 exclusive holders/);
   });
   it('a confirmer whose promise bound write is still under way sends no confirmation past the bound on disk (issue 39)', () => {
-    const r = slowConfirmerDiskCrashes(undefined, boundUnderWayTiming);
+    const r = slowConfirmerDiskCrashes(boundUnderWayTiming);
     const tail = r.transcript.filter((l) => /evicted by|quietForMs|lease/.test(l)).slice(-30).join('\n');
     expect(r.violations, tail).toEqual([]);
     // k's last confirmation left by 7.1 s and no longer counts when a's arrive: i does not evict P.
     expect(r.evictedP, tail).toBe(false);
   });
 
-  it('fails with the count-bound-under-way mutant on the promise bound too: k confirms until it crashes, and P is evicted within its lease', () => {
-    expect(slowConfirmerDiskCrashes('count-bound-under-way', boundUnderWayTiming).violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  it('fails with the count-bound-under-way mutant on the promise bound too: k confirms until it crashes, and P is evicted within its lease', async () => {
+    expect((await planted('count-bound-under-way')).slowConfirmerDiskCrashes(boundUnderWayTiming).violations.join('\n')).toMatch(/p1 \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });
 
@@ -282,8 +293,8 @@ describe('a suspend during which the wall clock is stepped back (issue 37)', () 
     expect(r.otherGranted).toBe(true);
   });
 
-  it('is hidden where there is no boot clock (the README assumption), and under ignore-boot-clock', () => {
+  it('is hidden where there is no boot clock (the README assumption), and under ignore-boot-clock', async () => {
     expect(suspendHiddenByWallStep(1).violations.join('\n')).toMatch(/has no lease .* hold\(s\) still granted after its event/);
-    expect(suspendHiddenByWallStep(2, 'ignore-boot-clock').violations.length).toBeGreaterThan(0);
+    expect((await planted('ignore-boot-clock')).suspendHiddenByWallStep(2).violations.length).toBeGreaterThan(0);
   });
 });

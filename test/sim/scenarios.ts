@@ -2,8 +2,8 @@
  * Scripted scenarios on the production runtime in the simulated world: no random faults, no
  * workload, each step chosen by hand, the invariants checked after every event as in the
  * seed runs. They pin down rules the random seeds reach too rarely to guard (issue 12): each
- * is run with the mutant that breaks its rule too, and must fail then
- * (test/sim/scenarios.test.ts checks each in detail; the mutation table of
+ * also runs in the build of the mutant that breaks its rule (test/sim/planted.ts `simFor`),
+ * and must fail there (test/sim/scenarios.test.ts checks each in detail; the mutation table of
  * `npm run sim -- --mutants` runs them through `scenarioFor`).
  */
 import { compareIncarnation, formatIncarnation } from '../../src/core/types.js';
@@ -21,7 +21,7 @@ import { drawScenario } from './scenario.js';
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
  * unless `clockRates` (local ms per virtual ms) says otherwise.
  */
-function quietWorld(peers: number, mutant?: MutantName, clockRates?: readonly number[]): Parts {
+function quietWorld(peers: number, clockRates?: readonly number[]): Parts {
   const rng = new Prng(1);
   const drawn = drawScenario(rng.fork(), { peers });
   const same = <T>(v: T): T[] => Array.from({ length: peers }, () => v);
@@ -32,7 +32,7 @@ function quietWorld(peers: number, mutant?: MutantName, clockRates?: readonly nu
     clockRates: clockRates ?? same(1), clockOffsetsMs: same(0), skewMs: same(0), clockStyle: 'wall',
     linkBufferBytes: null, frameBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
   };
-  const parts = build({ seed: 1, transcript: true, ...(mutant === undefined ? {} : { mutant }) }, scenario, rng);
+  const parts = build({ seed: 1, transcript: true }, scenario, rng);
   parts.cluster.start();
   return parts;
 }
@@ -63,8 +63,8 @@ function incOf(parts: Parts, peer: number, which: 'oldest' | 'newest'): Incarnat
  * must stay out, not rejoin above Y (it was never told it is a zombie before: its first news
  * is its eviction). Then Y dies: once the others evicted Y, X rejoins above it.
  */
-export function frozenTwinResumes(mutant?: MutantName): { stayedOut: boolean; rejoinedAfter: boolean; violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function frozenTwinResumes(): { stayedOut: boolean; rejoinedAfter: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster } = parts;
   runUntil(parts, 1000);
   const x = processOf(parts, 2, 0);
@@ -102,8 +102,8 @@ function cutBoth(parts: Parts, a: number, others: readonly number[], untilMs: nu
  * reach again. If that incarnation forgot the promise k's confirmation gave, it echoes P, and
  * P (with b) holds a lease again when a's confirmation arrives and i evicts it.
  */
-export function confirmerRejoins(mutant?: MutantName, crashAtMs?: number, twin = false): { rejoined: boolean; evictedP: boolean; violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(5, mutant);
+export function confirmerRejoins(crashAtMs?: number, twin = false): { rejoined: boolean; evictedP: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(5);
   runUntil(parts, 1000);
   const k = parts.cluster.processes(2)[0];
   if (k === undefined) throw new Error('no p2');
@@ -139,8 +139,8 @@ export function confirmerRejoins(mutant?: MutantName, crashAtMs?: number, twin =
  * longer than evict_ms and asks X, the only p1 it knows, to confirm: a zombie must not, P's
  * lease from Y's last echoes still holding (seed 300379).
  */
-export function zombieAsked(mutant?: MutantName): { violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function zombieAsked(): { violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster } = parts;
   runUntil(parts, 1000);
   parts.wire.cut(0, 2, 20_000);
@@ -168,8 +168,8 @@ const exclusive = { mode: 'exclusive', limit: 1, permits: 1, owner: 'scenario', 
  * granted. If R synced on Y's packets sent before Y could ack, its request sorts below X's
  * grants: token order breaks (seed 202828).
  */
-export function twinMetFirstByRestarted(mutant?: MutantName): { violations: readonly string[]; rGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function twinMetFirstByRestarted(): { violations: readonly string[]; rGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, clients, net } = parts;
   runUntil(parts, 1000);
   cluster.crash(2);
@@ -204,8 +204,8 @@ export function twinMetFirstByRestarted(mutant?: MutantName): { violations: read
  * bound of p0's echoes on disk holds every join until X's lease has lapsed. Returns whether
  * Y got L in the end.
  */
-export function restartedEchoerMeetsTwin(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(2, mutant);
+export function restartedEchoerMeetsTwin(): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2);
   const { asked } = echoerRestartsBesideTwin(parts, { crashAtMs: 1050, freshTwinDisk: false });
   runUntil(parts, 8000);
   return { violations: parts.checker.violations, yGranted: asked.state === 'held', transcript: parts.transcript.lines() };
@@ -246,8 +246,8 @@ function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; fresh
  * p0 counted the write under way, it would have echoed on, X's lease would outlast the old bound, and Y would be granted L while X holds it. Returns
  * whether X's lease held just before the crash and whether Y held L at 4 s.
  */
-export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: readonly string[]; xLeasedAtCrash: boolean; yGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(2, mutant);
+export function slowEchoerDiskMeetsTwin(): { violations: readonly string[]; xLeasedAtCrash: boolean; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2);
   const { queue, time } = parts;
   parts.cluster.hostOf(0).disk.slowWrites = { latencyMs: 4000, schedule: (ms, fn) => queue.push(time.nowMs + ms, { k: 'world', fn }) };
   const { asked, xLeasedAtCrash } = echoerRestartsBesideTwin(parts, { crashAtMs: 2700, freshTwinDisk: true });
@@ -268,8 +268,8 @@ export function slowEchoerDiskMeetsTwin(mutant?: MutantName): { violations: read
  * echoed within 100 ms of the crash, holds joins for under 800 ms, and Y is granted L
  * while X's lease from that echo holds. Returns whether Y held L at 4.5 s.
  */
-export function echoerCrashesOnShortBound(mutant?: MutantName): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(2, mutant);
+export function echoerCrashesOnShortBound(): { violations: readonly string[]; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2);
   const { queue, time } = parts;
   const { disk, clock } = parts.cluster.hostOf(0);
   const beforeCrash = (): void => {
@@ -326,8 +326,8 @@ function xHoldsWhileP2Down(parts: Parts): { x: SimPeerProcess; held: ClientReque
  * and lets Y in. Y has met p2 alone; if every peer it met were enough, Y would ack p2's
  * request for L, and p2 would be granted L while X holds it (seed 101577).
  */
-export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function twinMeetsRestartedOnly(): { violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, clients, net } = parts;
   const { x } = xHoldsWhileP2Down(parts);
   cluster.restart(1, { duplicate: true });
@@ -351,8 +351,8 @@ export function twinMeetsRestartedOnly(mutant?: MutantName): { violations: reado
  * queue. If Y acked anyway, p2's request for L would have every ack and be granted while X
  * holds L (what seed 6298 found; pinned here so that a change of timing cannot lose it).
  */
-export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly string[]; xEndedAtMs: number | null; rGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function unsyncedTwinAsked(): { violations: readonly string[]; xEndedAtMs: number | null; rGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, clients, net } = parts;
   const { x, held } = xHoldsWhileP2Down(parts);
   // A fresh data dir (a replaced VM): the bound of X's own echoes holds Y nobody.
@@ -378,8 +378,8 @@ export function unsyncedTwinAsked(mutant?: MutantName): { violations: readonly s
  * and a request made after is refused, both with ERR_SUPERSEDED (not ERR_LEASE_LOST: the lease
  * holds), and X is not ready. Returns the two outcomes, X's readiness and lease at 1.5 s.
  */
-export function zombieAnswers(mutant?: MutantName): { waiterOutcome: string; askedOutcome: string; ready: boolean; leaseValid: boolean; violations: readonly string[]; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function zombieAnswers(): { waiterOutcome: string; askedOutcome: string; ready: boolean; leaseValid: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, clients } = parts;
   runUntil(parts, 1000);
   clients.acquire(processOf(parts, 0, 0), 'W', exclusive, false, true);
@@ -433,8 +433,8 @@ function twinMetByRestartedP2(parts: Parts, yReachesP1AtMs: number): { x: SimPee
  * seeds 2042388 and 2048353 of a 100,000-seed run found, pinned here so that a change of
  * timing, which moves every seed's trajectory, cannot lose it). Returns when p2 evicted Y.
  */
-export function replacedSuccessorSuspected(mutant?: MutantName): { violations: readonly string[]; yEvictedAtMs: number | null; yLeaseLapsedAtMs: number | null; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function replacedSuccessorSuspected(): { violations: readonly string[]; yEvictedAtMs: number | null; yLeaseLapsedAtMs: number | null; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, net } = parts;
   const { y } = twinMetByRestartedP2(parts, 3000);
   runUntil(parts, 3300);
@@ -481,8 +481,8 @@ export function replacedSuccessorSuspected(mutant?: MutantName): { violations: r
  *
  * Returns whether p1 let Y join (it evicted X) and whether p2 evicted Y.
  */
-export function waitingSuccessorSuspected(mutant?: MutantName): { violations: readonly string[]; yJoinedAtP1: boolean; yEvicted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function waitingSuccessorSuspected(): { violations: readonly string[]; yJoinedAtP1: boolean; yEvicted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { net } = parts;
   const { y } = twinMetByRestartedP2(parts, 3500);
   runUntil(parts, 2000);
@@ -504,8 +504,8 @@ export function waitingSuccessorSuspected(mutant?: MutantName): { violations: re
  * up to that long (seed 258, when it was seconds). Returns which of p0 and p1 linked to it
  * within 30 ms (a dial and its handshake take about 10 here).
  */
-export function downLongThenBack(mutant?: MutantName): { linked: boolean[]; violations: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function downLongThenBack(): { linked: boolean[]; violations: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster } = parts;
   runUntil(parts, 1000);
   cluster.crash(2);
@@ -523,8 +523,8 @@ export function downLongThenBack(mutant?: MutantName): { linked: boolean[]; viol
  * silent for evict_ms and Y, which never heard P, confirms: a zombie's echoes must not keep
  * P leased meanwhile (seed 109815).
  */
-export function zombieEchoes(mutant?: MutantName): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function zombieEchoes(): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster } = parts;
   runUntil(parts, 1000);
   const pInc = incOf(parts, 0, 'oldest');
@@ -546,8 +546,8 @@ export function zombieEchoes(mutant?: MutantName): { violations: readonly string
  * if its incarnation came from its wall clock alone, that eviction would cover Y while Y holds
  * its lease, and pass on at A's next join to any peer that counts Y (seed 1043577).
  */
-export function steppedBackBelowEvicted(mutant?: MutantName): { violations: readonly string[]; yAboveX: boolean; yGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(2, mutant);
+export function steppedBackBelowEvicted(): { violations: readonly string[]; yAboveX: boolean; yGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(2);
   const { cluster, clients } = parts;
   runUntil(parts, 1000);
   const a = processOf(parts, 0, 0);
@@ -579,8 +579,8 @@ export function steppedBackBelowEvicted(mutant?: MutantName): { violations: read
  * (test/sim/cluster.ts): then the suspend is counted and its hold ends before it does
  * anything else; without one, it believes its lease (README: assumptions). Issue 37.
  */
-export function suspendHiddenByWallStep(peer: number, mutant?: MutantName): { violations: readonly string[]; otherGranted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant);
+export function suspendHiddenByWallStep(peer: number): { violations: readonly string[]; otherGranted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3);
   const { cluster, clients } = parts;
   runUntil(parts, 1000);
   const held = clients.acquire(processOf(parts, peer, 0), 'L', exclusive, false, true);
@@ -618,8 +618,8 @@ export function suspendHiddenByWallStep(peer: number, mutant?: MutantName): { vi
  *
  * Returns whether X was leased when the route freed and whether S evicted X.
  */
-export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations: readonly string[]; xLeasedAtHeal: boolean; xEvicted: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(3, mutant, [1, 0.8, 1.2]);
+export function lateConfirmationFastConfirmer(): { violations: readonly string[]; xLeasedAtHeal: boolean; xEvicted: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(3, [1, 0.8, 1.2]);
   runUntil(parts, 1000);
   const xInc = incOf(parts, 0, 'oldest');
   cutBoth(parts, 0, [1], 60_000);
@@ -649,8 +649,8 @@ export function lateConfirmationFastConfirmer(mutant?: MutantName): { violations
  * restarted k echoes P from 7 s, P (with b) is leased again, and i evicts it within its
  * lease. Returns whether i evicted P.
  */
-export function slowConfirmerDiskCrashes(mutant?: MutantName, timing: ConfirmerCrashTiming = shortBoundTiming): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
-  const parts = quietWorld(5, mutant);
+export function slowConfirmerDiskCrashes(timing: ConfirmerCrashTiming = shortBoundTiming): { violations: readonly string[]; evictedP: boolean; transcript: readonly string[] } {
+  const parts = quietWorld(5);
   const { queue, time } = parts;
   runUntil(parts, 1000);
   const pInc = incOf(parts, 0, 'oldest');
@@ -692,33 +692,33 @@ export const boundUnderWayTiming: ConfirmerCrashTiming = { writeMs: 6000, crashA
 /** A scripted scenario that catches a mutant: whether its rule held in one run. */
 export interface MutantScenario {
   readonly name: string;
-  /** True when the run kept the rule: without the mutant it must, with it it must not. */
-  readonly held: (mutant?: MutantName) => boolean;
+  /** True when the run kept the rule: in the plain build it must, in the mutant's (test/sim/planted.ts) it must not. */
+  readonly held: () => boolean;
 }
 
-const noViolation = (name: string, run: (mutant?: MutantName) => { readonly violations: readonly string[] }): MutantScenario =>
-  ({ name, held: (mutant) => run(mutant).violations.length === 0 });
+const noViolation = (name: string, run: () => { readonly violations: readonly string[] }): MutantScenario =>
+  ({ name, held: () => run().violations.length === 0 });
 
 /** The scenario that catches each mutant the seeds reach too rarely (and a few they do reach). */
 export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> = {
   'zombie-echoes': noViolation('zombieEchoes', zombieEchoes),
-  'ignore-boot-clock': noViolation('suspendHiddenByWallStep(p2)', (m) => suspendHiddenByWallStep(2, m)),
+  'ignore-boot-clock': noViolation('suspendHiddenByWallStep(p2)', () => suspendHiddenByWallStep(2)),
   'act-while-superseded': noViolation('zombieAsked', zombieAsked),
   'zombie-confirms': noViolation('zombieAsked', zombieAsked),
-  'no-dial-now': { name: 'downLongThenBack', held: (mutant) => downLongThenBack(mutant).linked.every((l) => l) },
+  'no-dial-now': { name: 'downLongThenBack', held: () => downLongThenBack().linked.every((l) => l) },
   'sync-on-unready': noViolation('twinMetFirstByRestarted', twinMetFirstByRestarted),
   'forget-echo-bound': noViolation('restartedEchoerMeetsTwin', restartedEchoerMeetsTwin),
   'count-bound-under-way': noViolation('slowEchoerDiskMeetsTwin', slowEchoerDiskMeetsTwin),
   'ack-without-quorum': noViolation('twinMeetsRestartedOnly', twinMeetsRestartedOnly),
   'ack-while-unsynced': noViolation('unsyncedTwinAsked', unsyncedTwinAsked),
-  'forget-promises-on-rejoin': noViolation('confirmerRejoins', (m) => confirmerRejoins(m)),
-  'forget-promises-on-restart': noViolation('confirmerRejoins(crash)', (m) => confirmerRejoins(m, 4102)),
-  'forget-quiet-on-rejoin': noViolation('confirmerRejoins(crash, twin)', (m) => confirmerRejoins(m, 4102, true)),
-  'zombie-rejoins': { name: 'frozenTwinResumes', held: (mutant) => frozenTwinResumes(mutant).stayedOut },
+  'forget-promises-on-rejoin': noViolation('confirmerRejoins', () => confirmerRejoins()),
+  'forget-promises-on-restart': noViolation('confirmerRejoins(crash)', () => confirmerRejoins(4102)),
+  'forget-quiet-on-rejoin': noViolation('confirmerRejoins(crash, twin)', () => confirmerRejoins(4102, true)),
+  'zombie-rejoins': { name: 'frozenTwinResumes', held: () => frozenTwinResumes().stayedOut },
   'forget-incarnation-floor': noViolation('steppedBackBelowEvicted', steppedBackBelowEvicted),
   'forget-successor-heard': noViolation('replacedSuccessorSuspected', replacedSuccessorSuspected),
   'confirm-waiting-successor': noViolation('waitingSuccessorSuspected', waitingSuccessorSuspected),
   'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
-  'promise-bound-short': noViolation('slowConfirmerDiskCrashes', slowConfirmerDiskCrashes),
+  'promise-bound-short': noViolation('slowConfirmerDiskCrashes', () => slowConfirmerDiskCrashes()),
   'echo-bound-short': noViolation('echoerCrashesOnShortBound', echoerCrashesOnShortBound),
 };

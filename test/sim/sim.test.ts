@@ -8,11 +8,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
 import { multiChanceOf, mutantNames } from './mutants.js';
+import { dropPlanted, simFor } from './planted.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runSeed } from './run.js';
 import { scenarioFor } from './scenarios.js';
@@ -170,6 +171,9 @@ const notYetCaught: readonly MutantName[] = ['last-despite-successor'];
  */
 const rangeTimeoutMs = 240_000;
 
+// The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
+afterAll(dropPlanted);
+
 describe('deterministic simulator on the production runtime', { timeout: rangeTimeoutMs }, () => {
   for (let chunk = 0; chunk < chunks; chunk++) {
     const first = baseSeed + chunk * chunkSeeds;
@@ -251,8 +255,8 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     const netFlag = net === 'link' ? ' --net link' : '';
     const multi = multiChanceOf(mutant);
     const workload = multi === undefined ? {} : { multiChance: multi };
-    it(`regression seed ${seed}${netFlag} fails with the ${mutant} mutant and passes without it`, () => {
-      const planted = runSeed({ seed, mutant, net, ...workload });
+    it(`regression seed ${seed}${netFlag} fails with the ${mutant} mutant and passes without it`, async () => {
+      const planted = (await simFor(mutant)).run.runSeed({ seed, net, ...workload });
       console.log(`mutant ${mutant}, seed ${seed}: ${planted.violations[0] ?? 'NOT caught'} (reproduce with: npm run sim -- --seed ${seed} --seeds 1${netFlag} --mutant ${mutant})`);
       expect(planted.violations.length).toBeGreaterThan(0);
       expect(runSeed({ seed, net, ...workload }).violations).toEqual([]);
