@@ -12,7 +12,7 @@
  * rule's corner cases, stopping at the first that differs. It prints one line per
  * mutant, `caught` or `SURVIVED`, with the file and line of the built JS and of the
  * TypeScript source, then a summary line; the exit code is 0 only when nothing survived.
- * Calls that only log are not mutated.
+ * Calls that only log or assert are not mutated.
  */
 import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -42,9 +42,14 @@ const swaps: Readonly<Partial<Record<ts.SyntaxKind, string>>> = {
   [ts.SyntaxKind.ExclamationEqualsEqualsToken]: '===',
 };
 
-/** A call that only logs: its arguments are not worth mutating. */
+/**
+ * A call that only logs, or asserts: its arguments are not worth mutating. An assertion's
+ * condition guards against a bug elsewhere (a caller that breaks its contract), which the seeds
+ * never make on purpose, so its slips survive by construction and only bury the survivors that
+ * matter.
+ */
 function isLogCall(node: ts.Node, sf: ts.SourceFile): boolean {
-  return ts.isCallExpression(node) && /(^|\.|#)log(\[|\.|$)|\.(trace|debug|info|warn|error|fatal)$/.test(node.expression.getText(sf));
+  return ts.isCallExpression(node) && /(^|\.|#)log(\[|\.|$)|\.(trace|debug|info|warn|error|fatal)$|^assert$/.test(node.expression.getText(sf));
 }
 
 /** Every mutation of `text` (a built JS file), in source order. */
