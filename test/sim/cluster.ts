@@ -51,8 +51,9 @@ export class SimDisk implements ClockStore {
   }
 
   /**
-   * Background writes take this long when a scripted scenario sets it (`schedule` runs a world
-   * event); otherwise they are done at once, so a write under way spans no event of a seed.
+   * Background writes take this long when a scripted scenario or a seed's bound episode
+   * (bound-episodes.ts) sets it (`schedule` runs a world event); otherwise they are done at
+   * once, so a write under way spans no event of the rest of a seed.
    */
   slowWrites: { readonly latencyMs: number; readonly schedule: (ms: number, fn: () => void) => void } | null = null;
 

@@ -14,11 +14,12 @@ import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
 import type { Wire } from './network.js';
-import type { Prng } from '../support/prng.js';
 import type { SimNetworks } from './sockets.js';
 import type { ClusterConfig } from '../../src/config.js';
 import type { MisconfigKind, Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
+import { Prng } from '../support/prng.js';
+import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, lateFastConfirmation } from './bound-episodes.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -53,6 +54,7 @@ export class FaultPlan {
   /** Schedules the first fault, if the seed has any, and the seed's episodes. */
   start(): void {
     this.#next();
+    this.#startBoundEpisode();
     const { scenario: s, rng, schedule } = this.#o;
     if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null && !s.waitingSuccessorEpisode) return;
     const episodes = rng.fork();
@@ -92,6 +94,53 @@ export class FaultPlan {
       const peer = own.int(0, s.peers - 1);
       schedule(at(4), () => this.#waitingSuccessor(peer, own));
     }
+  }
+
+  /**
+   * The seed's bound episode (Scenario.boundEpisode), from a generator of its own: it starts
+   * once the cluster formed, at a drawn time, when no cut, stall or other episode is under way
+   * (from its first try it holds off random faults and other episodes, and tries again every
+   * two heartbeats until a latest start that leaves it room to end).
+   */
+  #startBoundEpisode(): void {
+    const { scenario: s, schedule, time } = this.#o;
+    const bound = s.boundEpisode;
+    if (bound === null) return;
+    const rng = new Prng(bound.seed);
+    const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+    const earliest = Math.ceil(s.leaseMs + 4 * s.heartbeatMs);
+    const latest = Math.max(earliest, Math.floor(s.safetyMs - 7 * evictGlobalMs - s.leaseMs));
+    const play = { echoer: echoerCrashesBesideTwin, confirmer: confirmerCrashesOnShortBound, fastConfirmer: lateFastConfirmation }[bound.kind];
+    // Once free, the episode holds off random faults and other episodes (`reserved`) while the
+    // cuts, stalls and second processes of earlier faults end.
+    let reserved = false;
+    let played = false;
+    const free = (): boolean => time.nowMs >= this.#episodeUntilMs && time.nowMs >= this.#twinUntilMs;
+    const hold = (untilMs: number): void => {
+      this.#episodeUntilMs = untilMs;
+      this.#twinUntilMs = untilMs;
+    };
+    const ctx = {
+      o: this.#o,
+      active: () => this.#active,
+      claim: (untilMs: number): boolean => {
+        if (!reserved && !free()) return false;
+        hold(untilMs);
+        played = true;
+        return true;
+      },
+    };
+    const attempt = (): void => {
+      if (!this.#active) return;
+      if (!reserved && free()) {
+        reserved = true;
+        hold(latest);
+      }
+      play(ctx, rng);
+      if (!played && time.nowMs + 2 * s.heartbeatMs <= latest) schedule(time.nowMs + 2 * s.heartbeatMs, attempt);
+    };
+    // Early, ahead of the seed's other episodes (which skip their turn while it plays).
+    schedule(rng.int(earliest, Math.min(latest, earliest + 4 * s.heartbeatMs)), attempt);
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import { clockRateMargin } from '../../src/config.js';
 import type { Prng } from '../support/prng.js';
+import type { BoundEpisodeKind } from './bound-episodes.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
 export type ClockStyle = 'wall' | 'tiny';
@@ -99,6 +100,14 @@ export interface Scenario {
    * section 4, "Pieces"). Drawn after everything else (its seeds alone change).
    */
   readonly frameBytes: number | null;
+  /**
+   * A host whose disk writes slowly crashes while the bound of its promises or echoes runs
+   * short (bound-episodes.ts): a confirmer in an odd cluster of five or more, an echoer beside
+   * a twin in a cluster of two; or a fast confirmer's confirmation reaches a slow suspecter
+   * late, in an odd cluster. `seed` seeds the episode's own generator. Drawn after
+   * everything else, from a generator of its own (its seeds alone change).
+   */
+  readonly boundEpisode: { readonly kind: BoundEpisodeKind; readonly seed: number } | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -162,11 +171,24 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const frameBytes = rng.chance(0.25) ? 256 : null;
   const waitingSuccessorEpisode = drawn.peers === 3 && rng.chance(0.3);
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null || waitingSuccessorEpisode;
-  const safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode };
+  const boundEpisode = drawBoundEpisode(rng.fork(), drawn.peers);
+  let safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
+  if (boundEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode };
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode'> {
+/**
+ * Scenario.boundEpisode: a crash on a short bound in a third of the clusters it fits (two
+ * peers; five, seven or nine), else a late confirmation from a fast confirmer in a quarter of
+ * the odd clusters (drawn after the first, so its seeds alone change).
+ */
+function drawBoundEpisode(rng: Prng, peers: number): Scenario['boundEpisode'] {
+  const kind: BoundEpisodeKind | null = peers === 2 ? 'echoer' : peers >= 5 && peers % 2 === 1 ? 'confirmer' : null;
+  if (kind !== null && rng.chance(1 / 3)) return { kind, seed: rng.u32() };
+  return peers % 2 === 1 && rng.chance(0.25) ? { kind: 'fastConfirmer', seed: rng.u32() } : null;
+}
+
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);
