@@ -14,7 +14,7 @@
  *   refused peer=1 reason=R [known=I] [known-evicted] now=T
  *   tick now=T | check-lease now=T | fence now=T
  *   acquire ref=1 lock=a [mode=shared] [nowait] now=T | release ref=1 now=T
- *   heartbeat-clock peer=1 [all-sent] | may-echo peer=1 inc=I now=T | state now=T | wall ms=W
+ *   heartbeat-clock peer=1 [all-sent] | may-echo peer=1 inc=I now=T | state now=T | explain ref=1 | wall ms=W
  * Outputs print one per line: `send pJ {...}` (with `lazy`, `promise`), `local {...}`, `clock N`
  * (only when it moved), `refuse`, `refuse-ahead`, `rejoin`, `log LEVEL: msg {fields}`; the
  * `sent` and `changed` outputs, for metrics and views, are left out.
@@ -162,9 +162,11 @@ export class ProtocolScript {
         const now = num(c, 'now');
         return [
           `clock ${m.clock} synced ${m.synced} ack-ready ${m.ackReady} lease ${m.leaseValid} (until ${p.leaseValidUntilMs()})`,
-          `waiting [${p.waiting().join(', ')}] superseded ${p.supersededError !== null} quiet-left ${p.quietLeftMs(now)} joins-held-left ${p.joinsHeldLeftMs(now)}`,
+          `waiting [${p.waiting().join(', ')}] superseded ${p.supersededError === null ? 'no' : `(${p.supersededError.message})`} quiet-left ${p.quietLeftMs(now)} joins-held-left ${p.joinsHeldLeftMs(now)}`,
         ];
       }
+      case 'explain':
+        return [show(p.machine.explain(num(c, 'ref')) ?? 'unknown ref')];
       default:
         return null;
     }
