@@ -101,6 +101,9 @@ export interface ProtocolOptions {
   readonly queueLog?: QueueLog | undefined;
 }
 
+/** What most inputs answer (a lease check that changed nothing, a heartbeat): shared, not allocated. */
+const noOutputs: readonly ProtocolOutput[] = Object.freeze([]);
+
 /** A new incarnation of a peer kept out of the core (stage 3 of core/incarnations.ts), with what it sent meanwhile. */
 interface Waiting {
   readonly inc: Incarnation;
@@ -323,6 +326,7 @@ export class PeerProtocol {
   // ---- the rules -----------------------------------------------------------------------------
 
   #take(): readonly ProtocolOutput[] {
+    if (this.#out.length === 0) return noOutputs;
     const out = this.#out;
     this.#out = [];
     return out;

@@ -62,45 +62,83 @@ export interface NodeExchange {
 /** Extra routes served beside the API (metrics, dashboard), keyed by exact path. */
 export type ExtraRoute = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
-function plainRequest(req: IncomingMessage, res: ServerResponse): PlainRequest<NodeExchange> {
-  return {
-    method: req.method ?? '',
-    target: req.url ?? '/',
-    headers: req.headers,
-    localPort: req.socket.localPort ?? -1,
-    remote: req.socket.remoteAddress,
-    readBody: (done) => {
-      readBody(req).then((text) => done(null, text), (err: unknown) => done(err, ''));
-    },
-    native: { req, res },
-  };
+/** Node's request as a plain one (a class, not an object of closures: one allocation per request). */
+class NodeRequest implements PlainRequest<NodeExchange> {
+  readonly method: string;
+  readonly target: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly localPort: number;
+  readonly remote: string | undefined;
+  readonly native: NodeExchange;
+
+  constructor(req: IncomingMessage, res: ServerResponse) {
+    this.method = req.method ?? '';
+    this.target = req.url ?? '/';
+    this.headers = req.headers;
+    this.localPort = req.socket.localPort ?? -1;
+    this.remote = req.socket.remoteAddress;
+    this.native = { req, res };
+  }
+
+  readBody(done: (err: unknown, text: string) => void): void {
+    readBody(this.native.req).then((text) => done(null, text), (err: unknown) => done(err, ''));
+  }
 }
 
 /** A `ServerResponse` as a plain answer; a waiting request's connection is parked (parked-sockets.ts). */
-function plainResponse(res: ServerResponse, parked: ParkedSockets): PlainResponse {
-  const socket = res.socket;
-  return {
-    get closed() {
-      return res.destroyed || res.writableEnded;
-    },
-    get headersSent() {
-      return res.headersSent;
-    },
-    json: (status, body, headers) => send(res, status, body, headers),
-    head: (status, headers) => void res.writeHead(status, headers),
-    write: (text) => void res.write(text),
-    end: (text) => void res.end(text),
-    destroy: () => void res.destroy(),
-    onClose: (fn) => void res.on('close', fn),
-    waiting: () => {
-      if (socket === null) return;
-      parked.park(socket);
-      res.on('close', () => parked.unpark(socket));
-    },
-    answered: () => {
-      if (socket !== null) parked.unpark(socket);
-    },
-  };
+class NodeResponse implements PlainResponse {
+  readonly #res: ServerResponse;
+  readonly #parked: ParkedSockets;
+  readonly #socket: ServerResponse['socket'];
+
+  constructor(res: ServerResponse, parked: ParkedSockets) {
+    this.#res = res;
+    this.#parked = parked;
+    this.#socket = res.socket;
+  }
+
+  get closed(): boolean {
+    return this.#res.destroyed || this.#res.writableEnded;
+  }
+
+  get headersSent(): boolean {
+    return this.#res.headersSent;
+  }
+
+  json(status: number, body: unknown, headers?: Readonly<Record<string, string>>): void {
+    send(this.#res, status, body, headers);
+  }
+
+  head(status: number, headers: Readonly<Record<string, string>>): void {
+    this.#res.writeHead(status, headers);
+  }
+
+  write(text: string): void {
+    this.#res.write(text);
+  }
+
+  end(text: string): void {
+    this.#res.end(text);
+  }
+
+  destroy(): void {
+    this.#res.destroy();
+  }
+
+  onClose(fn: () => void): void {
+    this.#res.on('close', fn);
+  }
+
+  waiting(): void {
+    const socket = this.#socket;
+    if (socket === null) return;
+    this.#parked.park(socket);
+    this.#res.on('close', () => this.#parked.unpark(socket));
+  }
+
+  answered(): void {
+    if (this.#socket !== null) this.#parked.unpark(this.#socket);
+  }
 }
 
 /** The local HTTP endpoint of one peer. */
@@ -121,7 +159,7 @@ export class HttpApi {
     this.#handler = new ApiHandler(peer, logger, access, { soon: setImmediate });
     this.#log = logger.child({ component: 'http' });
     this.#server = createServer({ keepAliveTimeout: limits.httpKeepAliveMs, requestTimeout: 0, maxHeaderSize: limits.httpHeaderBytesMax }, (req, res) => {
-      this.#handler.handle(plainRequest(req, res), plainResponse(res, this.#parked));
+      this.#handler.handle(new NodeRequest(req, res), new NodeResponse(res, this.#parked));
     });
     this.#server.on('clientError', (err, socket) => {
       this.#log.debug({ err: err.message }, 'malformed HTTP request');
