@@ -117,6 +117,21 @@ export function echoerCrashesBesideTwin(ctx: BoundEpisodeContext, rng: Prng): vo
 }
 
 /**
+ * The roles of an episode in a quiet odd cluster of `minPeers` or more, each process alone:
+ * the suspecter S on the slowest clock, the confirmer C on the fastest, a suspect, and the
+ * rest in a drawn order; null when the cluster does not fit or is not quiet now.
+ */
+function oddClusterRoles(ctx: BoundEpisodeContext, rng: Prng, minPeers: number): { suspecter: number; confirmer: number; suspect: number; rest: number[]; majority: number } | null {
+  const { cluster, time, scenario: s, net, wire } = ctx.o;
+  if (s.peers < minPeers || s.peers % 2 === 0 || !ctx.active() || wire.anyCut(time.nowMs) || net.anyStall(time.nowMs)) return null;
+  for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length !== 1) return null;
+  const { slow: suspecter, fast: confirmer } = clockEnds(s.clockRates);
+  const others = rng.shuffle(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== suspecter && p !== confirmer));
+  const [suspect, ...rest] = others;
+  return suspect === undefined ? null : { suspecter, confirmer, suspect, rest, majority: Math.floor(s.peers / 2) + 1 };
+}
+
+/**
  * A confirmer that crashes while its promise bound runs short (an odd cluster of five or
  * more; the scripted `slowConfirmerDiskCrashes` with drawn times). Suspect P is cut off
  * from the suspecter S (the slowest clock) and from m - 2 confirmers A (m: a majority) for
@@ -139,14 +154,10 @@ export function echoerCrashesBesideTwin(ctx: BoundEpisodeContext, rng: Prng): vo
  * quiet, which must go on (`forget-quiet-on-rejoin`).
  */
 export function confirmerCrashesOnShortBound(ctx: BoundEpisodeContext, rng: Prng): void {
-  const { cluster, schedule, time, scenario: s, transcript, net, wire } = ctx.o;
-  if (s.peers < 5 || s.peers % 2 === 0 || !ctx.active() || wire.anyCut(time.nowMs) || net.anyStall(time.nowMs)) return;
-  for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length !== 1) return;
-  const { slow: suspecter, fast: confirmer } = clockEnds(s.clockRates);
-  const others = rng.shuffle(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== suspecter && p !== confirmer));
-  const majority = Math.floor(s.peers / 2) + 1;
-  const [suspect, ...rest] = others;
-  if (suspect === undefined) return;
+  const { cluster, schedule, time, scenario: s, transcript, wire } = ctx.o;
+  const roles = oddClusterRoles(ctx, rng, 5);
+  if (roles === null) return;
+  const { suspecter, confirmer, suspect, rest, majority } = roles;
   const held = rest.slice(0, majority - 2);
   const rateS = s.clockRates[suspecter] ?? 1;
   const rateC = s.clockRates[confirmer] ?? 1;
@@ -204,14 +215,10 @@ export function confirmerCrashesOnShortBound(ctx: BoundEpisodeContext, rng: Prng
  * end and evict_ms of S's clock evicts X while its lease holds.
  */
 export function lateFastConfirmation(ctx: BoundEpisodeContext, rng: Prng): void {
-  const { cluster, schedule, time, scenario: s, transcript, net, wire } = ctx.o;
-  if (s.peers < 3 || s.peers % 2 === 0 || !ctx.active() || wire.anyCut(time.nowMs) || net.anyStall(time.nowMs)) return;
-  for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length !== 1) return;
-  const { slow: suspecter, fast: confirmer } = clockEnds(s.clockRates);
-  const others = rng.shuffle(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== suspecter && p !== confirmer));
-  const majority = Math.floor(s.peers / 2) + 1;
-  const [suspect, ...rest] = others;
-  if (suspect === undefined) return;
+  const { schedule, time, scenario: s, transcript, net, wire } = ctx.o;
+  const roles = oddClusterRoles(ctx, rng, 3);
+  if (roles === null) return;
+  const { suspecter, confirmer, suspect, rest, majority } = roles;
   const confirmers = [confirmer, ...rest.slice(0, majority - 2)];
   const rateS = s.clockRates[suspecter] ?? 1;
   const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
