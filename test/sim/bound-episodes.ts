@@ -26,7 +26,7 @@ export interface BoundEpisodeContext {
 }
 
 /** Which bound episode a seed plays (Scenario.boundEpisode). */
-export type BoundEpisodeKind = 'confirmer' | 'echoer' | 'fastConfirmer';
+export type BoundEpisodeKind = 'confirmer' | 'echoer' | 'fastConfirmer' | 'hiddenSuspend';
 
 /** The peers with the slowest and the fastest clock, distinct (the lowest index first on a tie). */
 function clockEnds(rates: readonly number[]): { slow: number; fast: number } {
@@ -236,5 +236,62 @@ export function lateFastConfirmation(ctx: BoundEpisodeContext, rng: Prng): void 
   }
   schedule(holdFrom, () => {
     if (ctx.active()) for (const c of confirmers) net.stall(c, suspecter, holdUntil);
+  });
+}
+
+/**
+ * A suspend hidden by a wall clock stepped back (three peers or more; the scripted
+ * `suspendHiddenByWallStep` with drawn times). H, an even peer (its host tells a boot clock:
+ * cluster.ts), takes a lock bound to its connection, then its host sleeps for a drawn 1.2 to 2
+ * times evict_ms + lease_ms; soon after it falls asleep its wall clock is stepped back by the
+ * whole sleep, so that on waking the wall clock alone shows no gap. Halfway through, another
+ * peer asks for the lock: the others evicted H meanwhile and grant it. H must count the sleep
+ * by its boot clock and end its hold on waking; counted by the wall clock alone (mutant
+ * `ignore-boot-clock`), H wakes believing its lease held and holds beside the new holder.
+ * (A host without a boot clock cannot tell such a sleep: the README's guarantee table says so.)
+ */
+export function hiddenSuspend(ctx: BoundEpisodeContext, rng: Prng): void {
+  const { cluster, schedule, time, scenario: s, transcript, net, wire, clients } = ctx.o;
+  if (s.peers < 3 || !ctx.active() || wire.anyCut(time.nowMs) || net.anyStall(time.nowMs)) return;
+  for (let q = 0; q < s.peers; q++) if (cluster.processes(q).length !== 1) return;
+  const sleeper = 2 * rng.int(0, Math.floor((s.peers - 1) / 2));
+  const other = rng.pick(Array.from({ length: s.peers }, (_, i) => i).filter((p) => p !== sleeper));
+  const x = cluster.processes(sleeper)[0];
+  const y = cluster.processes(other)[0];
+  if (x === undefined || y === undefined) return;
+  const leaseGlobalMs = s.leaseMs / Math.min(...s.clockRates);
+  const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
+  const sleepMs = Math.ceil((evictGlobalMs + leaseGlobalMs) * (1.2 + 0.8 * rng.float()));
+  const t0 = time.nowMs;
+  const holdBy = t0 + Math.ceil(4 * leaseGlobalMs);
+  const endAt = holdBy + sleepMs + Math.ceil(2 * evictGlobalMs + 2 * leaseGlobalMs);
+  if (!ctx.claim(endAt)) return;
+  const lock = rng.pick(s.locks);
+  const exclusive = { mode: 'exclusive', limit: 1, permits: 1, owner: 'bound-episode', meta: null, timeoutMs: limits.timeoutMsMax, ttlMs: 0, hold: 'connection', expectedMs: null } as const;
+  transcript.add(t0, sleeper, `HIDDEN SUSPEND: p${sleeper} takes ${lock}, then sleeps ${sleepMs} ms with its wall clock stepped back as much; p${other} asks for ${lock} meanwhile`);
+  const held = clients.acquire(x, lock, exclusive, false, true);
+  let asked: ReturnType<typeof clients.acquire> | null = null;
+  const sleep = (): void => {
+    if (!ctx.active()) return;
+    if (held.state !== 'held') {
+      if (held.state === 'waiting' && time.nowMs < holdBy) schedule(time.nowMs + s.heartbeatMs, sleep);
+      return;
+    }
+    transcript.add(time.nowMs, sleeper, `HIDDEN SUSPEND: p${sleeper}'s host sleeps until ${time.nowMs + sleepMs}ms`);
+    const start = time.nowMs;
+    cluster.suspend(sleeper);
+    schedule(start + Math.min(100, Math.floor(sleepMs / 10)), () => cluster.hostOf(sleeper).clock.stepWall(-sleepMs));
+    schedule(start + Math.ceil(sleepMs / 2), () => {
+      if (cluster.processes(other)[0] === y) asked = clients.acquire(y, lock, exclusive, false, true);
+    });
+    schedule(start + sleepMs, () => cluster.wake(sleeper));
+  };
+  schedule(t0 + s.heartbeatMs, sleep);
+  schedule(endAt - 1, () => {
+    for (const req of [held, asked]) {
+      if (req === null) continue;
+      if (req.state === 'held') clients.release(req);
+      else if (req.state === 'waiting') clients.leave(req);
+    }
   });
 }

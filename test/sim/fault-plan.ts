@@ -19,7 +19,7 @@ import type { ClusterConfig } from '../../src/config.js';
 import type { MisconfigKind, Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 import { Prng } from '../support/prng.js';
-import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, lateFastConfirmation } from './bound-episodes.js';
+import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, hiddenSuspend, lateFastConfirmation } from './bound-episodes.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -110,7 +110,7 @@ export class FaultPlan {
     const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
     const earliest = Math.ceil(s.leaseMs + 4 * s.heartbeatMs);
     const latest = Math.max(earliest, Math.floor(s.safetyMs - 7 * evictGlobalMs - s.leaseMs));
-    const play = { echoer: echoerCrashesBesideTwin, confirmer: confirmerCrashesOnShortBound, fastConfirmer: lateFastConfirmation }[bound.kind];
+    const play = { echoer: echoerCrashesBesideTwin, confirmer: confirmerCrashesOnShortBound, fastConfirmer: lateFastConfirmation, hiddenSuspend }[bound.kind];
     // Once free, the episode holds off random faults and other episodes (`reserved`) while the
     // cuts, stalls and second processes of earlier faults end.
     let reserved = false;

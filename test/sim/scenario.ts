@@ -180,12 +180,15 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
 /**
  * Scenario.boundEpisode: a crash on a short bound in a third of the clusters it fits (two
  * peers; five, seven or nine), else a late confirmation from a fast confirmer in a quarter of
- * the odd clusters (drawn after the first, so its seeds alone change).
+ * the odd clusters (drawn after the first, so its seeds alone change), else a sleep hidden by a
+ * wall clock stepped back in a fifth of the clusters of three or more (drawn last).
  */
 function drawBoundEpisode(rng: Prng, peers: number): Scenario['boundEpisode'] {
   const kind: BoundEpisodeKind | null = peers === 2 ? 'echoer' : peers >= 5 && peers % 2 === 1 ? 'confirmer' : null;
   if (kind !== null && rng.chance(1 / 3)) return { kind, seed: rng.u32() };
-  return peers % 2 === 1 && rng.chance(0.25) ? { kind: 'fastConfirmer', seed: rng.u32() } : null;
+  if (peers % 2 === 1 && rng.chance(0.25)) return { kind: 'fastConfirmer', seed: rng.u32() };
+  // Drawn last, so that the seeds of the others stay as they were.
+  return peers >= 3 && rng.chance(0.2) ? { kind: 'hiddenSuspend', seed: rng.u32() } : null;
 }
 
 function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode'> {

@@ -71,7 +71,8 @@ type RegressionSeed = number | { readonly seed: number; readonly net: 'link' };
 const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'ack-ge': 3,
   'no-fifo': 1,
-  'clock-reset': 9,
+  // Seed 9 until the hidden-suspend episode (drawn last) came to play in it.
+  'clock-reset': 6,
   'no-state-transfer': 1,
   // bad-tiebreak, no-self-fence, forget-predecessor, zombie-suspects and zombie-keeps-waiters:
   // seed 2 until a bound episode (Scenario.boundEpisode, drawn last) came to play in it.
@@ -89,9 +90,10 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // echo-despite-promise, hb-clock-while-pending, lease-from-arrival and
   // fingerprint-ignores-timings: seeds 129, 927, 67 and 43 until a late fast confirmation
   // (Scenario.boundEpisode) came to play in them; no seed of 1..2000 on the FIFO network
-  // catches hb-clock-while-pending since.
+  // catches hb-clock-while-pending since, and its link seed 1119 moved to 1521 with the
+  // hidden-suspend episode (the only one of 1..2500 --net link).
   'echo-despite-promise': 37,
-  'hb-clock-while-pending': { seed: 1119, net: 'link' },
+  'hb-clock-while-pending': { seed: 1521, net: 'link' },
   'forget-predecessor': 4,
   'no-lease-check-before-event': 32,
   'lease-from-arrival': 132,
@@ -110,6 +112,10 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // hold that ends at its old expiry; a superseded process that renews its lease, suspects,
   // counts confirmations, or leaves its waiters waiting.
   'refresh-keeps-old-expiry': 1,
+  // A host's sleep hidden by its wall clock stepped back (the bound episode `hiddenSuspend`,
+  // test/sim/bound-episodes.ts; first seed 100022 --net link too): counted by the wall clock
+  // alone, the sleeper wakes holding beside the peer the others granted meanwhile.
+  'ignore-boot-clock': 1,
   'zombie-renews-lease': 32,
   'zombie-suspects': 4,
   'zombie-counts-confirmations': 399,
@@ -251,8 +257,8 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     };
     const plain = runSeeds(1, 12);
     expect(run(['--seeds', '12', '--seed', '1', '--jobs', '3'])).toMatch(new RegExp(`^sim: 12 seeds, ${plain.grants} grants, 0 violations$`, 'm'));
-    const planted = run(['--seeds', '3', '--seed', '8', '--jobs', '2', '--mutant', 'clock-reset']);
-    expect(planted).toMatch(/^failing seeds: 9$/m);
+    const planted = run(['--seeds', '3', '--seed', '5', '--jobs', '2', '--mutant', 'clock-reset']);
+    expect(planted).toMatch(/^failing seeds: 6$/m);
     expect(planted).toMatch(/^sim: 3 seeds, \d+ grants, 1 violations$/m);
   });
 
