@@ -58,6 +58,13 @@ export type ProtocolOutput =
    * `promise`: a confirmation, which leaves only once the promise it gives is on disk.
    */
   | { readonly type: 'send'; readonly to: number; readonly payload: Payload; readonly lazy: boolean; readonly promise: boolean }
+  /**
+   * Echo the heartbeat `inc` of `to` sent at `sentAtMs`: it lends that peer our part of its
+   * lease. It leaves only once the bound on disk covers what it vouches for (runtime/bounds.ts).
+   */
+  | { readonly type: 'echo'; readonly to: number; readonly inc: Incarnation; readonly sentAtMs: number }
+  /** Our heartbeat to `to`, carrying `clock` as an ack when rule 3a lets it (else undefined). */
+  | { readonly type: 'heartbeat'; readonly to: number; readonly clock: number | undefined }
   /** One core step sent this many messages (for metrics), whether or not its packets left. */
   | { readonly type: 'sent'; readonly messages: number }
   | { readonly type: 'local'; readonly effect: LocalEffect }
@@ -111,6 +118,13 @@ interface Waiting {
   readonly restarted: boolean;
   readonly packets: Packet[];
 }
+
+/**
+ * What views, metrics and the simulator's checker may read of a protocol (src/runtime/inspector.ts):
+ * its queries, none of its inputs.
+ */
+export type ProtocolReader = Pick<PeerProtocol, 'incarnation' | 'machine' | 'supersededError' | 'peerId' | 'leaseValidUntilMs' | 'leaseSilentPeers'
+  | 'joinsHeldLeftMs' | 'isEvicted' | 'membershipDecided' | 'waiting' | 'silence'>;
 
 /** One incarnation's whole protocol: inputs in, outputs out. */
 export class PeerProtocol {
@@ -216,12 +230,14 @@ export class PeerProtocol {
   }
 
   /**
-   * A heartbeat of `inc` of `from` arrived, carrying its clock when it may count as an ack
-   * (rule 3a): an empty packet for the core. One of an incarnation that waits here is not
-   * kept back as its packets are: the core ignores a packet of an incarnation it has not met
-   * (PeerView.isLive), and a later heartbeat carries the clock again.
+   * A heartbeat of `inc` of `from`, sent at `sentAtMs` on its clock, arrived, carrying its
+   * clock when it may count as an ack (rule 3a): its echo first, if one may leave
+   * (`#mayEcho`), then an empty packet for the core. One of an incarnation that waits here is
+   * not kept back as its packets are: the core ignores a packet of an incarnation it has not
+   * met (PeerView.isLive), and a later heartbeat carries the clock again.
    */
-  heartbeat(from: number, inc: Incarnation, clock: number | undefined, nowMs: number): readonly ProtocolOutput[] {
+  heartbeat(from: number, inc: Incarnation, clock: number | undefined, sentAtMs: number, nowMs: number): readonly ProtocolOutput[] {
+    if (this.#mayEcho(from, inc, nowMs)) this.#out.push({ type: 'echo', to: from, inc, sentAtMs });
     if (!this.#refusedAhead(from, inc, clock ?? 0)) {
       this.#membership.heard(from, inc, nowMs);
       if (clock !== undefined) this.#step({ type: 'packet', from, inc, packet: { c: clock, m: [] } }, nowMs);
@@ -247,25 +263,15 @@ export class PeerProtocol {
     return this.#take();
   }
 
-  // ---- questions the links ask while writing a frame ----------------------------------------
-
   /**
-   * Rule 3a for heartbeats (docs/design.md section 3): a heartbeat carries our clock, which
-   * the peer takes as an ack, only when every earlier data frame for it is on the socket
-   * ahead of it (`allSent`: by FIFO the peer then has them all), when that peer's
-   * incarnation has joined our core, and when our core may ack at all.
+   * Our heartbeat to `peer` is due. Rule 3a for heartbeats (docs/design.md section 3): it
+   * carries our clock, which the peer takes as an ack, only when every earlier data frame for
+   * it is on the socket ahead of it (`allSent`: by FIFO the peer then has them all), when that
+   * peer's incarnation has joined our core, and when our core may ack at all.
    */
-  heartbeatClock(peer: number, allSent: boolean): number | undefined {
-    return allSent && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
-  }
-
-  /**
-   * Whether a heartbeat of `inc` of `peer` may be echoed now (its echo bound on disk aside,
-   * which the runtime checks): not by a zombie, not while a previous process's promise may
-   * bind, and not against a promise of this incarnation (Membership.mayEcho).
-   */
-  mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
-    return this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+  heartbeatDue(peer: number, allSent: boolean): readonly ProtocolOutput[] {
+    const clock = allSent && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
+    return [{ type: 'heartbeat', to: peer, clock }];
   }
 
   // ---- what views, the next incarnation and the simulator's checker read -------------------
@@ -324,6 +330,15 @@ export class PeerProtocol {
   }
 
   // ---- the rules -----------------------------------------------------------------------------
+
+  /**
+   * Whether a heartbeat of `inc` of `peer` may be echoed now (its echo bound on disk aside,
+   * which the runtime checks): not by a zombie, not while a previous process's promise may
+   * bind, and not against a promise of this incarnation (Membership.mayEcho).
+   */
+  #mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
+    return this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+  }
 
   #take(): readonly ProtocolOutput[] {
     if (this.#out.length === 0) return noOutputs;

@@ -28,8 +28,8 @@ import { clusterJson, lockJson } from './views.js';
 /** What the feed reads of a peer (PeerRuntime fits). */
 export interface DashboardSource {
   readonly events: EventEmitter<PeerEvents>;
-  cluster(): ClusterView;
-  locks(entriesMax?: number): LockView[];
+  /** The peer's inspector: its cluster view and its locks. */
+  readonly inspect: { cluster(): ClusterView; locks(entriesMax?: number): LockView[] };
 }
 
 /**
@@ -211,10 +211,10 @@ export class DashboardFeed {
     this.#lastPushMs = this.#clock.monoMs();
     // The first entries of each queue only: a burst of waiters (100,000 in the benchmark) must
     // not make every push walk them all, or the event loop stalls past the lease (issue 15).
-    const locks = this.#source.locks(this.#entriesMax());
+    const locks = this.#source.inspect.locks(this.#entriesMax());
     this.#keepLastPending();
     const reported = new Set(this.#pending.map((a) => a.token));
-    const evicted = new Set(this.#source.cluster().peers.flatMap((p) => ('self' in p || !p.evicted ? [] : [p.id])));
+    const evicted = new Set(this.#source.inspect.cluster().peers.flatMap((p) => ('self' in p || !p.evicted ? [] : [p.id])));
     const fresh = [...this.#pending, ...this.#diff.next(locks, this.#clock.wallMs(), reported, evicted)];
     this.#pending.length = 0;
     if (fresh.length > 0) {
@@ -227,7 +227,7 @@ export class DashboardFeed {
 
   readonly #onLinkTick = (): void => {
     const now = this.#clock.wallMs();
-    this.#broadcast('cluster', { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now) });
+    this.#broadcast('cluster', { now, cluster: clusterJson(this.#source.inspect.cluster()), rates: this.#rates(now) });
   };
 
   #rates(now: number): Record<string, number> {
@@ -249,10 +249,10 @@ export class DashboardFeed {
     return this.#opts.waitersPerLockMax + limits.dashboardHoldersPerLockMax;
   }
 
-  #state(locks: LockView[] = this.#source.locks(this.#entriesMax())): Record<string, unknown> {
+  #state(locks: LockView[] = this.#source.inspect.locks(this.#entriesMax())): Record<string, unknown> {
     const listed = locks.slice(0, this.#opts.locksMax).map((l) => ({ ...lockJson(l, this.#opts.waitersPerLockMax), waiters_total: l.queued - l.holders.length }));
     const now = this.#clock.wallMs();
-    return { now, cluster: clusterJson(this.#source.cluster()), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
+    return { now, cluster: clusterJson(this.#source.inspect.cluster()), rates: this.#rates(now), locks: listed, locks_total: locks.length, activity_max: this.#opts.activityMax };
   }
 
   #broadcast(event: string, data: unknown): void {

@@ -222,10 +222,10 @@ export class ApiHandler<N> {
     'GET /healthz': ({ res }) => res.json(200, { ok: true }),
     'GET /readyz': ({ res }) => (this.#peer.ready() ? res.json(200, { ready: true }) : sendError(res, this.#peer.notReadyError())),
     'GET /v1/openapi.json': ({ res }) => res.json(200, openApiSpec),
-    'GET /v1/cluster': ({ res }) => res.json(200, clusterJson(this.#peer.cluster())),
+    'GET /v1/cluster': ({ res }) => res.json(200, clusterJson(this.#peer.inspect.cluster())),
     'GET /v1/locks': ({ res, query }) => {
       const prefix = checkPrefix(query?.get('prefix') ?? null);
-      res.json(200, { locks: this.#peer.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
+      res.json(200, { locks: this.#peer.inspect.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
     },
     'GET /v1/watch': ({ query }, native) => this.#openWatch(native, { prefix: checkPrefix(query?.get('prefix') ?? null) }),
     'POST /v1/acquire': (c) => c.body((b) => {
@@ -234,7 +234,7 @@ export class ApiHandler<N> {
     }),
     'POST /v1/release': (c) => this.#release(c, null, { released: true }),
     'POST /v1/refresh': (c) => this.#refresh(c, null),
-    'GET /v1/locks/{name}': ({ res, name }) => res.json(200, lockJson(this.#peer.lock(name))),
+    'GET /v1/locks/{name}': ({ res, name }) => res.json(200, lockJson(this.#peer.inspect.lock(name))),
     'GET /v1/locks/{name}/watch': ({ name }, native) => this.#openWatch(native, { lock: name }),
     'POST /v1/locks/{name}/acquire': (c) => c.body((b) => {
       const opts = parseAcquire(b);
@@ -249,7 +249,7 @@ export class ApiHandler<N> {
     // Elections (docs/design.md section 6): a campaign is an exclusive, connection-bound
     // acquire of the lock `name` whose meta is `{value}`; the leader is its holder; resign is
     // a release; observe streams each change of leader.
-    'GET /v1/elections/{name}': ({ res, name }) => res.json(200, { name, leader: leaderJson(this.#peer.lock(name)) }),
+    'GET /v1/elections/{name}': ({ res, name }) => res.json(200, { name, leader: leaderJson(this.#peer.inspect.lock(name)) }),
     'GET /v1/elections/{name}/observe': ({ name }, native) => this.#openWatch(native, { election: name }),
     'POST /v1/elections/{name}/campaign': (c) => c.body((b) => {
       const opts = parseCampaign(b);
@@ -269,7 +269,7 @@ export class ApiHandler<N> {
    */
   #forceRelease(res: PlainResponse, name: string, body: Record<string, unknown>): void {
     if (Object.keys(body).length > 0) throw new LockError(ErrorCode.BadRequest, 'force-release takes an empty body');
-    const ids = this.#peer.lock(name).holders.flatMap((h) => (h.local && h.id !== undefined ? [h.id] : []));
+    const ids = this.#peer.inspect.lock(name).holders.flatMap((h) => (h.local && h.id !== undefined ? [h.id] : []));
     for (const id of ids) this.#peer.release(name, id);
     this.#log.warn({ lock: name, ids }, 'force-released every local hold of a lock');
     res.json(200, { released: ids });

@@ -23,7 +23,7 @@ export interface WatchChange {
   readonly at: number;
 }
 
-/** What the tracker reads of a peer (PeerRuntime fits). */
+/** What the tracker reads of a peer (its inspector fits). */
 export interface QueueSource {
   /** Holders and waiters of one whole queue (the first look at a lock). */
   lock(name: string): LockView;

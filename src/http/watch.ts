@@ -31,11 +31,11 @@ import { WatchedQueues } from './watch-queues.js';
 
 export type { WatchChange } from './watch-queues.js';
 
-/** What the watches read of a peer (PeerRuntime fits). */
-export interface WatchSource extends QueueSource {
+/** What the watches read of a peer (PeerRuntime fits): its events, its queue log, and through its inspector the queues. */
+export interface WatchSource {
   readonly events: EventEmitter<PeerEvents>;
   readonly queueLog: QueueLog;
-  locks(): LockView[];
+  readonly inspect: QueueSource & { locks(): LockView[] };
 }
 
 /** The clock and the end-of-turn scheduling the watches run on. */
@@ -93,7 +93,7 @@ export class Watches {
     this.#source = source;
     this.#log = log.child({ component: 'watch' });
     this.#env = env;
-    this.#queues = new WatchedQueues(source);
+    this.#queues = new WatchedQueues(source.inspect);
   }
 
   /** Open streams (tests, metrics). */
@@ -121,7 +121,7 @@ export class Watches {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'keep-alive' });
     req.socket.setNoDelay(true);
-    const locks = 'prefix' in selector ? this.#source.locks().filter((l) => l.name.startsWith(selector.prefix)) : [this.#source.lock('lock' in selector ? selector.lock : selector.election)];
+    const locks = 'prefix' in selector ? this.#source.inspect.locks().filter((l) => l.name.startsWith(selector.prefix)) : [this.#source.inspect.lock('lock' in selector ? selector.lock : selector.election)];
     for (const l of locks) if (l.queued > 0) this.#queues.follow(l.name);
     const first: { event: string; data: unknown; term?: string } = 'election' in selector ? this.#leaderEvent(selector.election, locks[0]) : { event: 'state', data: { locks: locks.map((l) => lockJson(l)), at: this.#env.wallMs() } };
     const text = frame(first.event, first.data);

@@ -3,7 +3,7 @@
  * session of the incarnation now running (a new one after each rejoin), and the link
  * counters of the ones before it, so that counters never go back at a rejoin. Built
  * before anything that reads the session, and empty until `PeerRuntime.start`; the local
- * holds, the views and the metrics read the session through it, never through the runtime.
+ * holds step the session through it, and the inspector (inspector.ts) reads it.
  */
 import { assert } from '../assert.js';
 import type { MeshStats } from '../transport/mesh.js';
@@ -12,8 +12,7 @@ import type { Session } from './session.js';
 /** The current session of one peer process, and what its predecessors counted. */
 export class CurrentSession {
   #session: Session | null = null;
-  /** The link counters of every incarnation before the current one, summed. */
-  #pastMeshStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
+  #pastLinkStats: MeshStats = { framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 };
   /** Whether the first session was set (`PeerRuntime.start` ran). */
   get started(): boolean {
     return this.#session !== null;
@@ -25,9 +24,14 @@ export class CurrentSession {
     return this.#session;
   }
 
+  /** The link counters of every incarnation before the current one, summed. */
+  get pastLinkStats(): MeshStats {
+    return this.#pastLinkStats;
+  }
+
   /** Makes `next` current; the counters of the one it replaces are kept in the sums. */
   set(next: Session): void {
-    if (this.#session !== null) this.#pastMeshStats = addMeshStats(this.#pastMeshStats, this.#session.meshStats());
+    if (this.#session !== null) this.#pastLinkStats = addLinkStats(this.#pastLinkStats, this.#session.links.stats());
     this.#session = next;
   }
 
@@ -39,24 +43,10 @@ export class CurrentSession {
   checkLease(): void {
     this.#session?.checkLease();
   }
-
-  /**
-   * True while this peer holds a lease, is synced with its view, is no zombie, and no peer's
-   * configuration differs from its own of late (readyz): a cluster split by configuration
-   * needs an operator, even on the side that still grants.
-   */
-  ready(): boolean {
-    const session = this.get();
-    return session.machine.leaseValid && session.machine.synced && session.supersededError === null && session.configMismatch() === null;
-  }
-
-  /** Link counters of the process: every incarnation's mesh counts from 0, so the earlier ones are added. */
-  meshStats(): MeshStats {
-    return addMeshStats(this.#pastMeshStats, this.get().meshStats());
-  }
 }
 
-function addMeshStats(a: MeshStats, b: MeshStats): MeshStats {
+/** Two sets of link counters, summed. */
+export function addLinkStats(a: MeshStats, b: MeshStats): MeshStats {
   return {
     framesSent: a.framesSent + b.framesSent,
     messagesSent: a.messagesSent + b.messagesSent,

@@ -6,7 +6,6 @@
  */
 import { assert } from '../assert.js';
 import type { MachineEvent } from '../core/machine.js';
-import type { Explanation } from '../core/effects.js';
 import type { EndReason, Meta, RequestPart } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -15,7 +14,7 @@ import type { Logger } from '../log.js';
 import type { HoldOptions, LocalRequest, LockAsk, RequestCallbacks, RequestHandle } from './holds.js';
 import type { LocalRequests } from './holds.js';
 import type { PeerMetrics } from './peer-metrics.js';
-import type { QueueView } from './status-views.js';
+import type { PeerInspector } from './inspector.js';
 
 /** What local holds use of their peer runtime. */
 export interface HoldsHost {
@@ -28,16 +27,12 @@ export interface HoldsHost {
   readonly requests: LocalRequests;
   /** Feeds an event to the current incarnation's core (through the runtime's guards). */
   step(event: MachineEvent): void;
-  /** Why a request is not granted yet, as the core explains it. */
-  explain(ref: number): Explanation | undefined;
-  /** The queue of one lock, as the HTTP API shows it (the holders named by a timeout). */
-  holders(lock: string): QueueView[];
-  /** The id of the peer at `index`. */
-  peerId(index: number): string;
-  /** The peers whose echoes no longer vouch for our lease. */
-  leaseSilentPeers(): string[];
-  /** ERR_SUPERSEDED once this incarnation is a zombie (a newer process runs with our id), else null. */
-  supersededError(): LockError | null;
+  /**
+   * What the holds' error sentences read (the peer's inspector): why a request is not granted
+   * yet, the holders a timeout names, peer ids, the peers whose echoes no longer vouch for our
+   * lease, and whether this incarnation is a zombie.
+   */
+  readonly inspect: Pick<PeerInspector, 'explain' | 'lock' | 'peerId' | 'leaseSilentPeers' | 'superseded'>;
   /** A local hold began or ended. */
   emitHold(type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null): void;
 }
@@ -154,8 +149,8 @@ export class LocalHolds {
   #onWaitTimeout(req: LocalRequest): void {
     req.waitTimer = null;
     if (req.state !== 'waiting') return;
-    const missing = this.#host.explain(req.ref)?.missingPeers ?? [];
-    const ids = missing.map((p) => this.#host.peerId(p));
+    const missing = this.#host.inspect.explain(req.ref)?.missingPeers ?? [];
+    const ids = missing.map((p) => this.#host.inspect.peerId(p));
     const err = missing.length > 0
       ? new LockError(ErrorCode.Unreachable, `not decidable in time: no answer from peer(s) ${ids.join(', ')}`, { unreachablePeers: ids })
       : this.#timeoutError(req, `not granted within ${req.opts.timeoutMs} ms: others hold or wait ahead`);
@@ -167,9 +162,9 @@ export class LocalHolds {
    * A 423 naming the holders in its way: of its lock, or for an all-or-nothing request, of
    * each lock it names that others hold (the message names those locks).
    */
-  #timeoutError(req: LocalRequest, message: string, position = this.#host.explain(req.ref)?.position ?? 0): LockError {
-    if (req.parts.length === 1) return new LockError(ErrorCode.Timeout, message, { queuePosition: position, holders: this.#host.holders(req.lock) });
-    const held = req.parts.map((p) => ({ lock: p.lock, holders: this.#host.holders(p.lock) })).filter((h) => h.holders.length > 0);
+  #timeoutError(req: LocalRequest, message: string, position = this.#host.inspect.explain(req.ref)?.position ?? 0): LockError {
+    if (req.parts.length === 1) return new LockError(ErrorCode.Timeout, message, { queuePosition: position, holders: this.#host.inspect.lock(req.lock).holders });
+    const held = req.parts.map((p) => ({ lock: p.lock, holders: this.#host.inspect.lock(p.lock).holders })).filter((h) => h.holders.length > 0);
     const where = held.length === 0 ? '' : ` (held: ${held.map((h) => JSON.stringify(h.lock)).join(', ')})`;
     return new LockError(ErrorCode.Timeout, `${message}${where}`, { queuePosition: position, holders: held.flatMap((h) => h.holders) });
   }
@@ -260,7 +255,7 @@ export class LocalHolds {
       // of its end, like its answer, waits for its batch.
       req.state = 'ended';
       // A zombie's fence ends its waiters while its lease may still hold: the client hears why.
-      this.#tellSoon(req, reason, this.#host.supersededError() ?? this.#leaseLostError());
+      this.#tellSoon(req, reason, this.#host.inspect.superseded() ?? this.#leaseLostError());
       return;
     }
     this.#finish(req, reason);
@@ -277,7 +272,7 @@ export class LocalHolds {
    */
   #leaseLostError(): LockError {
     if (this.#lostError === null) {
-      const silent = this.#host.leaseSilentPeers();
+      const silent = this.#host.inspect.leaseSilentPeers();
       const message = `this peer lost its lease while the request waited: no answer from peer(s) ${silent.join(', ')}; try again`;
       this.#lostError = new LockError(ErrorCode.LeaseLost, message, { unreachablePeers: silent });
     }

@@ -5,6 +5,7 @@
  * queue sizes, the clock) are read from it when the registry is scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PeerInspector } from './inspector.js';
 import type { EndReason, Mode } from '../core/types.js';
 import { modes } from '../core/types.js';
 import type { LocalRequest } from './holds.js';
@@ -29,24 +30,8 @@ const handleWalkingMetrics = [
   'nodejs_active_resources', 'nodejs_active_resources_total',
 ] as const;
 
-/** The read-only view of a peer that the collectors need. */
-export interface MetricsSource {
-  readonly id: string;
-  /** Link counters of the process: monotonic across rejoins (each new mesh counts from 0). */
-  meshStats(): { framesSent: number; messagesSent: number; bytesSent: number; framesReceived: number; messagesDropped: number };
-  meshStatus(): ReadonlyArray<{ id: string; connected: boolean; lastHeardMs: number | null }>;
-  coreStats(): { locks: number; queued: number; own: number; waiting: number; granted: number; clock: number };
-  /** Holds a lease, is synced with its view and is not superseded (PeerRuntime.ready). */
-  ready(): boolean;
-  /** Whether a peer's configuration recently differed from this one's (ERR_CONFIG_MISMATCH). */
-  configMismatch(): boolean;
-  /** The peers every grant waits for (GET /v1/cluster `degraded`). */
-  degraded(): { readonly active: boolean; readonly waitingFor: readonly unknown[] };
-  /** A newer process runs or ran with this peer's id: this one is a zombie (GET /v1/cluster `superseded`). */
-  superseded(): boolean;
-  /** Now on the clock of `meshStatus().lastHeardMs`. */
-  leaseNowMs(): number;
-}
+/** What the collectors read of a peer: its inspector (runtime/inspector.ts), or a test's stand-in. */
+export type MetricsSource = Pick<PeerInspector, 'linkStats' | 'links' | 'coreStats' | 'ready' | 'configMismatch' | 'degraded' | 'superseded' | 'nowMs'>;
 
 /** Reasons a hold ends other than a failed wait; pre-set to 0 so dashboards see every series. */
 const holdEndReasons: readonly EndReason[] = ['released', 'expired', 'lease_lost', 'evicted', 'shutdown'];
@@ -119,10 +104,10 @@ export class PeerMetrics {
   }
 
   #registerLinkCounters(source: MetricsSource, registers: Registry[]): void {
-    mirroredCounter(registers, 'lamport_peer_frames_sent_total', 'WebSocket frames sent to peers (one frame carries the messages of one event-loop turn).', () => source.meshStats().framesSent);
-    mirroredCounter(registers, 'lamport_peer_bytes_sent_total', 'Frame bytes sent to peers.', () => source.meshStats().bytesSent);
-    mirroredCounter(registers, 'lamport_peer_frames_received_total', 'WebSocket frames received from peers.', () => source.meshStats().framesReceived);
-    mirroredCounter(registers, 'lamport_peer_messages_dropped_total', 'Messages for a peer with no live stream (unknown or evicted incarnation).', () => source.meshStats().messagesDropped);
+    mirroredCounter(registers, 'lamport_peer_frames_sent_total', 'WebSocket frames sent to peers (one frame carries the messages of one event-loop turn).', () => source.linkStats().framesSent);
+    mirroredCounter(registers, 'lamport_peer_bytes_sent_total', 'Frame bytes sent to peers.', () => source.linkStats().bytesSent);
+    mirroredCounter(registers, 'lamport_peer_frames_received_total', 'WebSocket frames received from peers.', () => source.linkStats().framesReceived);
+    mirroredCounter(registers, 'lamport_peer_messages_dropped_total', 'Messages for a peer with no live stream (unknown or evicted incarnation).', () => source.linkStats().messagesDropped);
   }
 
   #registerGauges(source: MetricsSource, registers: Registry[]): void {
@@ -132,8 +117,8 @@ export class PeerMetrics {
     gauge('lamport_clock', 'The Lamport clock of this peer.', () => source.coreStats().clock);
     gauge('lamport_lease_valid', '1 while this peer holds a lease (a majority echoes its heartbeats), has synced with every peer and is not superseded.', () => (source.ready() ? 1 : 0));
     gauge('lamport_cluster_degraded', '1 while every grant waits for a peer that is unreachable and not evicted (GET /v1/cluster degraded names it).', () => (source.degraded().active ? 1 : 0));
-    gauge('lamport_config_mismatch', '1 while a peer\'s configuration (peers, order, timings, secret or version) differs from this one\'s: GET /v1/cluster refusedLinks and /readyz say which and how.', () => (source.configMismatch() ? 1 : 0));
-    gauge('lamport_superseded', '1 once a newer process runs or ran with this peer id: this one grants nothing and answers ERR_SUPERSEDED; stop it.', () => (source.superseded() ? 1 : 0));
+    gauge('lamport_config_mismatch', '1 while a peer\'s configuration (peers, order, timings, secret or version) differs from this one\'s: GET /v1/cluster refusedLinks and /readyz say which and how.', () => (source.configMismatch() !== null ? 1 : 0));
+    gauge('lamport_superseded', '1 once a newer process runs or ran with this peer id: this one grants nothing and answers ERR_SUPERSEDED; stop it.', () => (source.superseded() !== null ? 1 : 0));
     gauge('lamport_peers_unreachable', 'Peers not evicted whose link is down or silent: every grant waits until they return or are evicted.', () => source.degraded().waitingFor.length);
     gauge('lamport_lock_waiters', 'Requests of local clients waiting to be granted.', () => source.coreStats().waiting);
     gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().granted);
@@ -142,14 +127,14 @@ export class PeerMetrics {
     new Gauge({
       name: 'lamport_peer_connected', help: '1 while the link to a peer is up.', labelNames: ['peer'], registers,
       collect() {
-        for (const s of source.meshStatus()) this.set({ peer: s.id }, s.connected ? 1 : 0);
+        for (const s of source.links()) this.set({ peer: s.id }, s.connected ? 1 : 0);
       },
     });
     new Gauge({
       name: 'lamport_peer_last_heard_seconds', help: 'Seconds since anything was heard from each peer (absent until first contact).', labelNames: ['peer'], registers,
       collect() {
-        const now = source.leaseNowMs();
-        for (const s of source.meshStatus()) if (s.lastHeardMs !== null) this.set({ peer: s.id }, Math.max(0, now - s.lastHeardMs) / 1000);
+        const now = source.nowMs();
+        for (const s of source.links()) if (s.lastHeardMs !== null) this.set({ peer: s.id }, Math.max(0, now - s.lastHeardMs) / 1000);
       },
     });
   }

@@ -2,7 +2,8 @@
  * The peer runtime: local holds (TTLs, wait deadlines, connection-bound holds) on top of a
  * Session (core + mesh + lease + eviction for one incarnation). Answers the HTTP API, and
  * rejoins as a new incarnation when the majority evicted it. docs/design.md sections 2, 5 and 6.
- * The holds themselves are in local-holds.ts, the read-only views in status-views.ts.
+ * The holds themselves are in local-holds.ts; everything read of the peer is read through its
+ * inspector (inspector.ts).
  *
  * Everything outside comes in through `PeerWorld` (clocks, timers, randomness, sockets,
  * the clock store): server.ts passes the real ones, the simulator virtual ones, so the
@@ -14,8 +15,8 @@ import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
 import type { EchoPromise } from '../core/membership.js';
 import { QueueLog } from '../core/queue-log.js';
-import type { QueuedRequest } from '../core/types.js';
-import type { EndReason, Incarnation, Meta } from '../core/types.js';
+
+import type { EndReason, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -30,8 +31,7 @@ import { LocalRequests } from './holds.js';
 import { LocalHolds } from './local-holds.js';
 import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
-import type { ClusterView, DegradedView, LockView, QueueView } from './status-views.js';
-import { StatusViews } from './status-views.js';
+import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
 import type { SessionWorld } from './session.js';
 import type { LocalEffect, RejoinReason } from '../core/protocol.js';
@@ -61,11 +61,8 @@ export interface LockService {
   refresh(lock: string | null, id: string, ttlMs?: number): number | null;
   /** Announces new meta for a live hold on every peer (a leader's new value). */
   setMeta(lock: string, id: string, meta: Meta | null): void;
-  lock(name: string): LockView;
-  /** Every lock with a non-empty queue; `entriesMax`: of each queue, only its first entries (a view that must stay cheap under a burst). */
-  locks(entriesMax?: number): LockView[];
-  /** This peer and its links, for GET /v1/cluster. */
-  cluster(): ClusterView;
+  /** What the API reads of the peer: its locks' queues and its cluster view. */
+  readonly inspect: Pick<PeerInspector, 'lock' | 'locks' | 'cluster'>;
 }
 
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
@@ -118,6 +115,8 @@ export class PeerRuntime implements LockService {
   readonly index: number;
   readonly config: ClusterConfig;
   readonly metrics: PeerMetrics;
+  /** Everything read of this peer (views, metrics, the simulator's checker): the one read-only inspector. */
+  readonly inspect: PeerInspector;
   /** `changed` after every step; `hold` when a local hold begins or ends. */
   readonly events = new EventEmitter<PeerEvents>();
   /** What entered and left the queues, across incarnations, while a watch follows them (src/http/watch.ts). */
@@ -133,7 +132,6 @@ export class PeerRuntime implements LockService {
   readonly #bounds: PersistedBounds;
   readonly #sessions: CurrentSession;
   readonly #holds: LocalHolds;
-  readonly #views: StatusViews;
   #stopping = false;
   #rejoining = false;
   /**
@@ -160,28 +158,15 @@ export class PeerRuntime implements LockService {
     });
     // Each part gets what it reads as finished objects, built in this order (issue 13: none
     // is handed the half-built runtime): the current session (empty until start), the
-    // registry of local requests, the views over both, the metrics over those, the holds.
+    // registry of local requests, the inspector over both, the metrics over it, the holds.
     const sessions = new CurrentSession();
     const requests = new LocalRequests(limits.endedIdsMax);
-    const views = new StatusViews({ id: this.id, index, config: this.config, sessions, requests });
-    const metrics = new PeerMetrics({
-      id: this.id,
-      meshStats: () => sessions.meshStats(),
-      meshStatus: () => sessions.get().meshStatus(),
-      coreStats: () => {
-        const machine = sessions.get().machine;
-        return { ...machine.stats(), clock: machine.clock };
-      },
-      ready: () => sessions.ready(),
-      configMismatch: () => sessions.get().configMismatch() !== null,
-      degraded: () => views.degraded(),
-      superseded: () => sessions.get().supersededError !== null,
-      leaseNowMs: () => sessions.get().leaseNowMs(),
-    }, opts.processMetrics ?? true);
+    const inspect = new PeerInspector({ id: this.id, index, config: this.config, sessions, requests });
+    const metrics = new PeerMetrics(inspect, opts.processMetrics ?? true);
     this.#sessions = sessions;
-    this.#views = views;
+    this.inspect = inspect;
     this.metrics = metrics;
-    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, views, metrics, events: this.events }));
+    this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, inspect, metrics, events: this.events }));
   }
 
   /**
@@ -227,8 +212,8 @@ export class PeerRuntime implements LockService {
    * incarnation by the wall clock alone, and the others refuse one that sorts too low.
    */
   #startSession(): void {
-    const session = this.session();
-    this.#reservation.reserve(session.machine.clock);
+    const session = this.#sessions.get();
+    this.#reservation.reserve(session.protocol.machine.clock);
     session.start();
   }
 
@@ -262,11 +247,6 @@ export class PeerRuntime implements LockService {
     return this.#sessions.started;
   }
 
-  /** The session of the current incarnation (a new one after each rejoin). */
-  session(): Session {
-    return this.#sessions.get();
-  }
-
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
     return new Session({
@@ -283,11 +263,6 @@ export class PeerRuntime implements LockService {
       onPromise: () => this.#bounds.ensure('promise'),
       onEchoing: () => this.#onEchoing(),
     });
-  }
-
-  /** This incarnation (it changes when the peer rejoins after an eviction). */
-  get incarnation(): Incarnation {
-    return this.session().incarnation;
   }
 
   /** Rejoins at the end of this turn, outside the socket handler that found it necessary. */
@@ -313,38 +288,27 @@ export class PeerRuntime implements LockService {
    * old one's, so its requests sort after everything it has seen and tokens keep growing.
    */
   #rejoin(reason: RejoinReason, startFloorMs: number): void {
-    const old = this.session();
+    const old = this.#sessions.get();
     this.#log.warn({ reason, incarnation: formatIncarnation(old.incarnation) }, 'rejoining as a new incarnation');
     this.#holds.endAll('evicted', new LockError(ErrorCode.Evicted, 'this peer was evicted by the majority of the cluster and is rejoining; try again'));
     old.close();
     this.queueLog.reset();
-    const floor = Math.max(this.#env.wallMs(), old.machine.clock + 1, this.#reservation.load());
+    const floor = Math.max(this.#env.wallMs(), old.protocol.machine.clock + 1, this.#reservation.load());
     // The quiet a restart began (start) binds the process, not the incarnation: a rejoin
     // within it would echo a peer the previous process promised to leave silent (seed 906566).
-    const quietForMs = old.quietLeftMs();
-    this.#sessions.set(this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), old.promises(), quietForMs));
+    const { promises, quietForMs } = old.handover();
+    this.#sessions.set(this.#newSession(floor, Math.max(startFloorMs, old.incarnation.startMs + 1), promises, quietForMs));
     this.#startSession();
     this.events.emit('changed');
   }
 
   /** True while this peer holds a lease AND is synced with its view: it can grant (readyz). */
   ready(): boolean {
-    return this.#sessions.ready();
+    return this.inspect.ready();
   }
 
   notReadyError(): LockError {
-    const session = this.session();
-    return session.supersededError ?? session.configMismatch() ?? new LockError(ErrorCode.NotReady, 'this peer holds no lease or has not synced with every peer yet');
-  }
-
-  /** Peers whose new incarnation waits here until the majority evicts its predecessor. */
-  waitingForPredecessor(): string[] {
-    return this.session().waitingForPredecessor();
-  }
-
-  /** Now on the clock the lease and the link status use. */
-  leaseNowMs(): number {
-    return this.session().leaseNowMs();
+    return this.inspect.superseded() ?? this.inspect.configMismatch() ?? new LockError(ErrorCode.NotReady, 'this peer holds no lease or has not synced with every peer yet');
   }
 
   #execute(effect: LocalEffect): void {
@@ -395,10 +359,10 @@ export class PeerRuntime implements LockService {
     if (this.#stopping) return new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down');
     this.#checkLease();
     if (this.#rejoining) return new LockError(ErrorCode.Evicted, 'this peer is rejoining the cluster after an eviction; try again');
-    const superseded = this.session().supersededError;
+    const superseded = this.inspect.superseded();
     if (superseded !== null) return superseded;
     // A failed high-water-mark write stops new requests; each one retries the write first.
-    this.#reservation.reserve(this.session().machine.clock);
+    this.#reservation.reserve(this.inspect.protocol.machine.clock);
     return this.#reservation.failure;
   }
 
@@ -416,7 +380,7 @@ export class PeerRuntime implements LockService {
   /** Releases a live hold (`lock`: one it names, or null); throws ERR_NOT_HELD (404) with the reason otherwise. */
   release(lock: string | null, id: string): boolean {
     this.#checkLease();
-    const machine = this.session().machine;
+    const machine = this.inspect.protocol.machine;
     for (const part of this.#holds.release(lock, id)) if (machine.queueSize(part.lock) > 0) return true;
     return false;
   }
@@ -433,65 +397,6 @@ export class PeerRuntime implements LockService {
     return this.#holds.refresh(lock, id, ttlMs);
   }
 
-  /** The state of local request `id`: waiting, held, or why it ended (if remembered). */
-  requestState(id: string): ReturnType<LocalHolds['stateOf']> {
-    return this.#holds.stateOf(id);
-  }
-
-  /** The core ref of live local request `id` (for explanations). */
-  refOf(id: string): number | undefined {
-    return this.#holds.refOf(id);
-  }
-
-  /** Holders and waiters of one lock, cluster-wide, as this peer knows them. */
-  lock(name: string): LockView {
-    return this.#views.lock(name);
-  }
-
-  /** The head of one lock's queue, every holder in it (StatusViews.head). */
-  head(name: string, permitsMax: number): LockView {
-    return this.#views.head(name, permitsMax);
-  }
-
-  /** A queued request as GET /v1/locks/{name} shows a waiter (`held` false). */
-  waiterView(request: QueuedRequest): QueueView {
-    return this.#views.waiter(request);
-  }
-
-  /** Every lock with a non-empty queue; of each, its first `entriesMax` entries. */
-  locks(entriesMax = Infinity): LockView[] {
-    return this.session().machine.lockNames().sort().map((n) => this.#views.lock(n, entriesMax));
-  }
-
-  /** This peer and its links, for GET /v1/cluster. */
-  cluster(): ClusterView {
-    return this.#views.cluster();
-  }
-
-  /** The peers every grant waits for while they are unreachable and not evicted (GET /v1/cluster `degraded`). */
-  degraded(): DegradedView {
-    return this.#views.degraded();
-  }
-
-  /**
-   * Link counters of this process, for metrics: every incarnation's mesh counts from 0, so
-   * the counters of the ones before are added and a counter never goes back at a rejoin.
-   */
-  meshStats(): ReturnType<CurrentSession['meshStats']> {
-    return this.#sessions.meshStats();
-  }
-
-  /** Mesh link status for metrics. */
-  meshStatus(): ReturnType<Session['meshStatus']> {
-    return this.session().meshStatus();
-  }
-
-  /** The core's counts, for metrics. */
-  coreStats(): ReturnType<Session['machine']['stats']> & { clock: number } {
-    const machine = this.session().machine;
-    return { ...machine.stats(), clock: machine.clock };
-  }
-
   /**
    * Graceful stop (docs/design.md section 7): refuse new requests, end local holds with reason
    * `shutdown`, fail waiters, send the releases, give the links a moment to deliver them.
@@ -504,14 +409,14 @@ export class PeerRuntime implements LockService {
     this.#holds.endAll('shutdown', new LockError(ErrorCode.ShuttingDown, 'this peer is shutting down'));
     if (!(await session.drain(limits.stopDrainMs))) this.#log.warn('stopping with releases not yet acknowledged by every peer');
     session.close();
-    this.#reservation.reserve(session.machine.clock);
+    this.#reservation.reserve(session.protocol.machine.clock);
     this.#log.info('peer stopped');
   }
 }
 
 /** What the runtime hands its local holds: the current session's protocol, reached only through it. */
 function holdsHost(parts: {
-  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; views: StatusViews; metrics: PeerMetrics;
+  id: string; env: Env; log: Logger; sessions: CurrentSession; requests: LocalRequests; inspect: PeerInspector; metrics: PeerMetrics;
   events: EventEmitter<PeerEvents>;
 }): HoldsHost {
   const { id, env, sessions, events } = parts;
@@ -528,11 +433,7 @@ function holdsHost(parts: {
     requests: parts.requests,
     // The current session's step: a closed one (a rejoin under way) ignores it.
     step: (event) => sessions.get().step(event),
-    explain: (ref) => sessions.get().machine.explain(ref),
-    holders: (lock) => parts.views.lock(lock).holders,
-    peerId: (index) => sessions.get().peerId(index),
-    leaseSilentPeers: () => sessions.get().leaseSilentPeers(),
-    supersededError: () => sessions.get().supersededError,
+    inspect: parts.inspect,
     emitHold: (type, req, reason) => {
       if (events.listenerCount('hold') === 0) return;
       const token = req.grant?.token.toString() ?? '';

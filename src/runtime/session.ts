@@ -18,21 +18,20 @@ import type { ClusterConfig } from '../config.js';
 import { clockRateMargin } from '../config.js';
 import { IncarnationBook } from '../core/incarnations.js';
 import type { MachineEvent } from '../core/machine.js';
-import type { EchoPromise, Membership } from '../core/membership.js';
+import type { EchoPromise } from '../core/membership.js';
 import type { QueueLog } from '../core/queue-log.js';
 import { mergePackets, splitPacket } from '../core/messages.js';
 import { PeerProtocol, isPayload } from '../core/protocol.js';
-import type { LocalEffect, Payload, ProtocolOutput, RejoinReason } from '../core/protocol.js';
+import type { LocalEffect, Payload, ProtocolOutput, ProtocolReader, RejoinReason } from '../core/protocol.js';
 import type { Incarnation } from '../core/types.js';
 import { clockCeiling, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, isLockError } from '../errors.js';
-import type { LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
 import { protocolVersion } from '../transport/codec.js';
 import { Mesh } from '../transport/mesh.js';
-import type { LinkRefusal } from '../transport/refusals.js';
+import type { LinksReader } from '../transport/mesh.js';
 import type { Listener, Network, RawSocket } from '../transport/network.js';
 import { LeaseClock } from './lease-clock.js';
 
@@ -208,9 +207,7 @@ export class Session {
       {
         cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, self, peers: peers.filter((q) => q.index !== opts.index),
         env, network: guardedNetwork(opts.world.network, guard), listener: guardedListener(opts.world.listener, guard), incarnation: this.incarnation,
-        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock, heartbeatClock: (peer, allSent) => p.heartbeatClock(peer, allSent),
-        // An echo leaves only once the bound on disk covers what it vouches for (runtime/bounds.ts).
-        mayEcho: (peer, inc) => p.mayEcho(peer, inc, this.#now()) && this.#hooks.onEchoing(),
+        heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock,
         logger: opts.logger.child({ component: 'mesh' }), linkUnackedBytesMax: opts.linkUnackedBytesMax,
         incarnations, onFailure: (reason) => this.#hooks.onLinkFailure(reason),
         mergePayloads: (a, b) => ('t' in a || 't' in b ? null : mergePackets(a, b)),
@@ -222,12 +219,13 @@ export class Session {
       {
         onPeerJoined: (peer, inc, clock, restarted) => this.#input(() => p.peerJoined(peer, inc, clock, restarted, this.#now())),
         onPayload: (from, inc, payload) => this.#input(() => p.payload(from, inc, payload, this.#now())),
-        onHeartbeat: (from, inc, clock) => this.#input(() => p.heartbeat(from, inc, clock, this.#now())),
+        onHeartbeat: (from, inc, clock, sentAtMs) => this.#input(() => p.heartbeat(from, inc, clock, sentAtMs, this.#now())),
+        onHeartbeatDue: (peer, allSent) => this.#input(() => p.heartbeatDue(peer, allSent)),
         onEcho: (peer, sentAtMs, rttMs) => {
-          this.#hooks.onRtt(this.peerId(peer), rttMs);
+          this.#hooks.onRtt(this.#protocol.peerId(peer), rttMs);
           this.#input(() => p.echo(peer, sentAtMs, this.#now()));
         },
-        onConnection: (peer, connected) => this.#log.info({ remote: this.peerId(peer), connected }, connected ? 'link up' : 'link down'),
+        onConnection: (peer, connected) => this.#log.info({ remote: this.#protocol.peerId(peer), connected }, connected ? 'link up' : 'link down'),
         onRefused: (peer, reason, known, knownEvicted) => this.#input(() => p.refused(peer, reason, known, knownEvicted, this.#now())),
       },
     );
@@ -242,11 +240,6 @@ export class Session {
     }));
     this.#refreshLease();
     this.#log.info({ incarnation: formatIncarnation(this.incarnation), clock: this.#protocol.machine.clock }, 'incarnation started');
-  }
-
-  /** The id of the peer at `index`. */
-  peerId(index: number): string {
-    return this.#protocol.peerId(index);
   }
 
   /** Feeds one local event (a client's acquire, release or meta) to the protocol, after re-checking the lease. */
@@ -304,8 +297,15 @@ export class Session {
     switch (o.type) {
       case 'send':
         if (o.promise && !this.#hooks.onPromise()) return;
-        if ('t' in o.payload) this.#log.debug({ remote: this.peerId(o.to), t: o.payload.t, about: this.peerId(o.payload.peer), incarnation: formatIncarnation(o.payload.inc) }, 'membership message');
+        if ('t' in o.payload) this.#log.debug({ remote: this.#protocol.peerId(o.to), t: o.payload.t, about: this.#protocol.peerId(o.payload.peer), incarnation: formatIncarnation(o.payload.inc) }, 'membership message');
         this.#send(o.to, o.payload, o.lazy);
+        return;
+      case 'echo':
+        // An echo leaves only once the bound on disk covers what it vouches for (runtime/bounds.ts).
+        if (this.#hooks.onEchoing()) this.#mesh.echo(o.to, o.inc, o.sentAtMs);
+        return;
+      case 'heartbeat':
+        this.#mesh.heartbeat(o.to, o.clock);
         return;
       case 'sent':
         this.#hooks.onSent(o.messages);
@@ -324,9 +324,9 @@ export class Session {
         return;
       case 'refuse_ahead':
         this.#log.error({
-          code: ErrorCode.ClockAhead, remote: this.peerId(o.peer), incarnation: formatIncarnation(o.inc), clock: o.clock, wallMs: this.#env.wallMs(), ownClock: this.#protocol.machine.clock,
+          code: ErrorCode.ClockAhead, remote: this.#protocol.peerId(o.peer), incarnation: formatIncarnation(o.inc), clock: o.clock, wallMs: this.#env.wallMs(), ownClock: this.#protocol.machine.clock,
         },
-          `peer ${this.peerId(o.peer)} sent clock ${o.clock}, more than ${limits.clockAheadMsMax / 86_400_000} days ahead of this host's wall clock and clock: refusing that incarnation (set that host's wall clock right; if it is right, move its clock.json away and restart it)`);
+          `peer ${this.#protocol.peerId(o.peer)} sent clock ${o.clock}, more than ${limits.clockAheadMsMax / 86_400_000} days ahead of this host's wall clock and clock: refusing that incarnation (set that host's wall clock right; if it is right, move its clock.json away and restart it)`);
         this.#mesh.refuseAhead(o.peer, o.inc);
         return;
       case 'rejoin':
@@ -373,99 +373,37 @@ export class Session {
       this.#mesh.send(to, payload, lazy);
     } catch (err) {
       if (!isLockError(err)) throw err;
-      this.#log.error({ remote: this.peerId(to), code: err.code }, `${err.message}: ending this incarnation rather than losing a message`);
+      this.#log.error({ remote: this.#protocol.peerId(to), code: err.code }, `${err.message}: ending this incarnation rather than losing a message`);
       this.#env.soon(() => this.#hooks.onRejoin('link_overflow', this.incarnation.startMs + 1));
     }
   }
 
-  /** ERR_SUPERSEDED once this incarnation is a zombie (a newer process of its id runs or ran), else null. */
-  get supersededError(): LockError | null {
-    return this.#protocol.supersededError;
+  /**
+   * What views, metrics and the simulator's checker read of this incarnation: its protocol's
+   * queries (src/runtime/inspector.ts reads them, through nothing else).
+   */
+  get protocol(): ProtocolReader {
+    return this.#protocol;
   }
 
-  /** The protocol core, for read-only queries (views, explanations). */
-  get machine(): PeerProtocol['machine'] {
-    return this.#protocol.machine;
+  /** What they read of its links: status, counters, refusals, the fingerprint checked on every link. */
+  get links(): LinksReader {
+    return this.#mesh;
   }
 
-  /** The lease end on the lease clock (-Infinity when none): for the simulator's checker. */
-  leaseValidUntilMs(): number {
-    return this.#protocol.leaseValidUntilMs();
-  }
-
-  /** Now on the lease clock (it counts suspends). */
-  leaseNowMs(): number {
+  /** Now on the lease clock (it counts suspends): the clock of the lease and the links' times. */
+  nowMs(): number {
     return this.#now();
   }
 
-  /** What is left of the quiet the process began with (SessionOptions.quietForMs), for the next incarnation. */
-  quietLeftMs(): number {
-    return this.#protocol.quietLeftMs(this.#now());
-  }
-
-  /** What is left of the hold on joins this incarnation began with (SessionOptions.joinsHeldForMs). */
-  joinsHeldLeftMs(): number {
-    return this.#protocol.joinsHeldLeftMs(this.#now());
-  }
-
-  /** The confirmation promises that still bind this incarnation, for the next one (Membership.promises). */
-  promises(): EchoPromise[] {
-    return this.#protocol.promises(this.#now());
-  }
-
-  /** Whether `inc` of `peer` (or a newer incarnation) is evicted here: for the simulator's checker. */
-  isEvicted(peer: number, inc: Incarnation): boolean {
-    return this.#protocol.isEvicted(peer, inc);
-  }
-
-  /** What this incarnation's membership decided on its own (Membership.decided): for the simulator's checker. */
-  membershipDecided(): Readonly<Membership['decided']> {
-    return this.#protocol.membershipDecided();
-  }
-
-  /** Milliseconds the lease still holds (0 when it does not). */
-  leaseValidForMs(): number {
-    return Math.max(0, Math.round(Math.min(this.#protocol.leaseValidUntilMs() - this.#now(), 1e12)));
-  }
-
-  /** Ids of the peers whose heartbeat echoes no longer vouch for our lease. */
-  leaseSilentPeers(): string[] {
-    return this.#protocol.leaseSilentPeers(this.#now()).map((p) => this.peerId(p));
-  }
-
-  /** Peers whose new incarnation waits here for its predecessor's eviction (or while joins are held). */
-  waitingForPredecessor(): string[] {
-    return this.#protocol.waiting().map((p) => this.peerId(p));
-  }
-
-  /** How long `peer` has been silent here and when this peer suspects it (Membership.silence). */
-  peerSilence(peer: number): ReturnType<Membership['silence']> {
-    return this.#protocol.silence(peer, this.#now());
-  }
-
-  /** This peer's cluster fingerprint (src/cluster-shape.ts), checked on every link. */
-  get fingerprint(): string {
-    return this.#mesh.fingerprint;
-  }
-
-  /** The links refused either way of late (transport/refusals.ts). */
-  linkRefusals(): LinkRefusal[] {
-    return this.#mesh.refusals();
-  }
-
-  /** ERR_CONFIG_MISMATCH while a peer's configuration recently differed from this one's; else null. */
-  configMismatch(): LockError | null {
-    return this.#mesh.configMismatch();
-  }
-
-  /** Link status lines; their times are on the lease clock (`leaseNowMs`). */
-  meshStatus(): ReturnType<Mesh<Payload>['status']> {
-    return this.#mesh.status();
-  }
-
-  /** Link counters. */
-  meshStats(): ReturnType<Mesh<Payload>['stats']> {
-    return this.#mesh.stats();
+  /**
+   * What the next incarnation of this process inherits: the confirmation promises that still
+   * bind (Membership.promises) and what is left of the quiet the process began with
+   * (SessionOptions.quietForMs: it binds the process, not the incarnation).
+   */
+  handover(): { readonly promises: EchoPromise[]; readonly quietForMs: number } {
+    const now = this.#now();
+    return { promises: this.#protocol.promises(now), quietForMs: this.#protocol.quietLeftMs(now) };
   }
 
   /** Waits (bounded) until every connected peer acknowledged what we sent, e.g. our releases. */

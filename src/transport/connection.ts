@@ -60,8 +60,8 @@ export class FrameSocket<P> {
   #onOpen: (() => void) | null = null;
   #silenceMsMax = 0;
   #deadline: Timer | null;
-  /** Makes this socket's heartbeat, sent at each tick of its mesh (`tick`). */
-  #heartbeat: (() => Frame<P>) | null = null;
+  /** Says this socket's heartbeat is due, at each tick of its mesh (`tick`). */
+  #heartbeat: (() => void) | null = null;
 
   constructor(options: FrameSocketOptions<P>) {
     this.#sock = options.sock;
@@ -101,10 +101,10 @@ export class FrameSocket<P> {
     this.lastHeardMs = this.#env.monoMs();
   }
 
-  /** Sends `make()` at every tick from now on, while the socket is open. */
-  startHeartbeat(make: () => Frame<P>): void {
+  /** Calls `due()` at every tick from now on, while the socket is open: its owner sends the heartbeat. */
+  startHeartbeat(due: () => void): void {
     assert(this.#heartbeat === null, 'one heartbeat per socket');
-    this.#heartbeat = make;
+    this.#heartbeat = due;
   }
 
   /**
@@ -120,7 +120,7 @@ export class FrameSocket<P> {
       this.terminate('silent');
       return;
     }
-    if (this.#heartbeat !== null) this.send(this.#heartbeat());
+    this.#heartbeat?.();
   }
 
   /** Encodes and sends one frame; returns the bytes handed to the socket (0 if closed). */

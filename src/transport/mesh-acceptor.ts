@@ -141,8 +141,7 @@ export class MeshAcceptor<P> {
       }
       this.#mesh.flusher.ackDue(link);
     } else if (frame.t === 'hb') {
-      if (this.#opts.mayEcho?.(link.peer.index, inc) ?? true) sock.send({ t: 'hbEcho', sentAtMs: frame.sentAtMs });
-      this.#events.onHeartbeat(link.peer.index, inc, frame.clock);
+      this.#events.onHeartbeat(link.peer.index, inc, frame.clock, frame.sentAtMs);
     } else if (frame.t === 'auth') {
       refuse('replayed', 'challenge answered twice');
     } else if (frame.t === 'refuse') {

@@ -124,21 +124,19 @@ export class MeshDialer<P> {
     this.#redial(link).backoff.reset();
     sock.onFrame = (frame) => this.#onOutboundFrame(link, sock, frame);
     sock.established(this.#opts.heartbeatMs * limits.heartbeatsMissedMax);
-    sock.startHeartbeat(() => this.#heartbeat(link));
+    sock.startHeartbeat(() => this.#events.onHeartbeatDue(link.peer.index, link.allSent));
     const resentFrames = link.resend();
     this.#log.debug({ remote: link.peer.id, resentFrames, delivered: welcome.delivered }, 'stream resumed');
     this.#mesh.updateConnected(link);
   }
 
-  /**
-   * A heartbeat, with the clock the runtime lets it carry (MeshOptions.heartbeatClock): the
-   * mesh tells it whether every earlier data frame for that peer is on the socket already.
-   */
-  #heartbeat(link: PeerLink<P>): HeartbeatFrame {
+  /** Sends a heartbeat on our stream to `link`'s peer, stamped now, with `clock` if the owner lets it carry one (MeshEvents.onHeartbeatDue). */
+  heartbeat(link: PeerLink<P>, clock: number | undefined): void {
+    const sock = link.out;
+    if (sock === null) return;
     const sentAtMs = this.#opts.env.monoMs();
-    const allSent = link.allSent;
-    const clock = this.#opts.heartbeatClock?.(link.peer.index, allSent);
-    return clock === undefined ? { t: 'hb', sentAtMs } : { t: 'hb', sentAtMs, clock };
+    const frame: HeartbeatFrame = clock === undefined ? { t: 'hb', sentAtMs } : { t: 'hb', sentAtMs, clock };
+    sock.send(frame);
   }
 
   #onOutboundFrame(link: PeerLink<P>, sock: FrameSocket<P>, frame: Frame<P>): void {

@@ -42,20 +42,7 @@ export interface MeshOptions<P> {
   readonly isPayload: (v: unknown) => v is P;
   /** Current Lamport clock, for handshakes and heartbeats. */
   readonly clock: () => number;
-  /**
-   * The Lamport clock a heartbeat to `peer` carries, which the receiver takes as an ack, or
-   * undefined for none: the protocol's rule, the runtime's to apply (Session.#heartbeatClock).
-   * `allSent`: nothing for that peer waits unsent, so every earlier data frame is on the
-   * socket ahead of this heartbeat. Without it, heartbeats carry no clock: when one may is a
-   * rule of the protocol, not of the links.
-   */
-  readonly heartbeatClock?: (peer: number, allSent: boolean) => number | undefined;
   readonly logger: Logger;
-  /**
-   * Whether to echo a heartbeat of that peer incarnation: an echo lends it our part of its
-   * lease, which eviction may forbid (a confirmation we gave). Default: always.
-   */
-  readonly mayEcho?: (peer: number, inc: Incarnation) => boolean;
   /** Each link's resend buffer bound; default limits.linkUnackedBytesMax. */
   readonly linkUnackedBytesMax?: number | undefined;
   /**
@@ -94,8 +81,19 @@ export interface MeshEvents<P> {
   onPeerJoined(peer: number, inc: Incarnation, clock: number, restarted: boolean): void;
   /** One payload from `peer`: exactly once, in order, per stream. */
   onPayload(from: number, inc: Incarnation, payload: P): void;
-  /** A heartbeat from `peer`; `clock` only when every earlier payload of it was delivered. */
-  onHeartbeat(from: number, inc: Incarnation, clock: number | undefined): void;
+  /**
+   * A heartbeat from `peer`, sent at `sentAtMs` (its monotonic clock); `clock` only when every
+   * earlier payload of it was delivered. The mesh does not echo it: the owner decides whether
+   * an echo may leave (it lends the dialer our part of its lease) and sends it with `Mesh.echo`.
+   */
+  onHeartbeat(from: number, inc: Incarnation, clock: number | undefined, sentAtMs: number): void;
+  /**
+   * Our heartbeat to `peer` is due (once per heartbeat_ms while our stream to it is up). The
+   * owner sends it with `Mesh.heartbeat`, with the clock it may carry, if any (an ack: when
+   * it may is a rule of the protocol, not of the links). `allSent`: nothing for that peer
+   * waits unsent, so every earlier data frame is on the socket ahead of it.
+   */
+  onHeartbeatDue(peer: number, allSent: boolean): void;
   /** Our heartbeat sent at `sentAtMs` (monotonic) came back: lease and RTT. */
   onEcho(peer: number, sentAtMs: number, rttMs: number): void;
   /** Both sockets with `peer` are up (true), or one of them went down (false). */

@@ -25,7 +25,7 @@ import { LogLimiter } from '../log-limiter.js';
 import { limits } from '../limits.js';
 import type { Incarnation } from '../core/types.js';
 import type { Timer } from '../env.js';
-import { formatIncarnation } from '../core/types.js';
+import { compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
 import { nonceBytes } from './codec.js';
 import { FrameSocket } from './connection.js';
@@ -60,6 +60,9 @@ export interface MeshPeerStatus {
   readonly incarnation: Incarnation | null;
   readonly unackedBytes: number;
 }
+
+/** What views and metrics may read of a mesh: its status, counters and refusals, none of its sends. */
+export type LinksReader = Pick<Mesh<unknown>, 'fingerprint' | 'status' | 'refusals' | 'configMismatch' | 'stats'>;
 
 /** The links of one peer to all others. */
 export class Mesh<P> {
@@ -168,6 +171,22 @@ export class Mesh<P> {
     link.queue(payload);
     if (lazy) this.#flusher.lazyDue(link);
     else this.#flusher.markDirty(link);
+  }
+
+  /**
+   * Echoes the heartbeat that `inc` of `peer` sent at `sentAtMs`, on its stream to us, if that
+   * incarnation's stream is still up: whether it may is the owner's call (MeshEvents.onHeartbeat).
+   */
+  echo(peer: number, inc: Incarnation, sentAtMs: number): void {
+    const sock = this.#link(peer).in;
+    const known = this.#book.known(peer);
+    if (sock === null || known === null || compareIncarnation(known, inc) !== 0) return;
+    sock.send({ t: 'hbEcho', sentAtMs });
+  }
+
+  /** Sends our heartbeat to `peer`, with `clock` as an ack if the owner lets it carry one (MeshEvents.onHeartbeatDue). */
+  heartbeat(peer: number, clock: number | undefined): void {
+    this.#dialer.heartbeat(this.#link(peer), clock);
   }
 
   /** Frames everything queued for every peer now, lazy payloads included (before a drain). */

@@ -9,13 +9,15 @@
  *   new self=0 peers=3 lease=1000 evict=3000 inc=1000.1 [floor=N] [quiet=MS] [joins-held=MS] [wall=MS]
  *   joined peer=1 inc=I [clock=N] [restarted] now=T     the links admitted it (as the mesh does)
  *   packet from=1 inc=I now=T {json packet}             payload: a core packet or a membership message
- *   heartbeat from=1 inc=I [clock=N] now=T
+ *   heartbeat from=1 inc=I [clock=N] [sent=T] now=T    (sent: its send time, default now)
+ *   heartbeat-due peer=1 [all-sent]                     our heartbeat to p1 is due
  *   echo peer=1 sent=T now=T
  *   refused peer=1 reason=R [known=I] [known-evicted] now=T
  *   tick now=T | check-lease now=T | fence now=T
  *   acquire ref=1 lock=a [mode=shared] [nowait] now=T | release ref=1 now=T
- *   heartbeat-clock peer=1 [all-sent] | may-echo peer=1 inc=I now=T | state now=T | explain ref=1 | wall ms=W
- * Outputs print one per line: `send pJ {...}` (with `lazy`, `promise`), `local {...}`, `clock N`
+ *   state now=T | explain ref=1 | wall ms=W
+ * Outputs print one per line: `send pJ {...}` (with `lazy`, `promise`), `echo pJ I sent T`,
+ * `heartbeat pJ clock N|none`, `local {...}`, `clock N`
  * (only when it moved), `refuse`, `refuse-ahead`, `rejoin`, `log LEVEL: msg {fields}`; the
  * `sent` and `changed` outputs, for metrics and views, are left out.
  */
@@ -153,10 +155,6 @@ export class ProtocolScript {
 
   #query(p: PeerProtocol, c: Command): string[] | null {
     switch (c.name) {
-      case 'heartbeat-clock':
-        return [String(p.heartbeatClock(num(c, 'peer'), c.args.has('all-sent')) ?? 'none')];
-      case 'may-echo':
-        return [String(p.mayEcho(num(c, 'peer'), inc(c), num(c, 'now')))];
       case 'state': {
         const m = p.machine;
         const now = num(c, 'now');
@@ -173,6 +171,8 @@ export class ProtocolScript {
   }
 
   #input(p: PeerProtocol, book: IncarnationBook, c: Command): readonly ProtocolOutput[] {
+    // The one input that needs no time: rule 3a reads the core, not the lease.
+    if (c.name === 'heartbeat-due') return p.heartbeatDue(num(c, 'peer'), c.args.has('all-sent'));
     const now = num(c, 'now');
     switch (c.name) {
       case 'joined': {
@@ -187,7 +187,7 @@ export class ProtocolScript {
       case 'packet':
         return p.payload(num(c, 'from'), inc(c), c.json as Payload, now);
       case 'heartbeat':
-        return p.heartbeat(num(c, 'from'), inc(c), c.args.has('clock') ? num(c, 'clock') : undefined, now);
+        return p.heartbeat(num(c, 'from'), inc(c), c.args.has('clock') ? num(c, 'clock') : undefined, num(c, 'sent', now), now);
       case 'echo':
         return p.echo(num(c, 'peer'), num(c, 'sent'), now);
       case 'refused':
@@ -221,6 +221,12 @@ export class ProtocolScript {
           break;
         case 'local':
           lines.push(`local ${show(o.effect)}`);
+          break;
+        case 'echo':
+          lines.push(`echo p${o.to} ${formatIncarnation(o.inc)} sent ${o.sentAtMs}`);
+          break;
+        case 'heartbeat':
+          lines.push(`heartbeat p${o.to} clock ${o.clock ?? 'none'}`);
           break;
         case 'clock':
           if (o.clock !== this.#lastClock) lines.push(`clock ${o.clock}`);

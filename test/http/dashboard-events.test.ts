@@ -34,6 +34,10 @@ class FakePeer {
     this.asked.push(entriesMax);
     return this.lockList;
   }
+  /** The feed reads through the peer's inspector: this fake is its own. */
+  get inspect(): this {
+    return this;
+  }
 }
 
 function view(peer: string, token: string, local = false): QueueView {

@@ -89,12 +89,14 @@ function counted(runtime: PeerRuntime): { source: WatchSource; read: { entries: 
   };
   const source: WatchSource = {
     events: runtime.events, queueLog: runtime.queueLog,
-    lock: (name) => count(runtime.lock(name)),
-    locks: () => runtime.locks().map(count),
-    head: (name, permitsMax) => count(runtime.head(name, permitsMax)),
-    waiterView: (r: QueuedRequest) => {
-      read.entries += 1;
-      return runtime.waiterView(r);
+    inspect: {
+      lock: (name) => count(runtime.inspect.lock(name)),
+      locks: () => runtime.inspect.locks().map(count),
+      head: (name, permitsMax) => count(runtime.inspect.head(name, permitsMax)),
+      waiterView: (r: QueuedRequest) => {
+        read.entries += 1;
+        return runtime.inspect.waiterView(r);
+      },
     },
   };
   return { source, read };
@@ -121,7 +123,7 @@ describe('watches', () => {
     runtime.release('L', x.id);
     await y; // It expires 200 ms after its grant.
     const z = runtime.request('L', opts, quiet);
-    await waitFor('y expired', () => runtime.lock('L').holders.length === 1 && runtime.lock('L').holders[0]?.id === z.id, 5000);
+    await waitFor('y expired', () => runtime.inspect.lock('L').holders.length === 1 && runtime.inspect.lock('L').holders[0]?.id === z.id, 5000);
     const v = runtime.request('L', opts, quiet);
     v.clientGone();
     await drained(w);
@@ -176,7 +178,7 @@ describe('watches', () => {
       } else {
         const [h] = live.splice(rng.int(0, live.length), 1);
         if (h === undefined) continue;
-        if (runtime.lock(h.lock).holders.some((v) => v.id === h.id)) runtime.release(h.lock, h.id);
+        if (runtime.inspect.lock(h.lock).holders.some((v) => v.id === h.id)) runtime.release(h.lock, h.id);
         else h.gone();
       }
       if (step % 50 === 49) {

@@ -42,14 +42,13 @@ class Harness {
     this.machine = new Machine({ self: 0, peerCount, clockFloor: 100 });
     const machine = this.machine;
     this.metrics = new PeerMetrics({
-      id: 'a',
-      meshStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
-      meshStatus: () => [],
+      linkStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
+      links: () => [],
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
-      configMismatch: () => false, ready: () => machine.leaseValid && machine.synced,
-      degraded: () => ({ active: false, waitingFor: [] }),
-      superseded: () => false,
-      leaseNowMs: () => this.env.monoMs(),
+      configMismatch: () => null, ready: () => machine.leaseValid && machine.synced,
+      degraded: () => ({ active: false, waitingFor: [], minority: null }),
+      superseded: () => null,
+      nowMs: () => this.env.monoMs(),
     }, false);
     const host: HoldsHost = {
       id: 'a',
@@ -58,15 +57,20 @@ class Harness {
       log: silentLogger(),
       requests: new LocalRequests(limits.endedIdsMax),
       step: (event) => this.step(event),
-      explain: (ref) => machine.explain(ref),
-      // The holders a timeout names; the runtime's views add ids, ages and expiries.
-      holders: (lock) => machine.queue(lock).filter((e) => e.held).map((e): QueueView => ({
-        peer: peerIds[e.peer] ?? '?', owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode, limit: e.limit,
-        permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: null, expiresAtMs: null, local: e.peer === 0,
-      })),
-      peerId: (index) => peerIds[index] ?? '?',
-      leaseSilentPeers: () => this.silentPeers,
-      supersededError: () => null,
+      inspect: {
+        explain: (ref) => machine.explain(ref),
+        // The holders a timeout names; the runtime's inspector adds ids, ages and expiries.
+        lock: (name) => ({
+          name, waiters: [], queued: machine.queueSize(name),
+          holders: machine.queue(name).filter((e) => e.held).map((e): QueueView => ({
+            peer: peerIds[e.peer] ?? '?', owner: e.owner, meta: e.meta, token: e.token.toString(), mode: e.mode, limit: e.limit,
+            permits: e.permits, requestedAtMs: e.requestedAtMs, grantedAtMs: null, expiresAtMs: null, local: e.peer === 0,
+          })),
+        }),
+        peerId: (index) => peerIds[index] ?? '?',
+        leaseSilentPeers: () => this.silentPeers,
+        superseded: () => null,
+      },
       emitHold: (type: 'granted' | 'ended', req: LocalRequest, reason: EndReason | null) => void this.emitted.push(`${type} ${req.id}${reason === null ? '' : ` ${reason}`}`),
     };
     this.holds = new LocalHolds(host);

@@ -35,8 +35,8 @@ describe('PeerRuntime', () => {
       const g = await runtime.acquire(`name-${i}`, opts);
       runtime.release(g.lock, g.id);
     }
-    expect(runtime.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0, waiting: 0 });
-    expect(runtime.locks()).toEqual([]);
+    expect(runtime.inspect.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0, waiting: 0 });
+    expect(runtime.inspect.locks()).toEqual([]);
   });
 
   it('says whether a release leaves others waiting for a lock it freed (the HTTP answer waits for the frames then)', async () => {
@@ -54,9 +54,9 @@ describe('PeerRuntime', () => {
     const runtime = await start();
     const held = await runtime.acquire('x', opts);
     await expect(runtime.acquire('x', { ...opts, timeoutMs: 20 })).rejects.toMatchObject({ code: 'ERR_TIMEOUT', details: { queuePosition: 1 } });
-    expect(runtime.coreStats()).toMatchObject({ locks: 1, queued: 1, own: 1, waiting: 0 });
+    expect(runtime.inspect.coreStats()).toMatchObject({ locks: 1, queued: 1, own: 1, waiting: 0 });
     runtime.release('x', held.id);
-    expect(runtime.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0 });
+    expect(runtime.inspect.coreStats()).toMatchObject({ locks: 0, queued: 0, own: 0 });
   });
 
   it('refuses an acquire with ERR_LIMIT_EXCEEDED once its lock has queuedPerLockMax requests, and leaves no trace of it', async () => {
@@ -67,21 +67,21 @@ describe('PeerRuntime', () => {
     const callbacks = { granted: () => undefined, failed: (err: Error) => void failures.push(err.message), ended: () => undefined };
     const handles = Array.from({ length: limits.queuedPerLockMax - 1 }, () => runtime.request('hot', waiting, callbacks));
     expect(failures).toEqual([]);
-    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    expect(runtime.inspect.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
     await expect(runtime.acquire('hot', waiting)).rejects.toMatchObject({ code: 'ERR_LIMIT_EXCEEDED', message: expect.stringContaining(`${limits.queuedPerLockMax} requests queued`) });
-    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    expect(runtime.inspect.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
     const other = await runtime.acquire('cold', opts); // Another lock has room.
     runtime.release('cold', other.id);
     runtime.release('hot', held.id); // The first waiter is granted; the queue has room again.
     handles.push(runtime.request('hot', waiting, callbacks));
-    expect(runtime.requestState(handles[handles.length - 1]?.id ?? '')).toBe('waiting');
+    expect(runtime.inspect.requestState(handles[handles.length - 1]?.id ?? '')).toBe('waiting');
     expect(failures).toEqual([]);
     // Withdrawn from the back: each leaves the end of the queue, so this takes linear time.
     // A closed connection is withdrawn at the end of the turn, limits.clientsGonePerTurnMax
     // per turn (a burst of closes must not stall the event loop): none is in the first turn.
     for (const h of handles.reverse()) h.clientGone();
-    expect(runtime.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
-    await waitFor('every withdrawal, a batch per turn', () => runtime.coreStats().queued === 1, 30_000);
-    expect(runtime.coreStats()).toMatchObject({ queued: 1, own: 1 });
+    expect(runtime.inspect.coreStats()).toMatchObject({ queued: limits.queuedPerLockMax, own: limits.queuedPerLockMax });
+    await waitFor('every withdrawal, a batch per turn', () => runtime.inspect.coreStats().queued === 1, 30_000);
+    expect(runtime.inspect.coreStats()).toMatchObject({ queued: 1, own: 1 });
   }, 60_000);
 });

@@ -129,17 +129,17 @@ describe('metrics across a rejoin', () => {
     await waitFor('every peer ready', () => [a, b, c].every((r) => r.ready()));
     await grantAndRelease(c, 'before');
     const before = Object.fromEntries(await Promise.all(linkCounters.map(async (n) => [n, await counter(c, n)] as const)));
-    const first = formatIncarnation(c.incarnation);
+    const first = formatIncarnation(c.inspect.incarnation);
 
     cNetwork.cut();
-    const evictedByBoth = (): boolean => [a, b].every((r) => r.cluster().peers.some((p) => p.id === 'c' && 'evicted' in p && p.evicted));
+    const evictedByBoth = (): boolean => [a, b].every((r) => r.inspect.cluster().peers.some((p) => p.id === 'c' && 'evicted' in p && p.evicted));
     await waitFor('a and b evicted c', evictedByBoth);
     cNetwork.heal();
-    await waitFor('c rejoined as a new incarnation', () => formatIncarnation(c.incarnation) !== first);
+    await waitFor('c rejoined as a new incarnation', () => formatIncarnation(c.inspect.incarnation) !== first);
     await waitFor('c ready again', () => c.ready(), 10_000);
     await grantAndRelease(c, 'after');
 
-    const fresh = c.session().meshStats();
+    const fresh = c.inspect.linkStats('incarnation');
     for (const name of linkCounters) {
       const now = await counter(c, name);
       expect(fresh[sessionStat[name]], `${name}: the new mesh counted something`).toBeGreaterThan(0);

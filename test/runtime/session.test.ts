@@ -74,6 +74,16 @@ interface World {
 type PeerOptions = Partial<Pick<SessionOptions, 'quietForMs' | 'joinsHeldForMs' | 'clockFloor'>>;
 
 /** The peer index a simulated address or remote names: ws://p1:1 or p1 -> 1. */
+/** Milliseconds the session's lease still holds (0 when it does not). */
+function leaseValidForMs(session: Session): number {
+  return Math.max(0, Math.round(session.protocol.leaseValidUntilMs() - session.nowMs()));
+}
+
+/** The ids of peers by index, as the inspector names them. */
+function ids(session: Session, peers: readonly number[]): string[] {
+  return peers.map((p) => session.protocol.peerId(p));
+}
+
 function peerIndexOf(address: string): number {
   const m = /p(\d+)/.exec(address);
   if (m === null) throw new Error(`unexpected address ${address}`);
@@ -226,7 +236,7 @@ function clockedHeartbeatsTo(p: Peer, to: number): SentFrame[] {
 }
 
 function linkedTo(p: Peer, to: number): Incarnation | null {
-  const line = p.session.meshStatus().find((s) => s.peer === to);
+  const line = p.session.links.status().find((s) => s.peer === to);
   return line?.connected === true ? line.incarnation : null;
 }
 
@@ -237,42 +247,42 @@ describe('Session: joins held after a restart (SessionOptions.joinsHeldForMs)', 
     const { env, peers } = world([{ joinsHeldForMs: 450 }, {}]);
     const a = peerAt(peers, 0);
     const b = peerAt(peers, 1);
-    expect(a.session.joinsHeldLeftMs()).toBe(450);
+    expect(a.session.protocol.joinsHeldLeftMs(a.session.nowMs())).toBe(450);
     advanceTo(env, 200);
-    expect(a.session.joinsHeldLeftMs()).toBe(250);
+    expect(a.session.protocol.joinsHeldLeftMs(a.session.nowMs())).toBe(250);
 
     advanceTo(env, 449);
-    expect(a.session.joinsHeldLeftMs()).toBe(1);
+    expect(a.session.protocol.joinsHeldLeftMs(a.session.nowMs())).toBe(1);
     // The handshakes are done both ways: each mesh knows the other's incarnation, and b's core let a in.
     expect(linkedTo(a, 1)).toEqual(b.session.incarnation);
     expect(linkedTo(b, 0)).toEqual(a.session.incarnation);
-    expect(b.session.machine.incarnation(0)).toEqual(a.session.incarnation);
+    expect(b.session.protocol.machine.incarnation(0)).toEqual(a.session.incarnation);
     // a's core has not met b: b waits in the session.
-    expect(a.session.machine.incarnation(1)).toBeUndefined();
-    expect(a.session.waitingForPredecessor()).toEqual(['p1']);
+    expect(a.session.protocol.machine.incarnation(1)).toBeUndefined();
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual(['p1']);
     // a heartbeats b (the link is live) but never with its clock, and sends it no core packet.
     expect(framesTo(a, 1, 'hb').length).toBeGreaterThanOrEqual(3);
     expect(clockedHeartbeatsTo(a, 1)).toEqual([]);
     expect(payloadsTo(a, 1).filter(isCorePacket)).toEqual([]);
     // So b, which needs a packet of a's after the handshake, cannot sync, nor can a.
-    expect(b.session.machine.synced).toBe(false);
-    expect(a.session.machine.synced).toBe(false);
+    expect(b.session.protocol.machine.synced).toBe(false);
+    expect(a.session.protocol.machine.synced).toBe(false);
 
     // The hold is over, but joins are released by the membership tick only.
     advanceTo(env, 499);
-    expect(a.session.joinsHeldLeftMs()).toBe(0);
-    expect(a.session.machine.incarnation(1)).toBeUndefined();
-    expect(a.session.waitingForPredecessor()).toEqual(['p1']);
+    expect(a.session.protocol.joinsHeldLeftMs(a.session.nowMs())).toBe(0);
+    expect(a.session.protocol.machine.incarnation(1)).toBeUndefined();
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual(['p1']);
 
     advanceTo(env, 500);
-    expect(a.session.machine.incarnation(1)).toEqual(b.session.incarnation);
-    expect(a.session.waitingForPredecessor()).toEqual([]);
+    expect(a.session.protocol.machine.incarnation(1)).toEqual(b.session.incarnation);
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual([]);
 
     // Now a acks b: both sync.
     advanceTo(env, 1000);
     expect(payloadsTo(a, 1).filter(isCorePacket).length).toBeGreaterThan(0);
-    expect(a.session.machine.synced).toBe(true);
-    expect(b.session.machine.synced).toBe(true);
+    expect(a.session.protocol.machine.synced).toBe(true);
+    expect(b.session.protocol.machine.synced).toBe(true);
     expect([a, b].flatMap((p) => p.hooks.rejoins)).toEqual([]);
   });
 
@@ -280,13 +290,13 @@ describe('Session: joins held after a restart (SessionOptions.joinsHeldForMs)', 
     const { env, peers } = world([{}, {}]);
     const a = peerAt(peers, 0);
     const b = peerAt(peers, 1);
-    expect(a.session.joinsHeldLeftMs()).toBe(0);
+    expect(a.session.protocol.joinsHeldLeftMs(a.session.nowMs())).toBe(0);
     advanceTo(env, 50);
-    expect(a.session.machine.incarnation(1)).toEqual(b.session.incarnation);
-    expect(a.session.waitingForPredecessor()).toEqual([]);
+    expect(a.session.protocol.machine.incarnation(1)).toEqual(b.session.incarnation);
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual([]);
     advanceTo(env, 300);
-    expect(a.session.machine.synced).toBe(true);
-    expect(b.session.machine.synced).toBe(true);
+    expect(a.session.protocol.machine.synced).toBe(true);
+    expect(b.session.protocol.machine.synced).toBe(true);
   });
 
   it('refuses a peer whose handshake clock is more than limits.clockAheadMsMax ahead, adopting nothing of it (issue 37)', () => {
@@ -294,10 +304,10 @@ describe('Session: joins held after a restart (SessionOptions.joinsHeldForMs)', 
     const a = peerAt(peers, 0);
     const b = peerAt(peers, 1);
     advanceTo(env, 2000);
-    expect(b.session.machine.clock).toBeGreaterThan(2 ** 49);
-    expect(a.session.machine.incarnation(1)).toBeUndefined();
-    expect(a.session.machine.clock).toBeLessThan(a.proc.env.wallMs() + limits.clockAheadMsMax);
-    expect(a.session.machine.synced).toBe(false); // it waits for b, whose clock it refuses
+    expect(b.session.protocol.machine.clock).toBeGreaterThan(2 ** 49);
+    expect(a.session.protocol.machine.incarnation(1)).toBeUndefined();
+    expect(a.session.protocol.machine.clock).toBeLessThan(a.proc.env.wallMs() + limits.clockAheadMsMax);
+    expect(a.session.protocol.machine.synced).toBe(false); // it waits for b, whose clock it refuses
   });
 });
 
@@ -308,7 +318,7 @@ describe('Session: a successor waits for its predecessor\'s eviction (docs/desig
     const a = peerAt(peers, 0);
     const c = peerAt(peers, 2);
     advanceTo(env, 1000);
-    expect(peers.every((p) => p.session.machine.synced)).toBe(true);
+    expect(peers.every((p) => p.session.protocol.machine.synced)).toBe(true);
     // a holds a lock, so that its release later is a core packet for every peer of its view, c included.
     a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
     advanceTo(env, 1100);
@@ -316,14 +326,14 @@ describe('Session: a successor waits for its predecessor\'s eviction (docs/desig
 
     const restartMs = env.monoMs();
     crash(w, c);
-    const c2 = w.spawn(2, { clockFloor: c.session.machine.clock + 1 });
+    const c2 = w.spawn(2, { clockFloor: c.session.protocol.machine.clock + 1 });
     advanceTo(env, 1300);
     // The successor's handshake is done, but a's core still counts the predecessor.
     expect(linkedTo(a, 2)).toEqual(c2.session.incarnation);
-    expect(a.session.waitingForPredecessor()).toEqual(['p2']);
-    expect(a.session.machine.incarnation(2)).toEqual(c.session.incarnation);
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual(['p2']);
+    expect(a.session.protocol.machine.incarnation(2)).toEqual(c.session.incarnation);
     // a may ack in general (it synced with everyone): what keeps acks from the successor is that it waits.
-    expect(a.session.machine.ackReady).toBe(true);
+    expect(a.session.protocol.machine.ackReady).toBe(true);
     const releaseMs = env.monoMs();
     a.session.step({ type: 'release', ref: 1 });
     advanceTo(env, 1500);
@@ -333,16 +343,16 @@ describe('Session: a successor waits for its predecessor\'s eviction (docs/desig
     expect(toSuccessor.filter((s) => s.frame.t === 'hb').length).toBeGreaterThanOrEqual(1);
     expect(toSuccessor.filter((s) => s.frame.t === 'hb' && s.frame.clock !== undefined)).toEqual([]);
     expect(toSuccessor.flatMap((s) => (s.frame.t === 'data' ? [...s.frame.payloads] : [])).filter(isCorePacket)).toEqual([]);
-    expect(c2.session.machine.synced).toBe(false);
+    expect(c2.session.protocol.machine.synced).toBe(false);
 
     // c went silent at the crash: past evict_ms a and b evict it, and c2 joins a's core.
     advanceTo(env, restartMs + evictMs + 3 * heartbeatMs);
-    expect(a.session.isEvicted(2, c.session.incarnation)).toBe(true);
-    expect(a.session.machine.incarnation(2)).toEqual(c2.session.incarnation);
-    expect(a.session.waitingForPredecessor()).toEqual([]);
+    expect(a.session.protocol.isEvicted(2, c.session.incarnation)).toBe(true);
+    expect(a.session.protocol.machine.incarnation(2)).toEqual(c2.session.incarnation);
+    expect(ids(a.session, a.session.protocol.waiting())).toEqual([]);
     advanceTo(env, restartMs + evictMs + 10 * heartbeatMs);
-    expect(a.session.machine.synced).toBe(true);
-    expect(c2.session.machine.synced).toBe(true);
+    expect(a.session.protocol.machine.synced).toBe(true);
+    expect(c2.session.protocol.machine.synced).toBe(true);
     expect(peers.flatMap((p) => p.hooks.rejoins)).toEqual([]);
   });
 });
@@ -352,29 +362,29 @@ describe('Session: quiet after a restart (SessionOptions.quietForMs)', () => {
     const { env, peers } = world([{ quietForMs: 450 }, {}]);
     const a = peerAt(peers, 0);
     const b = peerAt(peers, 1);
-    expect(a.session.quietLeftMs()).toBe(450);
+    expect(a.session.handover().quietForMs).toBe(450);
     advanceTo(env, 200);
-    expect(a.session.quietLeftMs()).toBe(250);
+    expect(a.session.handover().quietForMs).toBe(250);
 
     advanceTo(env, 449);
-    expect(a.session.quietLeftMs()).toBe(1);
+    expect(a.session.handover().quietForMs).toBe(1);
     // b heartbeats a, and a echoes none of them: b, which needs a's echo for its lease
     // (two peers: the majority is both), holds none.
     expect(framesTo(b, 0, 'hb').length).toBeGreaterThanOrEqual(3);
     expect(framesTo(a, 1, 'hbEcho')).toEqual([]);
     expect(b.hooks.echoesFrom).toEqual([]);
-    expect(b.session.leaseValidForMs()).toBe(0);
+    expect(leaseValidForMs(b.session)).toBe(0);
     // b has no quiet: it echoes a from the start, so a holds a lease.
     expect(framesTo(b, 0, 'hbEcho').length).toBeGreaterThan(0);
-    expect(a.session.leaseValidForMs()).toBeGreaterThan(0);
+    expect(leaseValidForMs(a.session)).toBeGreaterThan(0);
 
     advanceTo(env, 700);
-    expect(a.session.quietLeftMs()).toBe(0);
+    expect(a.session.handover().quietForMs).toBe(0);
     const echoes = framesTo(a, 1, 'hbEcho');
     expect(echoes.length).toBeGreaterThan(0);
     expect(Math.min(...echoes.map((e) => e.atMs))).toBeGreaterThanOrEqual(450);
     expect(b.hooks.echoesFrom).toContain('p0');
-    expect(b.session.leaseValidForMs()).toBeGreaterThan(0);
+    expect(leaseValidForMs(b.session)).toBeGreaterThan(0);
   });
 });
 
@@ -388,15 +398,15 @@ describe('Session: an echo leaves only once its bound is persisted (SessionHooks
     advanceTo(env, 500);
     expect(framesTo(a, 1, 'hbEcho')).toEqual([]);
     expect(b.hooks.echoesFrom).toEqual([]);
-    expect(b.session.leaseValidForMs()).toBe(0);
-    // The hook is the last gate of mayEcho: being asked means every other gate was open.
+    expect(leaseValidForMs(b.session)).toBe(0);
+    // The hook is the last gate of an echo: being asked means the protocol let it out.
     expect(a.hooks.echoingAsked).toBeGreaterThanOrEqual(3);
 
     a.hooks.echoing = true;
     advanceTo(env, 700);
     expect(framesTo(a, 1, 'hbEcho').length).toBeGreaterThan(0);
     expect(b.hooks.echoesFrom).toContain('p0');
-    expect(b.session.leaseValidForMs()).toBeGreaterThan(0);
+    expect(leaseValidForMs(b.session)).toBeGreaterThan(0);
 
     // Withheld again: the echoes stop, and b's lease lapses within lease_ms of the last one
     // it got (its lease runs from the send time of the heartbeat echoed last).
@@ -404,8 +414,8 @@ describe('Session: an echo leaves only once its bound is persisted (SessionHooks
     const echoedBefore = framesTo(a, 1, 'hbEcho').length;
     advanceTo(env, 700 + leaseMs + heartbeatMs);
     expect(framesTo(a, 1, 'hbEcho').length).toBe(echoedBefore);
-    expect(b.session.leaseValidForMs()).toBe(0);
-    expect(b.session.leaseSilentPeers()).toEqual(['p0']);
+    expect(leaseValidForMs(b.session)).toBe(0);
+    expect(ids(b.session, b.session.protocol.leaseSilentPeers(b.session.nowMs()))).toEqual(['p0']);
   });
 });
 
@@ -417,7 +427,7 @@ describe('Session: a confirmation leaves only once its promise is persisted (Ses
     const b = peerAt(peers, 1);
     const c = peerAt(peers, 2);
     advanceTo(env, 1000);
-    expect(peers.every((p) => p.session.machine.synced)).toBe(true);
+    expect(peers.every((p) => p.session.protocol.machine.synced)).toBe(true);
 
     // c is killed: its timers and sockets die with its process.
     a.hooks.promising = false;
@@ -429,8 +439,8 @@ describe('Session: a confirmation leaves only once its promise is persisted (Ses
     advanceTo(env, 1000 + 2 * evictMs);
     expect(payloadsTo(a, 1).filter((m) => membershipOf(m, 'confirm'))).toEqual([]);
     expect(payloadsTo(b, 0).filter((m) => membershipOf(m, 'confirm'))).toEqual([]);
-    expect(a.session.isEvicted(2, c.session.incarnation)).toBe(false);
-    expect(b.session.isEvicted(2, c.session.incarnation)).toBe(false);
+    expect(a.session.protocol.isEvicted(2, c.session.incarnation)).toBe(false);
+    expect(b.session.protocol.isEvicted(2, c.session.incarnation)).toBe(false);
     // The suspicions did go both ways, and each confirmation was asked for its promise.
     expect(payloadsTo(a, 1).filter((m) => membershipOf(m, 'suspect')).length).toBeGreaterThan(0);
     expect(payloadsTo(b, 0).filter((m) => membershipOf(m, 'suspect')).length).toBeGreaterThan(0);
@@ -443,8 +453,8 @@ describe('Session: a confirmation leaves only once its promise is persisted (Ses
     advanceTo(env, 1000 + 2 * evictMs + 3 * heartbeatMs);
     expect(payloadsTo(a, 1).filter((m) => membershipOf(m, 'confirm')).length).toBeGreaterThan(0);
     expect(payloadsTo(b, 0).filter((m) => membershipOf(m, 'confirm')).length).toBeGreaterThan(0);
-    expect(a.session.isEvicted(2, c.session.incarnation)).toBe(true);
-    expect(b.session.isEvicted(2, c.session.incarnation)).toBe(true);
+    expect(a.session.protocol.isEvicted(2, c.session.incarnation)).toBe(true);
+    expect(b.session.protocol.isEvicted(2, c.session.incarnation)).toBe(true);
   });
 });
 
@@ -453,7 +463,7 @@ describe('Session: one step at a time (issue 13: no re-entrant grant loop)', () 
     const { env, peers } = world([{}, {}]);
     const a = peerAt(peers, 0);
     advanceTo(env, 1500);
-    expect(a.session.machine.synced && a.session.machine.leaseValid).toBe(true);
+    expect(a.session.protocol.machine.synced && a.session.protocol.machine.leaseValid).toBe(true);
     const seen: string[] = [];
     a.hooks.during = (effect) => {
       if (effect.type !== 'granted') return;
@@ -461,7 +471,7 @@ describe('Session: one step at a time (issue 13: no re-entrant grant loop)', () 
       if (effect.ref !== 1) return;
       // A client that releases inside its grant callback: the release waits for this step.
       a.session.step({ type: 'release', ref: 1 });
-      seen.push(`release of 1 asked, holders now ${a.session.machine.stats().granted}`);
+      seen.push(`release of 1 asked, holders now ${a.session.protocol.machine.stats().granted}`);
     };
     a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
     a.session.step({ type: 'acquire', ref: 2, parts: [{ lock: 'L', spec }], noWait: false });
@@ -469,7 +479,7 @@ describe('Session: one step at a time (issue 13: no re-entrant grant loop)', () 
     // 1 is granted once the other peer's ack arrives; its release runs after that step,
     // and grants 2 in its own step.
     expect(seen).toEqual(['granted 1', 'release of 1 asked, holders now 1', 'granted 2']);
-    expect(a.session.machine.stats()).toMatchObject({ own: 1, granted: 1 });
+    expect(a.session.protocol.machine.stats()).toMatchObject({ own: 1, granted: 1 });
   });
 });
 
@@ -484,10 +494,10 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     const { env, peers } = world([{}, {}]);
     const a = peerAt(peers, 0);
     advanceTo(env, 1500);
-    expect(a.session.machine.synced && a.session.machine.leaseValid).toBe(true);
+    expect(a.session.protocol.machine.synced && a.session.protocol.machine.leaseValid).toBe(true);
     a.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
     advanceTo(env, 1510);
-    expect(a.session.machine.stats()).toMatchObject({ granted: 1 });
+    expect(a.session.protocol.machine.stats()).toMatchObject({ granted: 1 });
     a.session.step({ type: 'release', ref: 1 });
     env.advance(0);
     expect(packetsWith(a, 1, 'rel', 'L')).toEqual([]);
@@ -511,7 +521,7 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     expect(sent).toHaveLength(1);
     expect(sent[0]).toBeGreaterThan(1510);
     advanceTo(env, 1510 + limits.lazyPayloadDelayMs + 1);
-    expect(peerAt(peers, 1).session.machine.queueSize('L')).toBe(0);
+    expect(peerAt(peers, 1).session.protocol.machine.queueSize('L')).toBe(0);
   });
 
   it('sends a release at the end of its turn when a request of the other peer waits for that lock', () => {
@@ -523,7 +533,7 @@ describe('Session: a release nobody waits for may wait for the next packet (docs
     advanceTo(env, 1510);
     b.session.step({ type: 'acquire', ref: 1, parts: [{ lock: 'L', spec }], noWait: false });
     advanceTo(env, 1520);
-    expect(a.session.machine.queueSize('L')).toBe(2);
+    expect(a.session.protocol.machine.queueSize('L')).toBe(2);
     a.session.step({ type: 'release', ref: 1 });
     env.advance(0);
     expect(packetsWith(a, 1, 'rel', 'L').map((pk) => pk.atMs)).toEqual([1520]);
@@ -544,7 +554,7 @@ describe('Session: the lease timer (Session.#armLeaseTimer)', () => {
     // a stops echoing: b's lease ends lease_ms after the send of the heartbeat echoed last.
     a.hooks.echoing = false;
     advanceTo(env, 650);
-    const lapseAtMs = env.monoMs() + (b.session.leaseValidUntilMs() - b.session.leaseNowMs());
+    const lapseAtMs = env.monoMs() + (b.session.protocol.leaseValidUntilMs() - b.session.nowMs());
     expect(lapseAtMs).toBeGreaterThan(env.monoMs() + heartbeatMs);
     advanceTo(env, Math.ceil(lapseAtMs) - 1);
     expect(b.hooks.effects.map((e) => e.type)).toEqual(['granted']);

@@ -298,7 +298,7 @@ export class Clients {
   checkBelieved(): void {
     for (const req of this.#open.values()) {
       if (req.state !== 'held' || !req.proc.proc.alive) continue;
-      const state = req.proc.runtime.requestState(req.grant?.id ?? '');
+      const state = req.proc.runtime.inspect.requestState(req.grant?.id ?? '');
       if (state !== 'held') this.#checker.told(this.#time.nowMs, `ref ${req.ref} believes it holds ${req.lock}, but its peer says ${state ?? 'nothing'}: ended untold`);
     }
   }

@@ -10,7 +10,7 @@ import type { ClusterConfig } from '../../src/config.js';
 import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
-import type { Session } from '../../src/runtime/session.js';
+import type { ProtocolReader } from '../../src/core/protocol.js';
 import type { Logger } from '../../src/log.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { compareIncarnation } from '../../src/core/types.js';
@@ -86,13 +86,13 @@ export class SimDisk implements ClockStore {
 
 /** What the checker measures of one process's current incarnation. */
 interface LeaseTrack {
-  session: Session | null;
+  session: ProtocolReader | null;
   /** base - mono when that session started: its lease clock is the base less this. */
   offsetMs: number;
   /** Virtual ms since which the lease has held without a gap (Infinity: none now). */
   sinceMs: number;
   /** Once that session is superseded: when the checker first saw it so, its lease end and its membership's decisions then. */
-  zombie: { readonly sinceMs: number; readonly leaseUntilMs: number; readonly decided: ReturnType<Session['membershipDecided']> } | null;
+  zombie: { readonly sinceMs: number; readonly leaseUntilMs: number; readonly decided: ReturnType<ProtocolReader['membershipDecided']> } | null;
 }
 
 /** One running (or frozen) process and its runtime. */
@@ -199,7 +199,7 @@ export class Cluster {
 
   /** True when every peer but `peer` runs one process, synced with its view. */
   othersSynced(peer: number): boolean {
-    return this.#hosts.every((h) => h.peer === peer || (h.procs.length === 1 && this.current(h.peer)?.runtime.session().machine.synced === true));
+    return this.#hosts.every((h) => h.peer === peer || (h.procs.length === 1 && this.current(h.peer)?.runtime.inspect.protocol.machine.synced === true));
   }
 
   /** True when a second process with this peer's id ever ran. */
@@ -225,8 +225,8 @@ export class Cluster {
   isKnown(peer: number, by: (knower: number) => boolean = () => true): boolean {
     const p = this.current(peer);
     if (p === undefined) return false;
-    const inc = p.runtime.incarnation;
-    return this.#hosts.some((h) => h.peer !== peer && by(h.peer) && h.procs.some((q) => q.runtime.started && q.runtime.meshStatus().some((l) => l.peer === peer && l.incarnation?.startMs === inc.startMs && l.incarnation.nonce === inc.nonce)));
+    const inc = p.runtime.inspect.incarnation;
+    return this.#hosts.some((h) => h.peer !== peer && by(h.peer) && h.procs.some((q) => q.runtime.started && q.runtime.inspect.links().some((l) => l.peer === peer && l.incarnation?.startMs === inc.startMs && l.incarnation.nonce === inc.nonce)));
   }
 
   /**
@@ -237,8 +237,8 @@ export class Cluster {
   cannotSync(peer: number, dead: number | null): boolean {
     const p = this.current(peer);
     if (dead === null || p === undefined) return false;
-    const m = p.runtime.session().machine;
-    if (m.synced || p.runtime.meshStatus().some((l) => l.peer === dead && l.incarnation !== null)) return false;
+    const m = p.runtime.inspect.protocol.machine;
+    if (m.synced || p.runtime.inspect.links().some((l) => l.peer === dead && l.incarnation !== null)) return false;
     return m.view().every((q) => q === dead || m.lastTs(q) > 0);
   }
 
@@ -254,12 +254,12 @@ export class Cluster {
     const others = this.size - 2; // neither the dead peer nor the waiting one's own id
     if (others >= majority) return false;
     // Every peer's requests need every peer's ack: one peer stuck waiting stalls them all.
-    return p.proc.alive && this.#hosts.some((h) => h.procs.some((q) => q.runtime.started && q.runtime.waitingForPredecessor().length > 0));
+    return p.proc.alive && this.#hosts.some((h) => h.procs.some((q) => q.runtime.started && q.runtime.inspect.waitingForPredecessor().length > 0));
   }
 
   /** Why a request is not granted yet, as its peer's core explains it (liveness reports). */
   explain(p: SimPeerProcess, ref: number): string {
-    const m = p.runtime.session().machine;
+    const m = p.runtime.inspect.protocol.machine;
     const e = m.explain(ref);
     const lease = m.leaseValid ? 'lease' : 'no lease';
     const view = m.view().map((q) => `p${q}`).join(',');
@@ -351,7 +351,7 @@ export class Cluster {
    */
   afterTask(p: SimPeerProcess): void {
     if (!p.proc.alive || p.proc.frozen || !p.runtime.started) return;
-    const session = p.runtime.session();
+    const session = p.runtime.inspect.protocol;
     const now = this.#o.time.nowMs;
     const track = p.lease;
     const trueNow = (): number => p.proc.host.baseMs(now) - track.offsetMs;
@@ -371,10 +371,10 @@ export class Cluster {
     // A suspend is counted to within the wall clock's millisecond and limits.suspendDetectMs
     // (runtime/lease-clock.ts): the runtime may see its lease lapse that much later.
     if (valid || session.leaseValidUntilMs() > trueNow() - limits.suspendDetectMs - 1) return;
-    const holds = p.runtime.coreStats().granted;
+    const holds = p.runtime.inspect.coreStats().granted;
     if (holds > 0) {
       const u = session.leaseValidUntilMs();
-      this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${session.leaseNowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
+      this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${p.runtime.inspect.nowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
     }
   }
 
@@ -387,7 +387,7 @@ export class Cluster {
    * and decides no eviction (it still applies the others' notices), and its waiters are
    * answered at once. Judged from the end of the first task that found it superseded.
    */
-  #checkZombie(p: SimPeerProcess, session: Session): void {
+  #checkZombie(p: SimPeerProcess, session: ProtocolReader): void {
     if (session.supersededError === null) return;
     const now = this.#o.time.nowMs;
     const z = p.lease.zombie;
@@ -419,7 +419,7 @@ export class Cluster {
     for (const h of this.#hosts) {
       if (h.peer === peer) continue;
       for (const r of h.procs) {
-        if (!r.proc.alive || !r.runtime.started || !r.runtime.session().isEvicted(peer, inc)) continue;
+        if (!r.proc.alive || !r.runtime.started || !r.runtime.inspect.protocol.isEvicted(peer, inc)) continue;
         this.#evictionsSeen.add(`${peer}:${inc.startMs}.${inc.nonce}`);
         return;
       }
@@ -434,11 +434,11 @@ export class Cluster {
    * the eviction; that lease grants nothing, since its evictors no longer ack it.
    */
   #checkEvictions(p: SimPeerProcess): void {
-    const session = p.runtime.session();
+    const session = p.runtime.inspect.protocol;
     for (const host of this.#hosts) {
       if (host.peer === p.proc.peer) continue;
       for (const q of host.procs) {
-        if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.session()) continue;
+        if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.inspect.protocol) continue;
         const inc = q.lease.session.incarnation;
         if (!session.isEvicted(host.peer, inc)) continue;
         const key = `${host.peer}:${inc.startMs}.${inc.nonce}`;
@@ -465,7 +465,7 @@ export class Cluster {
    * then, yet it is the double holder's first half. A core that never counted X (a peer that
    * restarted meanwhile) drops nothing and is not checked.
    */
-  #checkSuccessors(p: SimPeerProcess, session: Session): void {
+  #checkSuccessors(p: SimPeerProcess, session: ProtocolReader): void {
     const machine = session.machine;
     let seen = this.#admitted.get(session);
     if (seen === undefined) this.#admitted.set(session, (seen = []));
@@ -479,7 +479,7 @@ export class Cluster {
       // leased again through peers that had not heard of it, which grants nothing).
       if (session.isEvicted(host.peer, before)) continue;
       for (const q of host.procs) {
-        if (!q.proc.alive || q.lease.session === null || q.lease.session !== q.runtime.session()) continue;
+        if (!q.proc.alive || q.lease.session === null || q.lease.session !== q.runtime.inspect.protocol) continue;
         if (compareIncarnation(q.lease.session.incarnation, before) !== 0) continue;
         const trueNow = q.proc.host.baseMs(this.#o.time.nowMs) - q.lease.offsetMs;
         const until = q.lease.session.leaseValidUntilMs();

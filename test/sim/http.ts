@@ -158,9 +158,7 @@ export class SimHttp {
       release: (lock, id) => r.release(lock, id),
       refresh: (lock, id, ttlMs) => r.refresh(lock, id, ttlMs),
       setMeta: (lock, id, meta) => r.setMeta(lock, id, meta),
-      lock: (name) => r.lock(name),
-      locks: (entriesMax) => r.locks(entriesMax),
-      cluster: () => r.cluster(),
+      inspect: r.inspect,
     };
   }
 

@@ -87,7 +87,7 @@ const mutants = {
   /** A confirmer echoes the suspect again at once: a confirmation is no promise (seed 101151's bug). */
   'echo-despite-promise': [at(membership, 'return !(nowMs < t.noEchoUntilMs && compareIncarnation(inc, t.noEchoUpTo) <= 0);', 'return true;')],
   /** Heartbeats carry the clock even while payloads wait unsent (breaks rule 3a's FIFO premise). */
-  'hb-clock-while-pending': [at(protocol, 'return allSent && !this.#waiting.has(peer)', 'return !this.#waiting.has(peer)')],
+  'hb-clock-while-pending': [at(protocol, 'const clock = allSent && !this.#waiting.has(peer)', 'const clock = !this.#waiting.has(peer)')],
   /** A newer incarnation replaces a live one at once (issue 12, defect 1). */
   'forget-predecessor': [at(membership, 'if (order > 0 && known && !this.isEvicted(peer, t.inc)) {', 'if (false) {')],
   /** The lease is not re-checked before each event and client call, only on its timer. */
@@ -127,7 +127,7 @@ const mutants = {
   /** A restarted process ignores the promise bound on disk: it echoes at once (the crash-restart hole). */
   'forget-promises-on-restart': [at(peer, "const quietForMs = this.#boundLeftMs(store.loadBound('promise'), 'promise');", 'const quietForMs = 0;')],
   /** A rejoin ends the quiet a restart began: the new incarnation echoes at once (seed 906566's bug). */
-  'forget-quiet-on-rejoin': [at(peer, 'const quietForMs = old.quietLeftMs();', 'const quietForMs = 0;')],
+  'forget-quiet-on-rejoin': [at(peer, 'const { promises, quietForMs } = old.handover();', 'const { promises } = old.handover(); const quietForMs = 0;')],
   /** A successor replaced by a newer one counts as never heard (seeds 2042388 and 2048353's bug). */
   'forget-successor-heard': [at(membership, 'if (t.successor !== null && compareIncarnation(inc, t.successor) > 0) {', 'if (false) {')],
   /** A suspicion of the successor waiting behind a live, silent predecessor is confirmed (issue 39's survivor 2). */

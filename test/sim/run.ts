@@ -209,15 +209,15 @@ function describeStuck(parts: Parts, r: ClientRequest): string {
   const p = r.proc;
   if (!p.proc.alive) return `process ${p.proc.id} dead`;
   if (r.handle === null) return `process ${p.proc.id} never took the request${p.proc.frozen ? ' (frozen)' : ''}`;
-  const state = p.runtime.requestState(r.handle.id);
-  const ref = p.runtime.refOf(r.handle.id);
-  const why = ref === undefined ? undefined : p.runtime.session().machine.explain(ref);
+  const state = p.runtime.inspect.requestState(r.handle.id);
+  const ref = p.runtime.inspect.refOf(r.handle.id);
+  const why = ref === undefined ? undefined : p.runtime.inspect.protocol.machine.explain(ref);
   const missing = (why?.missingPeers ?? []).map((q) => {
     const qp = parts.cluster.current(q);
     if (qp === undefined) return `p${q} down`;
-    const m = qp.runtime.session().machine;
-    const link = qp.runtime.meshStatus().find((l) => l.peer === r.peer);
-    return `p${q}#${qp.proc.id}: synced ${m.synced}, clock ${m.clock}, lastTs(p${r.peer}) ${m.lastTs(r.peer)}, link ${link?.connected ?? '-'}; requester's lastTs(p${q}) ${p.runtime.session().machine.lastTs(q)}`;
+    const m = qp.runtime.inspect.protocol.machine;
+    const link = qp.runtime.inspect.links().find((l) => l.peer === r.peer);
+    return `p${q}#${qp.proc.id}: synced ${m.synced}, clock ${m.clock}, lastTs(p${r.peer}) ${m.lastTs(r.peer)}, link ${link?.connected ?? '-'}; requester's lastTs(p${q}) ${p.runtime.inspect.protocol.machine.lastTs(q)}`;
   });
   return `process ${p.proc.id}: ${String(state)}; ${ref === undefined ? 'no core ref' : parts.cluster.explain(p, ref)} [${missing.join(' | ')}]`;
 }

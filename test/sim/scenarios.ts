@@ -39,7 +39,7 @@ function quietWorld(peers: number, clockRates?: readonly number[]): Parts {
 
 /** The incarnation of `peer` that `at`'s current process counts, as text (or 'none'). */
 function counted(parts: Parts, at: number, peer: number): string {
-  const inc = parts.cluster.current(at)?.runtime.session().machine.incarnation(peer);
+  const inc = parts.cluster.current(at)?.runtime.inspect.protocol.machine.incarnation(peer);
   return inc === undefined ? 'none' : formatIncarnation(inc);
 }
 
@@ -54,7 +54,7 @@ function incOf(parts: Parts, peer: number, which: 'oldest' | 'newest'): Incarnat
   const procs = parts.cluster.processes(peer);
   const p = which === 'oldest' ? procs[0] : procs[procs.length - 1];
   if (p === undefined) throw new Error(`no process of p${peer}`);
-  return p.runtime.session().incarnation;
+  return p.runtime.inspect.incarnation;
 }
 
 /**
@@ -68,7 +68,7 @@ export function frozenTwinResumes(): { stayedOut: boolean; rejoinedAfter: boolea
   const { cluster } = parts;
   runUntil(parts, 1000);
   const x = processOf(parts, 2, 0);
-  const xInc = x.runtime.session().incarnation;
+  const xInc = x.runtime.inspect.incarnation;
   x.proc.pause();
   cluster.restart(2, { duplicate: true });
   const yInc = incOf(parts, 2, 'newest');
@@ -77,12 +77,12 @@ export function frozenTwinResumes(): { stayedOut: boolean; rejoinedAfter: boolea
   if (counted(parts, 0, 2) !== formatIncarnation(yInc)) throw new Error(`p0 does not count the newer process: ${counted(parts, 0, 2)}`);
   x.proc.thaw();
   runUntil(parts, 9000);
-  const xNow = x.proc.alive ? x.runtime.session().incarnation : xInc;
+  const xNow = x.proc.alive ? x.runtime.inspect.incarnation : xInc;
   const stayedOut = compareIncarnation(xNow, xInc) === 0 && counted(parts, 0, 2) === formatIncarnation(yInc) && counted(parts, 1, 2) === formatIncarnation(yInc);
   // Y dies; the others evict it, and X, told so by a refusal, rejoins above it.
   cluster.crash(2, 'newest');
   runUntil(parts, 20_000);
-  const xLast = x.runtime.session().incarnation;
+  const xLast = x.runtime.inspect.incarnation;
   const rejoinedAfter = compareIncarnation(xLast, yInc) > 0 && counted(parts, 0, 2) === formatIncarnation(xLast) && counted(parts, 1, 2) === formatIncarnation(xLast);
   return { stayedOut, rejoinedAfter, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
@@ -107,7 +107,7 @@ export function confirmerRejoins(crashAtMs?: number, twin = false): { rejoined: 
   runUntil(parts, 1000);
   const k = parts.cluster.processes(2)[0];
   if (k === undefined) throw new Error('no p2');
-  const kInc = k.runtime.session().incarnation;
+  const kInc = k.runtime.inspect.incarnation;
   const pInc = incOf(parts, 0, 'oldest');
   cutBoth(parts, 0, [1, 3], 20_000);
   cutBoth(parts, 0, [2], 4150);
@@ -128,7 +128,7 @@ export function confirmerRejoins(crashAtMs?: number, twin = false): { rejoined: 
   runUntil(parts, 8000);
   const kNow = incOf(parts, 2, 'newest');
   const rejoined = compareIncarnation(kNow, kInc) > 0;
-  const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
+  const evictedP = parts.cluster.current(1)?.runtime.inspect.protocol.isEvicted(0, pInc) === true;
   return { rejoined, evictedP, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
@@ -226,7 +226,7 @@ function echoerRestartsBesideTwin(parts: Parts, opts: { crashAtMs: number; fresh
   if (held.state !== 'held') throw new Error(`X does not hold L: ${held.state}`);
   runUntil(parts, opts.crashAtMs);
   opts.beforeCrash?.();
-  const xLeasedAtCrash = x.runtime.session().machine.leaseValid;
+  const xLeasedAtCrash = x.runtime.inspect.protocol.machine.leaseValid;
   cluster.crash(0);
   cluster.restart(0);
   // A fresh data dir (a replaced VM): the bound of X's own echoes holds Y nobody.
@@ -296,7 +296,7 @@ export function echoerDiskFails(): { p1LeaseAt: (ms: number) => boolean; violati
   const sample = (until: number): void => {
     for (let t = parts.time.nowMs + 50; t <= until; t += 50) {
       runUntil(parts, t);
-      leases.push({ at: t, valid: cluster.current(1)?.runtime.session().machine.leaseValid === true });
+      leases.push({ at: t, valid: cluster.current(1)?.runtime.inspect.protocol.machine.leaseValid === true });
     }
   };
   sample(1000);
@@ -392,7 +392,7 @@ export function zombieAnswers(): { waiterOutcome: string; askedOutcome: string; 
   runUntil(parts, 1400);
   const asked = clients.acquire(x, 'Z', exclusive);
   runUntil(parts, 1500);
-  const session = x.runtime.session();
+  const session = x.runtime.inspect.protocol;
   return { waiterOutcome: waiter.outcome, askedOutcome: asked.outcome, ready: x.runtime.ready(), leaseValid: session.machine.leaseValid, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
@@ -446,7 +446,7 @@ export function replacedSuccessorSuspected(): { violations: readonly string[]; y
   net.stallProcess(z.proc, 2, 60_000);
   runUntil(parts, 10_000);
   const lines = parts.transcript.lines();
-  const yInc = formatIncarnation(y.runtime.session().incarnation);
+  const yInc = formatIncarnation(y.runtime.inspect.incarnation);
   const at = (pred: (l: string) => boolean): number | null => {
     const line = lines.find(pred);
     return line === undefined ? null : Number.parseFloat(line);
@@ -490,9 +490,9 @@ export function waitingSuccessorSuspected(): { violations: readonly string[]; yJ
   runUntil(parts, 4900);
   cutBoth(parts, 1, [2], 6600);
   runUntil(parts, 8000);
-  const yInc = y.runtime.session().incarnation;
+  const yInc = y.runtime.inspect.incarnation;
   const yJoinedAtP1 = counted(parts, 1, 0) === formatIncarnation(yInc);
-  const yEvicted = parts.cluster.current(2)?.runtime.session().isEvicted(0, yInc) === true;
+  const yEvicted = parts.cluster.current(2)?.runtime.inspect.protocol.isEvicted(0, yInc) === true;
   return { violations: parts.checker.violations, yJoinedAtP1, yEvicted, transcript: parts.transcript.lines() };
 }
 
@@ -513,7 +513,7 @@ export function downLongThenBack(): { linked: boolean[]; violations: readonly st
   cluster.restart(2);
   const back = incOf(parts, 2, 'newest');
   runUntil(parts, 20_030);
-  const linked = [0, 1].map((q) => cluster.current(q)?.runtime.meshStatus().some((l) => l.peer === 2 && l.connected && l.incarnation !== null && compareIncarnation(l.incarnation, back) === 0) === true);
+  const linked = [0, 1].map((q) => cluster.current(q)?.runtime.inspect.links().some((l) => l.peer === 2 && l.connected && l.incarnation !== null && compareIncarnation(l.incarnation, back) === 0) === true);
   return { linked, violations: parts.checker.violations };
 }
 
@@ -533,7 +533,7 @@ export function zombieEchoes(): { violations: readonly string[]; evictedP: boole
   const y = processOf(parts, 1, 1);
   parts.net.stallProcess(y.proc, 0, 20_000);
   runUntil(parts, 6000);
-  const evictedP = cluster.current(2)?.runtime.session().isEvicted(0, pInc) === true;
+  const evictedP = cluster.current(2)?.runtime.inspect.protocol.isEvicted(0, pInc) === true;
   return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
 }
 
@@ -568,7 +568,7 @@ export function steppedBackBelowEvicted(): { violations: readonly string[]; yAbo
   const yGranted = asked.state === 'held';
   a.proc.thaw();
   runUntil(parts, 6000);
-  const yAboveX = compareIncarnation(y.runtime.session().incarnation, xInc) > 0;
+  const yAboveX = compareIncarnation(y.runtime.inspect.incarnation, xInc) > 0;
   return { violations: parts.checker.violations, yAboveX, yGranted, transcript: parts.transcript.lines() };
 }
 
@@ -628,9 +628,9 @@ export function lateConfirmationFastConfirmer(): { violations: readonly string[]
   runUntil(parts, 4600);
   parts.net.stall(2, 1, 8600);
   runUntil(parts, 8599);
-  const xLeasedAtHeal = parts.cluster.current(0)?.runtime.session().machine.leaseValid === true;
+  const xLeasedAtHeal = parts.cluster.current(0)?.runtime.inspect.protocol.machine.leaseValid === true;
   runUntil(parts, 12_000);
-  const xEvicted = parts.cluster.current(1)?.runtime.session().isEvicted(0, xInc) === true;
+  const xEvicted = parts.cluster.current(1)?.runtime.inspect.protocol.isEvicted(0, xInc) === true;
   return { violations: parts.checker.violations, xLeasedAtHeal, xEvicted, transcript: parts.transcript.lines() };
 }
 
@@ -665,7 +665,7 @@ export function slowConfirmerDiskCrashes(timing: ConfirmerCrashTiming = shortBou
   parts.cluster.crash(2);
   parts.cluster.restart(2);
   runUntil(parts, timing.aHeldUntilMs + 2000);
-  const evictedP = parts.cluster.current(1)?.runtime.session().isEvicted(0, pInc) === true;
+  const evictedP = parts.cluster.current(1)?.runtime.inspect.protocol.isEvicted(0, pInc) === true;
   return { violations: parts.checker.violations, evictedP, transcript: parts.transcript.lines() };
 }
 

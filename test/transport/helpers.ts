@@ -8,9 +8,10 @@ import type { Logger } from 'pino';
 import type { IncarnationBook } from '../../src/core/incarnations.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { LockError } from '../../src/errors.js';
-import type { MeshEvents, MeshPeer } from '../../src/transport/mesh.js';
+import type { MeshPeer } from '../../src/transport/mesh.js';
 import type { Mesh } from '../../src/transport/mesh.js';
 import { startStandaloneMesh } from '../../src/transport/standalone-mesh.js';
+import type { StandaloneMeshEvents } from '../../src/transport/standalone-mesh.js';
 import { waitFor } from '../support/wait.js';
 import { TcpProxy } from './tcp-proxy.js';
 
@@ -37,7 +38,7 @@ export function captureLogger(level = 'info'): { logger: Logger; records: Record
 }
 
 /** Everything a mesh reported, for assertions. */
-export class Recorder implements MeshEvents<TestPayload> {
+export class Recorder implements StandaloneMeshEvents<TestPayload> {
   readonly joined: { peer: number; inc: Incarnation; clock: number; restarted: boolean }[] = [];
   readonly payloads = new Map<number, number[]>();
   readonly heartbeats: { from: number; clock: number | undefined }[] = [];
@@ -113,7 +114,7 @@ export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPay
       heartbeatMs: o.heartbeatMs ?? 100,
       isPayload: isTestPayload,
       clock: () => 42,
-      // What the runtime decides (Session.#heartbeatClock); here every heartbeat carries 42.
+      // What the protocol decides (PeerProtocol.heartbeatDue); here every heartbeat carries 42.
       heartbeatClock: () => 42,
       logger: o.logger ?? pino({ level: 'silent' }),
       incarnations: o.incarnations,
