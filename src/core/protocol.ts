@@ -16,97 +16,17 @@
  */
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
-import type { EchoPromise, MembershipEffect, MembershipMessage } from './membership.js';
-import { Membership, isMembershipMessage } from './membership.js';
-import type { Effect, MachineEvent } from './effects.js';
+import type { EchoPromise, MembershipEffect } from './membership.js';
+import { Membership } from './membership.js';
+import type { MachineEvent } from './effects.js';
 import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
 import type { Packet } from './messages.js';
-import { isPacket } from './messages.js';
-import type { QueueLog } from './queue-log.js';
+import type { LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
+import { highestClockOf } from './protocol-io.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation, formatIncarnation } from './types.js';
-
-/** What travels between the runtimes of two peers: core packets and membership messages. */
-export type Payload = Packet | MembershipMessage;
-
-export function isPayload(v: unknown): v is Payload {
-  return isPacket(v) || isMembershipMessage(v);
-}
-
-/** The highest clock, request timestamp or incarnation start in `payload` (issue 37: none may be too far ahead). */
-function highestClockOf(payload: Payload): number {
-  if ('t' in payload) return payload.inc.startMs;
-  let max = payload.c;
-  for (const m of payload.m) if (m.t === 'req' && m.ts > max) max = m.ts;
-  return max;
-}
-
-/** The core effects for local clients (sends are outputs of their own). */
-export type LocalEffect = Exclude<Effect, { type: 'send' }>;
-
-/** Why an incarnation ends before its process does. */
-export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-/** What the runtime must do after an input, in this order. */
-export type ProtocolOutput =
-  /**
-   * `lazy`: may wait for the next message to that peer (docs/design.md "Batching").
-   * `promise`: a confirmation, which leaves only once the promise it gives is on disk.
-   */
-  | { readonly type: 'send'; readonly to: number; readonly payload: Payload; readonly lazy: boolean; readonly promise: boolean }
-  /**
-   * Echo the heartbeat `inc` of `to` sent at `sentAtMs`: it lends that peer our part of its
-   * lease. It leaves only once the bound on disk covers what it vouches for (runtime/bounds.ts).
-   */
-  | { readonly type: 'echo'; readonly to: number; readonly inc: Incarnation; readonly sentAtMs: number }
-  /** Our heartbeat to `to`, carrying `clock` as an ack when rule 3a lets it (else undefined). */
-  | { readonly type: 'heartbeat'; readonly to: number; readonly clock: number | undefined }
-  /** One core step sent this many messages (for metrics), whether or not its packets left. */
-  | { readonly type: 'sent'; readonly messages: number }
-  | { readonly type: 'local'; readonly effect: LocalEffect }
-  /** The clock after a core step: the high-water mark on disk must stay above it. */
-  | { readonly type: 'clock'; readonly clock: number }
-  /** Something a viewer may care about changed (queues, membership). */
-  | { readonly type: 'changed' }
-  /** A majority evicted `inc` of `peer`: the links refuse it and every older one from now on. */
-  | { readonly type: 'refuse'; readonly peer: number; readonly inc: Incarnation }
-  /** `inc` of `peer` sent `clock`, too far ahead of ours: the links refuse it from now on. */
-  | { readonly type: 'refuse_ahead'; readonly peer: number; readonly inc: Incarnation; readonly clock: number }
-  /** This incarnation cannot go on: end holds, start a new one above `startFloorMs`. */
-  | { readonly type: 'rejoin'; readonly reason: RejoinReason; readonly startFloorMs: number }
-  | { readonly type: 'log'; readonly level: LogLevel; readonly fields: Readonly<Record<string, unknown>>; readonly msg: string };
-
-/** Construction parameters of one incarnation's protocol. */
-export interface ProtocolOptions {
-  readonly self: number;
-  /** Every peer's id, by index (for log lines). */
-  readonly peerIds: readonly string[];
-  readonly leaseMs: number;
-  readonly evictMs: number;
-  readonly clockRateMargin: number;
-  readonly incarnation: Incarnation;
-  /**
-   * The clock starts at or above this (the high-water mark on disk) and at or above the
-   * incarnation's start, so that the next process's mark, always above the clock, orders its
-   * incarnation after this one (docs/design.md section 5, "Incarnations").
-   */
-  readonly clockFloor: number;
-  /** Now on the lease clock. */
-  readonly nowMs: number;
-  /** The other peers' incarnations, shared with the links (core/incarnations.ts). */
-  readonly incarnations: IncarnationBook;
-  /** The previous incarnation's confirmation promises that still bind (after a rejoin). */
-  readonly promises?: readonly EchoPromise[] | undefined;
-  /** Echo no heartbeat for this long: a promise the previous process gave may still bind. */
-  readonly quietForMs?: number | undefined;
-  /** Join no peer for this long: an echo the previous process or incarnation gave may still vouch. */
-  readonly joinsHeldForMs?: number | undefined;
-  readonly queueLog?: QueueLog | undefined;
-}
 
 /** What most inputs answer (a lease check that changed nothing, a heartbeat): shared, not allocated. */
 const noOutputs: readonly ProtocolOutput[] = Object.freeze([]);

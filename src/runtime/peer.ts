@@ -34,7 +34,7 @@ import { PeerMetrics } from './peer-metrics.js';
 import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
 import type { SessionWorld } from './session.js';
-import type { LocalEffect, RejoinReason } from '../core/protocol.js';
+import type { LocalEffect, RejoinReason } from '../core/protocol-io.js';
 
 export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
 

@@ -24,7 +24,7 @@
 import { IncarnationBook } from '../../src/core/incarnations.js';
 import type { MachineEvent } from '../../src/core/machine.js';
 import { PeerProtocol } from '../../src/core/protocol.js';
-import type { Payload, ProtocolOutput } from '../../src/core/protocol.js';
+import type { Payload, ProtocolOutput } from '../../src/core/protocol-io.js';
 import type { Incarnation, Mode } from '../../src/core/types.js';
 import { clockCeiling, formatIncarnation } from '../../src/core/types.js';
 

@@ -15,7 +15,7 @@ import type { Incarnation, RequestSpec } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import { Session } from '../../src/runtime/session.js';
-import type { LocalEffect } from '../../src/core/protocol.js';
+import type { LocalEffect } from '../../src/core/protocol-io.js';
 import type { SessionHooks, SessionOptions } from '../../src/runtime/session.js';
 import { decodeFrame } from '../../src/transport/codec.js';
 import type { Frame } from '../../src/transport/codec.js';
