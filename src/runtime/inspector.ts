@@ -166,12 +166,7 @@ export class PeerInspector {
   lock(name: string, max = Infinity): LockView {
     const machine = this.protocol.machine;
     const entries = machine.queue(name, max);
-    return {
-      name,
-      holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
-      waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
-      queued: entries.length < max ? entries.length : machine.queueSize(name),
-    };
+    return this.#view(name, entries, entries.length < max ? entries.length : machine.queueSize(name));
   }
 
   /**
@@ -180,12 +175,16 @@ export class PeerInspector {
    */
   head(name: string, permitsMax: number): LockView {
     const machine = this.protocol.machine;
-    const entries = machine.head(name, permitsMax);
+    return this.#view(name, machine.head(name, permitsMax), machine.queueSize(name));
+  }
+
+  /** Queue entries as a lock's view: its holders and waiters, and how many requests its queue has. */
+  #view(name: string, entries: readonly QueueEntry[], queued: number): LockView {
     return {
       name,
       holders: entries.filter((e) => e.held).map((e) => this.entry(e)),
       waiters: entries.filter((e) => !e.held).map((e) => this.entry(e)),
-      queued: machine.queueSize(name),
+      queued,
     };
   }
 
