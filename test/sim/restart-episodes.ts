@@ -1,34 +1,28 @@
 /**
- * Episodes of restarts and rejoins (docs/design.md section 5, "Eviction", "Successors" and
- * "Incarnations"; section 4, "Silence watchdog and redial"), drawn from the seed (issue 39):
- * the scripted scenarios `confirmerRejoins`, `steppedBackBelowEvicted`,
- * `replacedSuccessorSuspected` and `downLongThenBack` (scenarios.ts) play one schedule each;
- * these draw the same schedules' roles and times, so a one-line slip of the rule each one
- * protects is caught by random seeds too (finding F52). Each episode starts once the cluster
- * formed and is quiet (no cut, no stall, one process per peer), and holds off random faults
- * and other episodes until it ends.
+ * Episodes of restarts (docs/design.md section 5, "Successors"; section 4, "Incarnations"),
+ * drawn from the seed (issue 39, finding F52): the scripted scenarios `steppedBackBelowEvicted`
+ * and `replacedSuccessorSuspected` (scenarios.ts) play one schedule each; these draw the same
+ * schedules' roles and times, so a one-line slip of the rule each one protects is caught by
+ * random seeds too. Each episode starts once the cluster formed and is quiet (no cut, no
+ * stall, one ready process per peer), and holds off random faults and other episodes until
+ * it ends.
  */
 import { limits } from '../../src/limits.js';
-import { clockRateMargin } from '../../src/config.js';
 import type { Incarnation } from '../../src/core/types.js';
-import { compareIncarnation } from '../../src/core/types.js';
 import type { FaultPlanOptions } from './fault-plan.js';
 import type { Scenario } from './scenario.js';
 import { Prng } from '../support/prng.js';
 
 /** Which restart episode a seed plays (Scenario.restartEpisode). */
-export type RestartEpisodeKind = 'confirmerRejoins' | 'steppedBack' | 'replacedSuccessor' | 'backAfterOutage';
+export type RestartEpisodeKind = 'steppedBack' | 'replacedSuccessor';
 
 /**
  * Scenario.restartEpisode: in two-peer clusters a restart stepped back below an eviction, in
- * three-peer ones a replaced successor, in odd clusters of five or more a confirmer that
- * rejoins, each in a third of the seeds that fit; else, in clusters of three or more, a peer
- * back after a long outage in a fifth.
+ * three-peer ones a replaced successor, each in a third of the seeds that fit.
  */
 export function drawRestartEpisode(rng: Prng, peers: number): { kind: RestartEpisodeKind; seed: number } | null {
-  const kind: RestartEpisodeKind | null = peers === 2 ? 'steppedBack' : peers === 3 ? 'replacedSuccessor' : peers >= 5 && peers % 2 === 1 ? 'confirmerRejoins' : null;
-  if (kind !== null && rng.chance(1 / 3)) return { kind, seed: rng.u32() };
-  return peers >= 3 && rng.chance(0.2) ? { kind: 'backAfterOutage', seed: rng.u32() } : null;
+  const kind: RestartEpisodeKind | null = peers === 2 ? 'steppedBack' : peers === 3 ? 'replacedSuccessor' : null;
+  return kind !== null && rng.chance(1 / 3) ? { kind, seed: rng.u32() } : null;
 }
 
 /** What the fault plan lends a restart episode. */
@@ -63,7 +57,7 @@ export function startRestartEpisode(host: RestartEpisodeHost): void {
   const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
   const earliest = Math.ceil(s.leaseMs + 4 * s.heartbeatMs);
   const latest = Math.max(earliest, Math.floor(s.safetyMs - 7 * evictGlobalMs - s.leaseMs));
-  const play = { confirmerRejoins, steppedBack, replacedSuccessor, backAfterOutage }[drawn.kind];
+  const play = { steppedBack, replacedSuccessor }[drawn.kind];
   let reserved = false;
   let played = false;
   const free = (): boolean => time.nowMs >= host.busyUntil();
@@ -99,94 +93,10 @@ function quiet(ctx: EpisodeContext): boolean {
   return true;
 }
 
-/** Cuts `a` <-> `b` until `untilMs`. */
-function cutBoth(ctx: EpisodeContext, a: number, b: number, untilMs: number): void {
-  ctx.o.wire.cut(a, b, untilMs);
-  ctx.o.wire.cut(b, a, untilMs);
-}
-
-/**
- * Keeps the direction a -> b cut, a poll at a time, until `done()` or `deadlineMs`; then
- * `after` runs (the cut ends within a poll).
- */
-function cutUntil(ctx: EpisodeContext, a: number, b: number, pollMs: number, deadlineMs: number, done: () => boolean, after: () => void = () => undefined): void {
-  const { schedule, time, wire } = ctx.o;
-  const poll = (): void => {
-    if (!ctx.active()) return;
-    if (done() || time.nowMs >= deadlineMs) {
-      after();
-      return;
-    }
-    wire.cut(a, b, time.nowMs + pollMs + 1);
-    schedule(time.nowMs + pollMs, poll);
-  };
-  poll();
-}
-
 /** The current incarnation of `peer`'s oldest process, if it runs. */
 function incarnationOf(ctx: EpisodeContext, peer: number): Incarnation | undefined {
   const p = ctx.o.cluster.processes(peer)[0];
   return p?.runtime.started === true ? p.runtime.session().incarnation : undefined;
-}
-
-/**
- * A confirmer evicted and rejoined right after confirming (an odd cluster of five or more; the
- * scripted `confirmerRejoins` with drawn roles and times; seed 162227's bug). Suspect P is cut
- * off from the suspecter S (the slowest clock) and from m - 2 confirmers A (m: a majority)
- * for the whole episode, and from confirmer C until C has rejoined; C cannot reach the A nor
- * the others B (one way). S suspects P, C confirms at once, the A's confirmations are held
- * up on their way to S. Meanwhile P, the A and the B (a majority without C) evict C, and C's
- * process rejoins as a new incarnation, which P reaches again. That incarnation inherits the
- * promise C's confirmation gave and echoes P only once it ends; forgetting it (mutant
- * `forget-promises-on-rejoin`), it echoes P at once, P is leased through it and the B, and
- * when the A's confirmations reach S a drawn 2 heartbeats to the end of their count later,
- * S evicts P while its lease holds.
- */
-function confirmerRejoins(ctx: EpisodeContext, rng: Prng): void {
-  const { schedule, time, scenario: s, transcript } = ctx.o;
-  if (s.peers < 5 || s.peers % 2 === 0 || !quiet(ctx)) return;
-  const majority = Math.floor(s.peers / 2) + 1;
-  const order = Array.from({ length: s.peers }, (_, i) => i).sort((a, b) => (s.clockRates[a] ?? 1) - (s.clockRates[b] ?? 1));
-  const suspecter = order[0] ?? 0;
-  const [suspect, confirmer, ...rest] = rng.shuffle(order.slice(1));
-  const c0 = confirmer === undefined ? undefined : incarnationOf(ctx, confirmer);
-  if (suspect === undefined || confirmer === undefined || c0 === undefined) return;
-  const held = rest.slice(0, majority - 2);
-  const rateS = s.clockRates[suspecter] ?? 1;
-  const evictGlobalMs = s.evictMs / Math.min(...s.clockRates);
-  const t0 = time.nowMs;
-  // S suspects P once P was silent for evict_ms of S's clock, at its next tick, and counts
-  // confirmations for evict_ms / margin of its clock from then.
-  const suspectsAt = t0 + Math.ceil((s.evictMs + s.heartbeatMs) / rateS);
-  const countsUntil = suspectsAt + Math.floor(s.evictMs / clockRateMargin / rateS);
-  const endAt = t0 + Math.ceil(6 * evictGlobalMs);
-  if (!ctx.claim(endAt)) return;
-  transcript.add(t0, suspect, `CONFIRMER REJOINS: cut from p${suspecter},${held.map((a) => `p${a}`).join(',')} until ${endAt}ms and from p${confirmer} until it rejoined; p${confirmer} cannot reach ${rest.map((a) => `p${a}`).join(',')}; p${held.join(',p')}->p${suspecter} held until after that`);
-  cutBoth(ctx, suspect, suspecter, endAt);
-  for (const a of held) cutBoth(ctx, suspect, a, endAt);
-  // C falls silent at the others only once S's suspicion reached it: C confirms, then the
-  // others (the fastest clock first) suspect C at least a drawn 1 to 2 heartbeats later.
-  const slowHbMs = Math.ceil(s.heartbeatMs / rateS);
-  const cutCAt = t0 + Math.max(0, suspectsAt - t0 - Math.floor(s.evictMs / Math.max(...s.clockRates))) + rng.int(slowHbMs, 2 * slowHbMs);
-  schedule(cutCAt, () => {
-    if (!ctx.active()) return;
-    for (const a of rest) ctx.o.wire.cut(confirmer, a, endAt);
-    transcript.add(time.nowMs, confirmer, `CONFIRMER REJOINS: p${confirmer} falls silent at ${rest.map((a) => `p${a}`).join(',')} (p${suspecter} suspects p${suspect} about ${suspectsAt}ms)`);
-  });
-  const pollMs = Math.max(1, Math.floor(s.heartbeatMs / 4));
-  const rejoined = (): boolean => {
-    const now = incarnationOf(ctx, confirmer);
-    return now !== undefined && compareIncarnation(now, c0) !== 0;
-  };
-  let releaseAt = Number.POSITIVE_INFINITY;
-  for (const a of held) cutUntil(ctx, a, suspecter, pollMs, endAt, () => time.nowMs >= releaseAt);
-  const rejoinBy = t0 + Math.ceil(4 * evictGlobalMs);
-  cutUntil(ctx, suspect, confirmer, pollMs, rejoinBy, rejoined, () => {
-    const from = time.nowMs + 2 * s.heartbeatMs;
-    releaseAt = from + rng.int(0, Math.max(0, countsUntil - s.heartbeatMs - from));
-    transcript.add(time.nowMs, confirmer, `CONFIRMER REJOINS: p${suspect}<->p${confirmer} heal; the held confirmations reach p${suspecter} at ${releaseAt}ms`);
-  });
-  cutUntil(ctx, confirmer, suspect, pollMs, rejoinBy, rejoined);
 }
 
 /**
@@ -335,11 +245,4 @@ function replacedSuccessor(ctx: EpisodeContext, rng: Prng): void {
   schedule(endAt, () => {
     while (cluster.processes(twin).length > 1) cluster.crash(twin, 'oldest');
   });
-}
-
-/** Filled in below (no-dial-now). */
-function backAfterOutage(ctx: EpisodeContext, rng: Prng): void {
-  void ctx;
-  void rng;
-  void limits;
 }

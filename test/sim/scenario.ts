@@ -111,10 +111,10 @@ export interface Scenario {
    */
   readonly boundEpisode: { readonly kind: BoundEpisodeKind; readonly seed: number } | null;
   /**
-   * A restart the rules of docs/design.md section 5 must survive (restart-episodes.ts): a
-   * confirmer evicted and rejoined, a restart whose wall clock stepped back below an eviction
-   * a frozen peer still owes, a replaced successor suspected, a peer back after a long outage.
-   * Drawn last, from a generator of its own, in seeds without a bound episode.
+   * A restart the rules of docs/design.md section 5 must survive (restart-episodes.ts): one
+   * whose wall clock stepped back below an eviction a frozen peer still owes (two peers), or
+   * a replaced successor suspected (three peers). Drawn last, from a generator of its own, in
+   * seeds without a bound episode.
    */
   readonly restartEpisode: { readonly kind: RestartEpisodeKind; readonly seed: number } | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
