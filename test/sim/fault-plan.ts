@@ -20,6 +20,7 @@ import type { MisconfigKind, Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 import { Prng } from '../support/prng.js';
 import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, hiddenSuspend, lateFastConfirmation } from './bound-episodes.js';
+import { startRestartEpisode } from './restart-episodes.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -55,6 +56,10 @@ export class FaultPlan {
   start(): void {
     this.#next();
     this.#startBoundEpisode();
+    startRestartEpisode({ o: this.#o, active: () => this.#active, busyUntil: () => Math.max(this.#episodeUntilMs, this.#twinUntilMs), hold: (untilMs) => {
+      this.#episodeUntilMs = untilMs;
+      this.#twinUntilMs = untilMs;
+    } });
     const { scenario: s, rng, schedule } = this.#o;
     if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null && !s.waitingSuccessorEpisode) return;
     const episodes = rng.fork();

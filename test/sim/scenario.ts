@@ -7,6 +7,8 @@
 import { clockRateMargin } from '../../src/config.js';
 import type { Prng } from '../support/prng.js';
 import type { BoundEpisodeKind } from './bound-episodes.js';
+import type { RestartEpisodeKind } from './restart-episodes.js';
+import { drawRestartEpisode } from './restart-episodes.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
 export type ClockStyle = 'wall' | 'tiny';
@@ -108,6 +110,13 @@ export interface Scenario {
    * everything else, from a generator of its own (its seeds alone change).
    */
   readonly boundEpisode: { readonly kind: BoundEpisodeKind; readonly seed: number } | null;
+  /**
+   * A restart the rules of docs/design.md section 5 must survive (restart-episodes.ts): one
+   * whose wall clock stepped back below an eviction a frozen peer still owes (two peers), or
+   * a replaced successor suspected (three peers). Drawn last, from a generator of its own, in
+   * seeds without a bound episode.
+   */
+  readonly restartEpisode: { readonly kind: RestartEpisodeKind; readonly seed: number } | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -172,9 +181,11 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const waitingSuccessorEpisode = drawn.peers === 3 && rng.chance(0.3);
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null || waitingSuccessorEpisode;
   const boundEpisode = drawBoundEpisode(rng.fork(), drawn.peers);
+  rng.fork(); // Reserved for the twin episodes' generator.
+  const restartEpisode = boundEpisode === null ? drawRestartEpisode(rng.fork(), drawn.peers) : null;
   let safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
-  if (boundEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode };
+  if (boundEpisode !== null || restartEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode, restartEpisode };
 }
 
 /**
@@ -191,7 +202,7 @@ function drawBoundEpisode(rng: Prng, peers: number): Scenario['boundEpisode'] {
   return peers >= 3 && rng.chance(0.2) ? { kind: 'hiddenSuspend', seed: rng.u32() } : null;
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode' | 'restartEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);

@@ -78,9 +78,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // seed 2 until a bound episode (Scenario.boundEpisode, drawn last) came to play in it.
   'bad-tiebreak': 4,
   'semaphore-overcount': 2,
-  'no-self-fence': 13,
+  // Seed 13 until a restart episode (Scenario.restartEpisode, drawn last) came to play in it.
+  'no-self-fence': 14,
   'accept-evicted': 5,
-  'synced-on-handshake': { seed: 17, net: 'link' },
+  // Seed 17 --net link until a restart episode came to play in it; none of 18..157 --net link
+  // nor 1..200 on the FIFO network catches it since.
+  'synced-on-handshake': { seed: 280, net: 'link' },
   'issue-without-lease': 16,
   'keep-waiters-on-lease-loss': 33,
   'evict-unmet-incarnation': 349,
@@ -100,12 +103,11 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'no-suspend-detect': 5,
   // Caught by the successor rule's check (test/sim/cluster.ts), not only by a double holder.
   'join-on-older-eviction': 128,
-  // forget-incarnation-floor: seed 1043577 of the seventh session's 100,000-seed run caught it
-  // until misconfiguration episodes moved that seed's trajectory (twenty-first session); the
-  // scripted scenario steppedBackBelowEvicted catches it.
-  // forget-successor-heard: seeds 2042388 and 2048353 of the ninth session's 100,000-seed run
-  // caught it until one heartbeat tick per mesh moved every trajectory (eighteenth session);
-  // the scripted scenario replacedSuccessorSuspected catches it since.
+  // forget-incarnation-floor and forget-successor-heard: caught by the scripted scenarios
+  // steppedBackBelowEvicted and replacedSuccessorSuspected, and since the restart episodes
+  // (Scenario.restartEpisode, finding F55) by seeds 30 and 13 on both networks.
+  'forget-incarnation-floor': 30,
+  'forget-successor-heard': 13,
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
   // Caught by the checker's TTL and zombie properties (docs/design.md section 9): a refreshed
