@@ -312,6 +312,9 @@ describe('Membership', () => {
     expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: Number.NaN })).toBe(false);
     expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: '5' })).toBe(false);
     expect(isMembershipMessage([1, 2])).toBe(false);
+    // A null payload from the network is refused, not destructured (a mutation-runner survivor).
+    expect(isMembershipMessage(null)).toBe(false);
+    expect(isMembershipMessage('evict')).toBe(false);
   });
 });
 
