@@ -302,6 +302,36 @@ describe('Membership', () => {
     expect(m1).toBeDefined();
   });
 
+  it('knows a newer incarnation one step above an evicted one: its eviction notice is not `last` (a mutation-runner survivor)', () => {
+    const [m0] = three();
+    const x = { startMs: 1000, nonce: 1 };
+    const y = { startMs: 1000, nonce: 2 }; // one step above x: compareIncarnation(y, x) is 1
+    m0?.heard(2, x, 0);
+    m0?.heard(2, y, 1); // y waits as x's successor
+    expect(evictions(m0?.onMessage(1, { t: 'evict', peer: 2, inc: x }, 2) ?? [])).toEqual([2]); // y is tracked from now on
+    expect(m0?.knowsNewer(2, x)).toBe(true);
+    expect(m0?.evictions(1)).toEqual([{ type: 'send', to: 1, msg: { t: 'evict', peer: 2, inc: x, last: false } }]);
+  });
+
+  it('suspects no evicted incarnation again: a tick after its eviction sends and counts nothing (a mutation-runner survivor)', () => {
+    const [m0] = three();
+    m0?.heard(1, Y, 0);
+    m0?.heard(2, X, 0);
+    expect(evictions(m0?.onMessage(1, { t: 'evict', peer: 2, inc: X }, 1) ?? [])).toEqual([2]);
+    m0?.heard(1, Y, 4 * evictMs);
+    expect(m0?.tick(4 * evictMs)).toEqual([]);
+    // What it decided is what the simulator's zombie check reads (docs/design.md section 9).
+    expect(m0?.decided).toEqual({ suspicions: 0, confirmations: 0, evictions: 0 });
+  });
+
+  it('confirms a newer incarnation it never heard once the one it tracked is evicted and the peer is silent (a mutation-runner survivor)', () => {
+    const [, m1] = three();
+    m1?.heard(2, X, 0);
+    expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, 1) ?? [])).toEqual([2]);
+    // Y met only by p0 goes silent: without this confirmation p0 never gathers a majority against it.
+    expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: Y, at: evictMs + 5 }, evictMs + 5) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
+  });
+
   it('guards the shape of membership messages', () => {
     expect(isMembershipMessage({ t: 'evict', peer: 1, inc: X })).toBe(true);
     expect(isMembershipMessage({ t: 'evict', peer: -1, inc: X })).toBe(false);
@@ -312,6 +342,9 @@ describe('Membership', () => {
     expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: Number.NaN })).toBe(false);
     expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: '5' })).toBe(false);
     expect(isMembershipMessage([1, 2])).toBe(false);
+    // A null payload from the network is refused, not destructured (a mutation-runner survivor).
+    expect(isMembershipMessage(null)).toBe(false);
+    expect(isMembershipMessage('evict')).toBe(false);
   });
 });
 

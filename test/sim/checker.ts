@@ -105,6 +105,11 @@ export class Checker {
     this.#fail(nowMs, `zombie: ${what}`);
   }
 
+  /** META's promise was broken: a holder's meta did not reach a peer that heard past it, or an older one replaced it (test/sim/meta-check.ts). */
+  meta(nowMs: number, what: string): void {
+    this.#fail(nowMs, `meta: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);

@@ -67,6 +67,8 @@ export class Clients {
   #nextRef = 1;
   #unresolved = 0;
   onGranted: OnGranted = () => undefined;
+  /** Told when a holder's announcement of meta `{value}` was answered 200 (the META check, test/sim/meta-check.ts). */
+  onProclaimed: (req: ClientRequest, value: number) => void = () => undefined;
   transcript: { add(nowMs: number, peer: number | null, what: string): void } | null = null;
 
   constructor(checker: Checker, time: SimTime) {
@@ -252,8 +254,8 @@ export class Clients {
   proclaim(req: ClientRequest): void {
     req.proc.proc.at(this.#time.nowMs, () => {
       if (req.state !== 'held') return false;
-      this.proclaims++;
-      this.#onHolder(req, lockPath('elections', req.lock, 'proclaim'), { id: req.holdId, value: this.proclaims }, 'proclaim');
+      const value = ++this.proclaims;
+      this.#onHolder(req, lockPath('elections', req.lock, 'proclaim'), { id: req.holdId, value }, 'proclaim', () => this.onProclaimed(req, value));
       return true;
     });
   }

@@ -7,6 +7,8 @@
  * `--jobs J` runs the seeds in J child processes (test/sim/parallel.ts), for long runs.
  * `--multi P` makes a share P (0 to 1) of the clients' requests name two or three locks at
  * once, all-or-nothing; off by default, so that recorded seeds keep meaning what they meant.
+ * `--meta P` makes a share P of the holders announce new meta (META) once or twice while they
+ * hold, held to META's promise (test/sim/meta-check.ts); off by default for the same reason.
  *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
@@ -18,7 +20,7 @@
 import { clockRateMargin, timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
-import { isMutantName, multiChanceOf, mutantNames } from './mutants.js';
+import { isMutantName, multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runParallel } from './parallel.js';
 import type { Sim } from './planted.js';
@@ -41,11 +43,13 @@ interface CliOptions {
   readonly jobs: number;
   /** The chance a request names several locks at once (`--multi P`); unset: the mutant's, else none. */
   readonly multi: number | undefined;
+  /** The chance a holder announces new meta (`--meta P`); unset: the mutant's, else none. */
+  readonly meta: number | undefined;
   /** `--timing defaults` or `--timing H/L/E`: those timings instead of the drawn ones. */
   readonly timing: RunOptions['timing'];
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--timing defaults|H/L/E] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--meta P] [--timing defaults|H/L/E] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -77,6 +81,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let netGiven = false;
   let jobs = 1;
   let multi: number | undefined;
+  let meta: number | undefined;
   let timing: RunOptions['timing'];
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
@@ -93,6 +98,7 @@ function parseArgs(argv: readonly string[]): CliOptions {
     else if (flag === '--jobs') jobs = intArg('jobs', value, 1, 256);
     else if (flag === '--mutant' && value !== undefined && isMutantName(value)) mutant = value;
     else if (flag === '--multi' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) multi = Number(value);
+    else if (flag === '--meta' && value !== undefined && /^(0(\.\d+)?|1)$/.test(value)) meta = Number(value);
     else if (flag === '--timing' && value !== undefined) timing = timingArg(value);
     else if (flag === '--net' && (value === 'fifo' || value === 'link')) {
       net = value;
@@ -103,17 +109,19 @@ function parseArgs(argv: readonly string[]): CliOptions {
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
   if (jobs > 1 && (mutants || verbose)) throw new Error(`--jobs runs plain seed ranges only\n${usage}`);
-  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi, timing };
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi, meta, timing };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant = cli.mutant): RunOptions {
   const multi = cli.multi ?? multiChanceOf(mutant);
+  const meta = cli.meta ?? proclaimChanceOf(mutant);
   return {
     seed,
     transcript,
     net: cli.net,
     ...(cli.peers === undefined ? {} : { peers: cli.peers }),
     ...(multi === undefined ? {} : { multiChance: multi }),
+    ...(meta === undefined ? {} : { proclaimChance: meta }),
     ...(cli.timing === undefined ? {} : { timing: cli.timing }),
   };
 }
@@ -123,7 +131,8 @@ function reproduce(cli: CliOptions, seed: number): string {
   const mutant = cli.mutant === undefined ? '' : ` --mutant ${cli.mutant}`;
   const net = cli.net === 'fifo' ? '' : ` --net ${cli.net}`;
   const multi = cli.multi === undefined ? '' : ` --multi ${cli.multi}`;
-  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}${multi}`;
+  const meta = cli.meta === undefined ? '' : ` --meta ${cli.meta}`;
+  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}${multi}${meta}`;
 }
 
 /** Prints a failure: the violation, the command that replays it, and the transcript's tail. */
@@ -193,6 +202,7 @@ function passThrough(cli: CliOptions): string[] {
     ...(cli.mutant === undefined ? [] : ['--mutant', cli.mutant]),
     ...(cli.net === 'fifo' ? [] : ['--net', cli.net]),
     ...(cli.multi === undefined ? [] : ['--multi', String(cli.multi)]),
+    ...(cli.meta === undefined ? [] : ['--meta', String(cli.meta)]),
     ...(cli.timing === undefined ? [] : ['--timing', `${cli.timing.heartbeatMs}/${cli.timing.leaseMs}/${cli.timing.evictMs}`]),
   ];
 }

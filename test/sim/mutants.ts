@@ -162,6 +162,10 @@ const mutants = {
   'fingerprint-ignores-order': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, protocolVersion);', 'const shape = clusterShapeOf(opts.config, protocolVersion); this.shape = { ...shape, peers: [...shape.peers].sort() };')],
   /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
   'fingerprint-ignores-timings': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, protocolVersion);', 'this.shape = { ...clusterShapeOf(opts.config, protocolVersion), heartbeatMs: 0, leaseMs: 0, evictMs: 0 };')],
+  /** A META from another peer is dropped: receivers keep the meta its REQUEST brought. */
+  'meta-ignored': [at(machine, 'this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);', '')],
+  /** A holder's new meta changes its own queue only: no META leaves (the state transfer to a later joiner still carries it). */
+  'meta-not-sent': [at(machine, "this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });", '')],
   /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
   'pieces-ack': [at('src/core/messages.js', 'pieces.push(last && packet.u !== true ?', 'pieces.push(packet.u !== true ?')],
 } as const satisfies Record<string, readonly Patch[]>;
@@ -180,6 +184,14 @@ export function isMutantName(s: string): s is MutantName {
 /** The patches that plant a mutant. */
 export function patchesOf(mutant: MutantName): readonly Patch[] {
   return mutants[mutant];
+}
+
+/** The META mutants: their seeds run with holders announcing meta (RunOptions.proclaimChance). */
+const metaMutants: readonly MutantName[] = ['meta-ignored', 'meta-not-sent'];
+
+/** The chance that a holder announces new meta in a mutant's seeds: the META mutants need it, no other mutant runs with it. */
+export function proclaimChanceOf(mutant: MutantName | undefined): number | undefined {
+  return mutant !== undefined && metaMutants.includes(mutant) ? 0.5 : undefined;
 }
 
 /**

@@ -1,13 +1,13 @@
 /**
- * `npm run mutate -- [--seeds N] [--seed S] [--net fifo|link|both] [--multi P] [--files GLOBS]
- * [--max-mutants M] [--jobs J]`: a mutation check beside the planted bugs of test/sim/mutants.ts
+ * `npm run mutate -- [--seeds N] [--seed S] [--net fifo|link|both] [--multi P] [--meta P]
+ * [--files GLOBS] [--max-mutants M] [--jobs J]` (`--help` lists them): a mutation check beside the planted bugs of test/sim/mutants.ts
  * (issue 39), which test/sim/planted.ts patches into a copy of dist/ the same way. It makes
  * small textual mutations of the BUILT core and runtime (dist/src/core and dist/src/runtime by
  * default): a comparison's boundary (< and <=, > and >=), an equality negated (=== and !==),
  * an integer literal off by one, one side of an && or || dropped, true and false swapped. Each mutant is written, alone, into a copy of dist/ in a temporary
  * directory, and a child process runs the fixed budget of seeds against that copy (N seeds
  * from S on the FIFO network, N from S + 100000 on the link network, and N with all-or-nothing
- * requests when --multi is given), stopping at the first violation; before the seeds, the
+ * requests when --multi is given, N with holders announcing meta when --meta is), stopping at the first violation; before the seeds, the
  * protocol's transcripts (test/core/testdata/protocol), which take a second and pin each
  * rule's corner cases, stopping at the first that differs. It prints one line per
  * mutant, `caught` or `SURVIVED`, with the file and line of the built JS and of the
@@ -97,33 +97,68 @@ interface Options {
   readonly seed: number;
   readonly nets: readonly ('fifo' | 'link')[];
   readonly multi: number | null;
+  readonly meta: number | null;
   readonly files: readonly string[];
   readonly maxMutants: number;
   readonly jobs: number;
 }
 
-const usage = 'usage: npm run mutate -- [--seeds N] [--seed S] [--net fifo|link|both] [--multi P] [--files GLOB,GLOB] [--max-mutants M] [--jobs J]';
+const usage = `usage: npm run mutate -- [options]   (node dist/test/sim/mutate.js [options])
 
-function options(argv: string[]): Options {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      seeds: { type: 'string', default: '100' }, seed: { type: 'string', default: '1' }, net: { type: 'string', default: 'both' },
-      multi: { type: 'string' }, files: { type: 'string', default: 'src/core/*.js,src/runtime/*.js' }, 'max-mutants': { type: 'string', default: '40' }, jobs: { type: 'string', default: '1' },
-    },
-  });
+Mutates the built core and runtime one small change at a time, in a copy of dist/, and runs
+the protocol's transcripts, then a budget of simulator seeds, against each mutant.
+
+options:
+  --files GLOB,GLOB   built files to mutate, relative to dist/ (default src/core/*.js,src/runtime/*.js)
+  --max-mutants M     at most M mutants, spread evenly over all of them (default 40)
+  --seeds N           seeds per network for each mutant (default 100)
+  --seed S            first seed (default 1; the link network runs from S + 100000)
+  --net fifo|link|both  the networks to run (default both)
+  --multi P           also N seeds with a share P in (0, 1] of all-or-nothing requests (from S + 400000)
+  --meta P            also N seeds with a share P in (0, 1] of holders announcing meta (from S + 200000)
+  --jobs J            mutants run at once, each in its own child process and copy of dist/ (default 1)
+  --help              this text
+
+Prints caught or SURVIVED per mutant; exit code 0 when none survived, 1 when some did, 2 on bad options.`;
+
+/** Bad options: the sentence, and the exit code 2 (main prints the usage beneath). */
+class UsageError extends Error {}
+
+function options(argv: string[]): Options | 'help' {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        seeds: { type: 'string', default: '100' }, seed: { type: 'string', default: '1' }, net: { type: 'string', default: 'both' },
+        multi: { type: 'string' }, meta: { type: 'string' }, files: { type: 'string', default: 'src/core/*.js,src/runtime/*.js' },
+        'max-mutants': { type: 'string', default: '40' }, jobs: { type: 'string', default: '1' }, help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (err) {
+    // parseArgs names the option in its message (unknown option, missing value, stray argument).
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  if (values.help) return 'help';
   const int = (name: string, v: string, min: number): number => {
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name} takes an integer >= ${min}\n${usage}`);
+    if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} takes an integer >= ${min}, not ${JSON.stringify(v)}`);
+    return n;
+  };
+  const share = (name: string, v: string | undefined): number | null => {
+    if (v === undefined) return null;
+    const n = Number(v);
+    if (v.trim() === '' || !(n > 0 && n <= 1)) throw new UsageError(`--${name} takes a share in (0, 1], not ${JSON.stringify(v)}`);
     return n;
   };
   const net = values.net;
-  if (net !== 'fifo' && net !== 'link' && net !== 'both') throw new Error(`--net takes fifo, link or both\n${usage}`);
-  const multi = values.multi === undefined ? null : Number(values.multi);
-  if (multi !== null && !(multi > 0 && multi <= 1)) throw new Error(`--multi takes a share in (0, 1]\n${usage}`);
+  if (net !== 'fifo' && net !== 'link' && net !== 'both') throw new UsageError(`--net takes fifo, link or both, not ${JSON.stringify(net)}`);
+  const files = values.files.split(',').filter((f) => f !== '');
+  if (files.length === 0) throw new UsageError('--files takes one or more globs, comma-separated');
   return {
-    seeds: int('seeds', values.seeds, 1), seed: int('seed', values.seed, 0), nets: net === 'both' ? ['fifo', 'link'] : [net], multi,
-    files: values.files.split(','), maxMutants: int('max-mutants', values['max-mutants'], 1), jobs: int('jobs', values.jobs, 1),
+    seeds: int('seeds', values.seeds, 1), seed: int('seed', values.seed, 0), nets: net === 'both' ? ['fifo', 'link'] : [net],
+    multi: share('multi', values.multi), meta: share('meta', values.meta),
+    files, maxMutants: int('max-mutants', values['max-mutants'], 1), jobs: int('jobs', values.jobs, 1),
   };
 }
 
@@ -155,14 +190,17 @@ async function worker(o: Options): Promise<void> {
     return;
   }
   const { runSeed } = await import('./run.js');
-  const runs: { net: 'fifo' | 'link'; first: number; multi: number | null }[] = o.nets.map((net) => ({ net, first: net === 'fifo' ? o.seed : o.seed + 100_000, multi: null }));
+  type Run = { net: 'fifo' | 'link'; first: number; multi?: number; meta?: number };
+  const runs: Run[] = o.nets.map((net) => ({ net, first: net === 'fifo' ? o.seed : o.seed + 100_000 }));
   if (o.multi !== null) runs.push({ net: 'fifo', first: o.seed + 400_000, multi: o.multi });
-  for (const { net, first, multi } of runs) {
+  if (o.meta !== null) runs.push({ net: 'fifo', first: o.seed + 200_000, meta: o.meta });
+  for (const { net, first, multi, meta } of runs) {
     for (let seed = first; seed < first + o.seeds; seed++) {
-      const r = runSeed({ seed, net, ...(multi === null ? {} : { multiChance: multi }) });
+      const r = runSeed({ seed, net, ...(multi === undefined ? {} : { multiChance: multi }), ...(meta === undefined ? {} : { proclaimChance: meta }) });
       const v = r.violations[0];
       if (v !== undefined) {
-        console.log(`CAUGHT seed ${seed} --net ${net}${multi === null ? '' : ` --multi ${multi}`}: ${v.split('\n')[0]?.slice(0, 160) ?? ''}`);
+        const flags = `${multi === undefined ? '' : ` --multi ${multi}`}${meta === undefined ? '' : ` --meta ${meta}`}`;
+        console.log(`CAUGHT seed ${seed} --net ${net}${flags}: ${v.split('\n')[0]?.slice(0, 160) ?? ''}`);
         return;
       }
     }
@@ -234,7 +272,7 @@ async function parent(o: Options, argv: string[]): Promise<number> {
       return 2;
     }
     const timeoutMs = 3 * (Date.now() - t0) + 20_000;
-    console.log(`mutate: ${chosen.length} of ${all.length} mutants in ${texts.size} file(s); budget ${o.seeds} seeds x ${o.nets.join('+')}${o.multi === null ? '' : ` + multi ${o.multi}`}; unmutated build clean in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(`mutate: ${chosen.length} of ${all.length} mutants in ${texts.size} file(s); budget ${o.seeds} seeds x ${o.nets.join('+')}${o.multi === null ? '' : ` + multi ${o.multi}`}${o.meta === null ? '' : ` + meta ${o.meta}`}; unmutated build clean in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     const survivors: string[] = [];
     let next = 0;
     const slot = async (copy: string): Promise<void> => {
@@ -263,8 +301,17 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const isWorker = argv[0] === '--worker';
   const rest = isWorker ? argv.slice(1) : argv;
-  const o = options(rest);
-  if (isWorker) await worker(o);
+  let o: Options | 'help';
+  try {
+    o = options(rest);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(`mutate: ${err.message}\n\n${usage}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (o === 'help') console.log(usage);
+  else if (isWorker) await worker(o);
   else process.exitCode = await parent(o, rest);
 }
 

@@ -11,6 +11,7 @@ import { Cluster } from './cluster.js';
 import type { SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
+import { MetaCheck } from './meta-check.js';
 import type { SimProcess, SimTime } from './host.js';
 import { Wire, randomDelays } from './network.js';
 import { Prng } from '../support/prng.js';
@@ -34,8 +35,8 @@ export interface RunOptions {
    */
   readonly net?: 'fifo' | 'link';
   /**
-   * The chance that a holder announces new meta once while it holds (META, a leader's new
-   * value). Off by default, so that the seed runs and their regression seeds stay as they
+   * The chance that a holder announces new meta while it holds (META, a leader's new value;
+   * a share of them twice), checked by test/sim/meta-check.ts. Off by default, so that the seed runs and their regression seeds stay as they
    * are; drawn from a generator of its own.
    */
   readonly proclaimChance?: number;
@@ -80,6 +81,8 @@ export interface Parts {
   /** The simulated wire (cuts, delays) and sockets (stalls), for scripted scenarios. */
   readonly wire: Wire;
   readonly net: SimNetworks;
+  /** META's promise, after every task of a process (test/sim/meta-check.ts). */
+  readonly meta: MetaCheck;
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -89,6 +92,8 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const time: SimTime = { nowMs: 0 };
   const checker = new Checker();
   const clients = new Clients(checker, time);
+  const meta = new MetaCheck(checker, () => time.nowMs);
+  clients.onProclaimed = (req, value) => meta.announced(req, value);
   const transcript = new Transcript({ enabled: opts.transcript === true });
   if (transcript.enabled) clients.transcript = transcript;
   const delays = randomDelays(rng.fork(), {
@@ -113,7 +118,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
     multi: { chance: opts.multiChance ?? 0, rng: new Prng(opts.seed + 0x6d17) },
   });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net };
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
@@ -178,7 +183,9 @@ function dispatch(parts: Parts, ev: SimEvent): void {
   const p = parts.processes.get(proc);
   if (p !== undefined) parts.cluster.beforeTask(p);
   const did = task();
-  if (did !== false && p !== undefined) parts.cluster.afterTask(p);
+  if (did === false || p === undefined) return;
+  parts.cluster.afterTask(p);
+  parts.meta.afterTask(p);
 }
 
 /**

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
-import { multiChanceOf, mutantNames } from './mutants.js';
+import { multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
 import { dropPlanted, simFor } from './planted.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runSeed } from './run.js';
@@ -40,7 +40,7 @@ function runSeeds(first: number, count: number, net: 'fifo' | 'link' = 'fifo'): 
 /**
  * 60 seeds on each network with an opt-in workload (`extra`): from `baseSeed + offset` on the
  * FIFO network and 100,000 above that on the link network. `flags` are the CLI's for it
- * (null: the CLI has none, META's workload runs here only).
+ * (null: run here only).
  */
 function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance' | 'timing'>, flags: string | null, count = 60): { failures: string[]; results: RunResult[] } {
   const failures: string[] = [];
@@ -149,6 +149,16 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // The fastest-clocked confirmer's confirmations reach the slowest-clocked suspecter 0.5 to
   // 1 evict_ms of its clock late, after the confirmer's promise ended (an odd cluster).
   'confirm-for-evict-ms': 20,
+  // Run with holders announcing meta (proclaimChanceOf), caught by the META check
+  // (test/sim/meta-check.ts): a peer that heard past a holder's META still shows the old meta.
+  'meta-ignored': 1,
+  'meta-not-sent': 1,
+};
+
+/** The violation a regression seed must report, where the mutant breaks a property of its own. */
+const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
+  'meta-ignored': /meta: .* not the latest/,
+  'meta-not-sent': /meta: .* not the latest/,
 };
 
 /**
@@ -226,7 +236,8 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
 
   it('keeps every invariant when holders announce new meta (META) under the same faults, on both networks', () => {
     // Opt-in, with a generator of its own: the plain seed runs and their regression seeds stay as they are.
-    const { failures, results } = runBothNetworks(200_000, { proclaimChance: 0.5 }, null);
+    // The META check (test/sim/meta-check.ts) holds every peer to the holders' latest meta.
+    const { failures, results } = runBothNetworks(200_000, { proclaimChance: 0.5 }, ' --meta 0.5');
     expect(failures).toEqual([]);
     expect(results.reduce((n, r) => n + r.proclaims, 0)).toBeGreaterThan(500);
   });
@@ -282,11 +293,13 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     const { seed, net } = typeof entry === 'number' ? { seed: entry, net: 'fifo' as const } : entry;
     const netFlag = net === 'link' ? ' --net link' : '';
     const multi = multiChanceOf(mutant);
-    const workload = multi === undefined ? {} : { multiChance: multi };
+    const meta = proclaimChanceOf(mutant);
+    const workload = { ...(multi === undefined ? {} : { multiChance: multi }), ...(meta === undefined ? {} : { proclaimChance: meta }) };
     it(`regression seed ${seed}${netFlag} fails with the ${mutant} mutant and passes without it`, async () => {
       const planted = (await simFor(mutant)).run.runSeed({ seed, net, ...workload });
       console.log(`mutant ${mutant}, seed ${seed}: ${planted.violations[0] ?? 'NOT caught'} (reproduce with: npm run sim -- --seed ${seed} --seeds 1${netFlag} --mutant ${mutant})`);
       expect(planted.violations.length).toBeGreaterThan(0);
+      expect(planted.violations[0]).toMatch(violationOf[mutant] ?? /./);
       expect(runSeed({ seed, net, ...workload }).violations).toEqual([]);
     });
   }

@@ -25,7 +25,7 @@ export interface WorkloadOptions {
   readonly clients: Clients;
   readonly schedule: ScheduleWorld;
   readonly time: SimTime;
-  /** Holders that announce new meta once while they hold, with their own generator. */
+  /** Holders that announce new meta once or twice while they hold, with their own generator. */
   readonly proclaim: { readonly chance: number; readonly rng: Prng };
   /**
    * Arrivals that ask for two or three locks at once, all-or-nothing (POST /v1/acquire),
@@ -200,7 +200,11 @@ export class Workload {
     const refresh = req.opts.hold === 'ttl' && rng.chance(0.2) && holdMs > 1;
     if (refresh) schedule(time.nowMs + rng.int(0, Math.min(holdMs, scenario.ttlMs) - 1), () => clients.refresh(req));
     const p = this.#o.proclaim;
-    if (p.chance > 0 && p.rng.chance(p.chance)) schedule(time.nowMs + p.rng.int(0, holdMs), () => clients.proclaim(req));
+    if (p.chance > 0 && p.rng.chance(p.chance)) {
+      // Some holders announce twice: two METAs of one request on their way at once must land in order.
+      const times = p.rng.chance(0.3) ? 2 : 1;
+      for (let i = 0; i < times; i++) schedule(time.nowMs + p.rng.int(0, holdMs), () => clients.proclaim(req));
+    }
     schedule(time.nowMs + holdMs, () => {
       if (req.state !== 'held') return;
       if (req.opts.hold === 'connection' && rng.chance(0.5)) clients.leave(req);
