@@ -51,6 +51,9 @@ export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
+/** What one incarnation decided on its own (Membership.decided), and the echoes it allowed: for the simulator's checker. */
+export type Decided = Readonly<Membership['decided'] & { echoes: number }>;
+
 /** What the runtime must do after an input, in this order. */
 export type ProtocolOutput =
   /**
@@ -154,6 +157,8 @@ export class PeerProtocol {
   /** A zombie that was evicted: it does not rejoin while the newer one lives. */
   #stayingOut = false;
   #out: ProtocolOutput[] = [];
+  /** Heartbeats this incarnation let be echoed (mayEcho said yes), for the simulator's checker. */
+  #echoesAllowed = 0;
 
   constructor(opts: ProtocolOptions) {
     const peerCount = opts.peerIds.length;
@@ -265,7 +270,9 @@ export class PeerProtocol {
    * bind, and not against a promise of this incarnation (Membership.mayEcho).
    */
   mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
-    return this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+    const may = this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+    if (may) this.#echoesAllowed++;
+    return may;
   }
 
   // ---- what views, the next incarnation and the simulator's checker read -------------------
@@ -310,8 +317,8 @@ export class PeerProtocol {
     return this.#membership.isEvicted(peer, inc);
   }
 
-  membershipDecided(): Readonly<Membership['decided']> {
-    return { ...this.#membership.decided };
+  membershipDecided(): Decided {
+    return { ...this.#membership.decided, echoes: this.#echoesAllowed };
   }
 
   /** Peers whose new incarnation waits for its predecessor's eviction (or while joins are held). */

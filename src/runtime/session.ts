@@ -22,7 +22,7 @@ import type { EchoPromise, Membership } from '../core/membership.js';
 import type { QueueLog } from '../core/queue-log.js';
 import { mergePackets, splitPacket } from '../core/messages.js';
 import { PeerProtocol, isPayload } from '../core/protocol.js';
-import type { LocalEffect, Payload, ProtocolOutput, RejoinReason } from '../core/protocol.js';
+import type { Decided, LocalEffect, Payload, ProtocolOutput, RejoinReason } from '../core/protocol.js';
 import type { Incarnation } from '../core/types.js';
 import { clockCeiling, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
@@ -418,8 +418,8 @@ export class Session {
     return this.#protocol.isEvicted(peer, inc);
   }
 
-  /** What this incarnation's membership decided on its own (Membership.decided): for the simulator's checker. */
-  membershipDecided(): Readonly<Membership['decided']> {
+  /** What this incarnation's membership decided on its own (Membership.decided) and the echoes it allowed: for the simulator's checker. */
+  membershipDecided(): Decided {
     return this.#protocol.membershipDecided();
   }
 

@@ -383,8 +383,9 @@ export class Cluster {
 
   /**
    * A superseded incarnation (a zombie, docs/design.md section 5) acts no more: its lease is
-   * not renewed (its end never moves later), it starts no suspicion, counts no confirmation
-   * and decides no eviction (it still applies the others' notices), and its waiters are
+   * not renewed (its end never moves later), it starts no suspicion, counts no confirmation,
+   * decides no eviction (it still applies the others' notices), confirms no suspicion and
+   * echoes no heartbeat, and its waiters are
    * answered at once. Judged from the end of the first task that found it superseded.
    */
   #checkZombie(p: SimPeerProcess, session: Session): void {
@@ -399,7 +400,7 @@ export class Cluster {
     const who = `p${p.proc.peer} (process ${p.proc.id}), superseded since ${z.sinceMs}ms,`;
     const until = session.leaseValidUntilMs();
     if (until > z.leaseUntilMs) this.#o.checker.zombie(now, `${who} renewed its lease from ${z.leaseUntilMs.toFixed(1)} to ${until.toFixed(1)}`);
-    for (const k of ['suspicions', 'confirmations', 'evictions'] as const) {
+    for (const k of ['suspicions', 'confirmations', 'evictions', 'confirmed', 'echoes'] as const) {
       if (decided[k] > z.decided[k]) this.#o.checker.zombie(now, `${who} went on deciding: ${k} ${z.decided[k]} -> ${decided[k]}`);
     }
     if (now > z.sinceMs) this.onZombieTask(p);

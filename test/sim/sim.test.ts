@@ -120,6 +120,14 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'zombie-suspects': 4,
   'zombie-counts-confirmations': 399,
   'zombie-keeps-waiters': 4,
+  // A zombie that echoes or confirms (the checker's zombie property since issue 39's twin
+  // work: it confirms and echoes nothing); one that goes on acting is caught by the waiter
+  // property first. sync-on-unready: a plain crash and restart of two peers, whose unready
+  // packets synced the restarted peer too early (a semaphore over its limit).
+  'zombie-echoes': 29,
+  'zombie-confirms': 125,
+  'act-while-superseded': 4,
+  'sync-on-unready': 17,
   // A host restarted with a config of its own (Scenario.misconfigEpisode): ahead of a peer it
   // swapped places with, each ranks its own request first on a tie; with three times the
   // lease, it holds on after the others evicted it.
