@@ -20,6 +20,7 @@ import type { MisconfigKind, Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 import { Prng } from '../support/prng.js';
 import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, hiddenSuspend, lateFastConfirmation } from './bound-episodes.js';
+import { startTwinEpisode } from './twin-episodes.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -55,6 +56,11 @@ export class FaultPlan {
   start(): void {
     this.#next();
     this.#startBoundEpisode();
+    // Scenario.twinPairEpisode (twin-episodes.ts): plays when no other episode does, then alone.
+    startTwinEpisode(this.#o, { active: () => this.#active, free: () => this.#o.time.nowMs >= Math.max(this.#episodeUntilMs, this.#twinUntilMs), hold: (untilMs) => {
+      this.#episodeUntilMs = Math.max(this.#episodeUntilMs, untilMs);
+      this.#twinUntilMs = Math.max(this.#twinUntilMs, untilMs);
+    } });
     const { scenario: s, rng, schedule } = this.#o;
     if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null && !s.waitingSuccessorEpisode) return;
     const episodes = rng.fork();

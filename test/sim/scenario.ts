@@ -7,6 +7,8 @@
 import { clockRateMargin } from '../../src/config.js';
 import type { Prng } from '../support/prng.js';
 import type { BoundEpisodeKind } from './bound-episodes.js';
+import type { TwinEpisodeKind } from './twin-episodes.js';
+import { drawTwinEpisode, twinEpisodeSpanMs } from './twin-episodes.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
 export type ClockStyle = 'wall' | 'tiny';
@@ -108,6 +110,13 @@ export interface Scenario {
    * everything else, from a generator of its own (its seeds alone change).
    */
   readonly boundEpisode: { readonly kind: BoundEpisodeKind; readonly seed: number } | null;
+  /**
+   * Twins that break a successor's ack gate or a zombie's staying out without their rules: a
+   * restarted peer that meets a twin out of the old process's reach, or a frozen process that
+   * resumes beside its twin (twin-episodes.ts). Drawn after everything else, from a generator
+   * of its own (its seeds alone change).
+   */
+  readonly twinPairEpisode: { readonly kind: TwinEpisodeKind; readonly seed: number } | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -172,9 +181,11 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const waitingSuccessorEpisode = drawn.peers === 3 && rng.chance(0.3);
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null || waitingSuccessorEpisode;
   const boundEpisode = drawBoundEpisode(rng.fork(), drawn.peers);
+  const twinPairEpisode = drawTwinEpisode(rng.fork(), drawn.peers);
   let safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
   if (boundEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode };
+  if (twinPairEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(twinEpisodeSpanMs(drawn) + 4 * evictGlobalMs + 2 * drawn.leaseMs));
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode, twinPairEpisode };
 }
 
 /**
@@ -191,7 +202,7 @@ function drawBoundEpisode(rng: Prng, peers: number): Scenario['boundEpisode'] {
   return peers >= 3 && rng.chance(0.2) ? { kind: 'hiddenSuspend', seed: rng.u32() } : null;
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode' | 'twinPairEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);
