@@ -84,7 +84,7 @@ function oneProcessEach(o: FaultPlanOptions): boolean {
  * the episode). R stays down a drawn 1 to 1.6 times what it takes the others to evict it and
  * the bound of its echoes to pass. Just before R restarts, a twin Y of T starts: on an empty
  * data dir in half the episodes (a replaced VM: no bound of X's echoes holds its joins), and in
- * half of them reaching no peer but R (the rest in half the time). R restarts, never reaches X,
+ * half of them reaching no peer but R for less than evict_ms (longer, X and Y would be two islands of one id: F46). R restarts, never reaches X,
  * meets Y first and asks for L. R never knew X and lets Y in at once; the others track X, live
  * and holding L. Y must ack nothing before every peer it met let it in and a quorum of the
  * others let it in or evicted it at Y (mutants `ack-without-quorum`, `ack-while-unsynced`):
@@ -119,7 +119,10 @@ function restartedMeetsTwin(o: FaultPlanOptions, hooks: TwinEpisodeHooks, rng: P
     const y = cluster.processes(twin)[1];
     if (y === undefined) return;
     net.stallProcess(x.proc, restarter, endAt);
-    if (youngOnlyToR) for (let q = 0; q < s.peers; q++) if (q !== twin && q !== restarter) net.stallProcess(y.proc, q, endAt);
+    // Y reaches no peer but R for less than any peer's evict_ms, so it confirms no one silent
+    // meanwhile: kept apart for longer, X and Y would make two islands of one id (F46).
+    const youngUntil = Math.min(endAt, twinAt + Math.floor(0.6 * s.evictMs / Math.max(...s.clockRates)));
+    if (youngOnlyToR) for (let q = 0; q < s.peers; q++) if (q !== twin && q !== restarter) net.stallProcess(y.proc, q, youngUntil);
     schedule(restartAt, () => {
       if (!hooks.active() || cluster.isUp(restarter)) return;
       cluster.restart(restarter);
