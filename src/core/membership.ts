@@ -126,9 +126,9 @@ export class Membership {
   /**
    * What this membership decided on its own, counted for the simulator's checker (a superseded
    * incarnation decides nothing: docs/design.md section 9): suspicions it started (one per tick
-   * and silent peer), confirmations it counted, evictions it decided.
+   * and silent peer), confirmations it counted, evictions it decided, suspicions it confirmed.
    */
-  readonly decided = { suspicions: 0, confirmations: 0, evictions: 0 };
+  readonly decided = { suspicions: 0, confirmations: 0, evictions: 0, confirmed: 0 };
 
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
   constructor(opts: {
@@ -349,6 +349,7 @@ export class Membership {
         const agree = this.isEvicted(msg.peer, msg.inc) ||
           (!placeholder && (order < 0 ? nowMs - this.#startMs >= this.#evictMs && !heardAsSuccessor : (order === 0 || never) && this.#silent(t, nowMs)));
         if (!agree) return [];
+        this.decided.confirmed++;
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;
         return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];

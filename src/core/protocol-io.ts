@@ -3,7 +3,7 @@
  * message and `Ready` types do: the payloads peers exchange, the options a protocol starts
  * with, and the outputs an input answers, in the order the runtime must carry them out.
  */
-import type { EchoPromise, MembershipMessage } from './membership.js';
+import type { EchoPromise, Membership, MembershipMessage } from './membership.js';
 import { isMembershipMessage } from './membership.js';
 import type { Effect } from './effects.js';
 import type { IncarnationBook } from './incarnations.js';
@@ -34,6 +34,9 @@ export type LocalEffect = Exclude<Effect, { type: 'send' }>;
 export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** What one incarnation decided on its own (Membership.decided), and the echoes it allowed: for the simulator's checker. */
+export type Decided = Readonly<Membership['decided'] & { echoes: number }>;
 
 /** What the runtime must do after an input, in this order. */
 export type ProtocolOutput =

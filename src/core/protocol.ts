@@ -23,7 +23,7 @@ import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
 import type { Packet } from './messages.js';
-import type { LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
+import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
 import { highestClockOf } from './protocol-io.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation, formatIncarnation } from './types.js';
@@ -88,6 +88,8 @@ export class PeerProtocol {
   /** A zombie that was evicted: it does not rejoin while the newer one lives. */
   #stayingOut = false;
   #out: ProtocolOutput[] = [];
+  /** Heartbeats this incarnation let be echoed (mayEcho said yes), for the simulator's checker. */
+  #echoesAllowed = 0;
 
   constructor(opts: ProtocolOptions) {
     const peerCount = opts.peerIds.length;
@@ -236,8 +238,8 @@ export class PeerProtocol {
     return this.#membership.isEvicted(peer, inc);
   }
 
-  membershipDecided(): Readonly<Membership['decided']> {
-    return { ...this.#membership.decided };
+  membershipDecided(): Decided {
+    return { ...this.#membership.decided, echoes: this.#echoesAllowed };
   }
 
   /** Peers whose new incarnation waits for its predecessor's eviction (or while joins are held). */
@@ -257,7 +259,9 @@ export class PeerProtocol {
    * bind, and not against a promise of this incarnation (Membership.mayEcho).
    */
   #mayEcho(peer: number, inc: Incarnation, nowMs: number): boolean {
-    return this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+    const may = this.#votes() && nowMs >= this.#quietUntilMs && this.#membership.mayEcho(peer, inc, nowMs);
+    if (may) this.#echoesAllowed++;
+    return may;
   }
 
   #take(): readonly ProtocolOutput[] {

@@ -13,7 +13,7 @@ import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { ProtocolReader } from '../../src/core/protocol.js';
 import type { Logger } from '../../src/log.js';
 import type { Incarnation } from '../../src/core/types.js';
-import { compareIncarnation } from '../../src/core/types.js';
+import { compareIncarnation, formatIncarnation } from '../../src/core/types.js';
 import type { Checker, Hold } from './checker.js';
 import { HostClock, SimProcess } from './host.js';
 import type { ScheduleTask, SimTime } from './host.js';
@@ -93,6 +93,8 @@ interface LeaseTrack {
   sinceMs: number;
   /** Once that session is superseded: when the checker first saw it so, its lease end and its membership's decisions then. */
   zombie: { readonly sinceMs: number; readonly leaseUntilMs: number; readonly decided: ReturnType<ProtocolReader['membershipDecided']> } | null;
+  /** Whether that session was synced after one of its tasks. */
+  synced: boolean;
 }
 
 /** One running (or frozen) process and its runtime. */
@@ -284,7 +286,7 @@ export class Cluster {
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
       ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
     });
-    const p: SimPeerProcess = { proc, runtime, logger, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null } };
+    const p: SimPeerProcess = { proc, runtime, logger, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null, synced: false } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
     transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);
@@ -356,12 +358,15 @@ export class Cluster {
     const track = p.lease;
     const trueNow = (): number => p.proc.host.baseMs(now) - track.offsetMs;
     if (track.session !== session) {
+      if (track.session !== null && track.synced) this.#checkStayingOut(p, track.session, session);
       track.session = session;
+      track.synced = false;
       track.offsetMs = p.proc.host.baseMs(now) - p.proc.host.monoMs(now);
       track.sinceMs = Number.POSITIVE_INFINITY;
       track.zombie = null;
       this.#bornEvicted(p.proc.peer, session.incarnation);
     }
+    if (session.machine.synced) track.synced = true;
     this.#checkZombie(p, session);
     this.#checkEvictions(p);
     this.#checkSuccessors(p, session);
@@ -383,8 +388,9 @@ export class Cluster {
 
   /**
    * A superseded incarnation (a zombie, docs/design.md section 5) acts no more: its lease is
-   * not renewed (its end never moves later), it starts no suspicion, counts no confirmation
-   * and decides no eviction (it still applies the others' notices), and its waiters are
+   * not renewed (its end never moves later), it starts no suspicion, counts no confirmation,
+   * decides no eviction (it still applies the others' notices), confirms no suspicion and
+   * echoes no heartbeat, and its waiters are
    * answered at once. Judged from the end of the first task that found it superseded.
    */
   #checkZombie(p: SimPeerProcess, session: ProtocolReader): void {
@@ -399,10 +405,38 @@ export class Cluster {
     const who = `p${p.proc.peer} (process ${p.proc.id}), superseded since ${z.sinceMs}ms,`;
     const until = session.leaseValidUntilMs();
     if (until > z.leaseUntilMs) this.#o.checker.zombie(now, `${who} renewed its lease from ${z.leaseUntilMs.toFixed(1)} to ${until.toFixed(1)}`);
-    for (const k of ['suspicions', 'confirmations', 'evictions'] as const) {
+    for (const k of ['suspicions', 'confirmations', 'evictions', 'confirmed', 'echoes'] as const) {
       if (decided[k] > z.decided[k]) this.#o.checker.zombie(now, `${who} went on deciding: ${k} ${z.decided[k]} -> ${decided[k]}`);
     }
     if (now > z.sinceMs) this.onZombieTask(p);
+  }
+
+  /**
+   * A process whose incarnation synced and was refused as evicted stays out while a newer
+   * process of its id lives (docs/design.md section 5, "Zombies"): it rejoins only once a
+   * refusal says that one is evicted, or comes from a peer that never met it. So when it
+   * starts a new incarnation, no other process of its id may run a newer, synced, not
+   * superseded incarnation that every other running peer counts in its core and none evicted.
+   */
+  #checkStayingOut(p: SimPeerProcess, old: ProtocolReader, now: ProtocolReader): void {
+    const { peer } = p.proc;
+    for (const y of this.#host(peer).procs) {
+      if (y === p || !y.proc.alive || !y.runtime.started || !y.lease.synced) continue;
+      const ys = y.runtime.inspect.protocol;
+      if (ys.supersededError !== null || compareIncarnation(ys.incarnation, old.incarnation) <= 0) continue;
+      const others = this.#hosts.filter((h) => h.peer !== peer).flatMap((h) => {
+        const q = this.current(h.peer);
+        return q !== undefined && q.proc.alive && q.runtime.started ? [q] : [];
+      });
+      const counted = (q: SimPeerProcess): boolean => {
+        const s = q.runtime.inspect.protocol;
+        const inc = s.machine.incarnation(peer);
+        return inc !== undefined && compareIncarnation(inc, ys.incarnation) === 0 && !s.isEvicted(peer, ys.incarnation);
+      };
+      if (others.length > 0 && others.every(counted)) {
+        this.#o.checker.zombie(this.#o.time.nowMs, `p${peer} (process ${p.proc.id}) rejoined as ${formatIncarnation(now.incarnation)} above process ${y.proc.id}'s ${formatIncarnation(ys.incarnation)}, which lives and which every other peer counts`);
+      }
+    }
   }
 
   /** Incarnations whose first eviction anywhere was checked (peer:incarnation). */

@@ -21,6 +21,7 @@ import type { Transcript } from './transcript.js';
 import { Prng } from '../support/prng.js';
 import { confirmerCrashesOnShortBound, echoerCrashesBesideTwin, hiddenSuspend, lateFastConfirmation } from './bound-episodes.js';
 import { startRestartEpisode } from './restart-episodes.js';
+import { startTwinEpisode } from './twin-episodes.js';
 
 /** What a fault plan is built from. */
 export interface FaultPlanOptions {
@@ -59,6 +60,11 @@ export class FaultPlan {
     startRestartEpisode({ o: this.#o, active: () => this.#active, busyUntil: () => Math.max(this.#episodeUntilMs, this.#twinUntilMs), hold: (untilMs) => {
       this.#episodeUntilMs = untilMs;
       this.#twinUntilMs = untilMs;
+    } });
+    // Scenario.twinPairEpisode (twin-episodes.ts): plays when no other episode does, then alone.
+    startTwinEpisode(this.#o, { active: () => this.#active, free: () => this.#o.time.nowMs >= Math.max(this.#episodeUntilMs, this.#twinUntilMs), hold: (untilMs) => {
+      this.#episodeUntilMs = Math.max(this.#episodeUntilMs, untilMs);
+      this.#twinUntilMs = Math.max(this.#twinUntilMs, untilMs);
     } });
     const { scenario: s, rng, schedule } = this.#o;
     if (!s.zombieEpisode && !s.lateConfirmEpisode && !s.twinEpisode && !s.isolatedTwinEpisode && s.misconfigEpisode === null && !s.waitingSuccessorEpisode) return;

@@ -9,6 +9,8 @@ import type { Prng } from '../support/prng.js';
 import type { BoundEpisodeKind } from './bound-episodes.js';
 import type { RestartEpisodeKind } from './restart-episodes.js';
 import { drawRestartEpisode } from './restart-episodes.js';
+import type { TwinEpisodeKind } from './twin-episodes.js';
+import { drawTwinEpisode, twinEpisodeSpanMs } from './twin-episodes.js';
 
 /** How peers pick their first clock: wall-clock milliseconds, or tiny floors that tie. */
 export type ClockStyle = 'wall' | 'tiny';
@@ -117,6 +119,13 @@ export interface Scenario {
    * seeds without a bound episode.
    */
   readonly restartEpisode: { readonly kind: RestartEpisodeKind; readonly seed: number } | null;
+  /**
+   * Twins that break a successor's ack gate or a zombie's staying out without their rules: a
+   * restarted peer that meets a twin out of the old process's reach, or a frozen process that
+   * resumes beside its twin (twin-episodes.ts). Drawn from a generator of its own, right after
+   * the bound episode's (its seeds alone change).
+   */
+  readonly twinPairEpisode: { readonly kind: TwinEpisodeKind; readonly seed: number } | null;
   /** At a restart: chances that the data dir is gone, that it cannot be written, that the wall clock stepped back. */
   readonly lostDiskChance: number;
   readonly failingDiskChance: number;
@@ -181,13 +190,14 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   const waitingSuccessorEpisode = drawn.peers === 3 && rng.chance(0.3);
   const episodes = zombieEpisode || lateConfirmEpisode || twinEpisode || isolatedTwinEpisode || misconfigEpisode !== null || waitingSuccessorEpisode;
   const boundEpisode = drawBoundEpisode(rng.fork(), drawn.peers);
-  rng.fork(); // Reserved for the twin episodes' generator.
+  const twinPairEpisode = drawTwinEpisode(rng.fork(), drawn.peers);
   const restartEpisode = boundEpisode === null ? drawRestartEpisode(rng.fork(), drawn.peers) : null;
   let safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
   if (boundEpisode !== null || restartEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
+  if (twinPairEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(twinEpisodeSpanMs(drawn) + 4 * evictGlobalMs + 2 * drawn.leaseMs));
   const wide = overrides.timing === undefined ? drawWideEviction(rng.fork(), boundEpisode !== null) : 1;
   const stretched = wide === 1 ? {} : { evictMs: Math.ceil(drawn.evictMs * wide), safetyMs: Math.round(safetyMs * wide) };
-  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode, restartEpisode, ...stretched };
+  return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode, twinPairEpisode, restartEpisode, ...stretched };
 }
 
 /**
@@ -217,7 +227,7 @@ function drawBoundEpisode(rng: Prng, peers: number): Scenario['boundEpisode'] {
   return peers >= 3 && rng.chance(0.2) ? { kind: 'hiddenSuspend', seed: rng.u32() } : null;
 }
 
-function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode' | 'restartEpisode'> {
+function drawBase(rng: Prng, overrides: ScenarioOverrides): Omit<Scenario, 'zombieEpisode' | 'lateConfirmEpisode' | 'twinEpisode' | 'isolatedTwinEpisode' | 'linkBufferBytes' | 'misconfigEpisode' | 'frameBytes' | 'waitingSuccessorEpisode' | 'boundEpisode' | 'twinPairEpisode' | 'restartEpisode'> {
   const peers = overrides.peers ?? drawPeers(rng);
   const delayMinMs = rng.int(0, 3);
   const calm = rng.chance(0.1);
