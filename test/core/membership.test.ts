@@ -321,7 +321,7 @@ describe('Membership', () => {
     m0?.heard(1, Y, 4 * evictMs);
     expect(m0?.tick(4 * evictMs)).toEqual([]);
     // What it decided is what the simulator's zombie check reads (docs/design.md section 9).
-    expect(m0?.decided).toEqual({ suspicions: 0, confirmations: 0, evictions: 0 });
+    expect(m0?.decided).toEqual({ suspicions: 0, confirmations: 0, evictions: 0, confirmed: 0 });
   });
 
   it('confirms a newer incarnation it never heard once the one it tracked is evicted and the peer is silent (a mutation-runner survivor)', () => {
