@@ -144,6 +144,12 @@ const mutants = {
   'promise-bound-short': [at(peer, "if (kind === 'promise') return 2 * this.config.evictMs;", "if (kind === 'promise') return this.config.evictMs;")],
   /** The echo bound is written 1.5 x lease_ms ahead, not 2 x 1.5 x lease_ms: an echo may leave with 0.75 x lease_ms of it left. */
   'echo-bound-short': [at(peer, 'return 2 * clockRateMargin * this.config.leaseMs;', 'return clockRateMargin * this.config.leaseMs;')],
+  /**
+   * The promise and echo bounds' reaches swapped (3 x lease_ms against 2 x evict_ms): the same
+   * while evict_ms stays near its floor, short for the promise once it is longer (F58: caught
+   * since the simulator draws evict_ms wide in some seeds).
+   */
+  'bound-reaches-swapped': [at(peer, "if (kind === 'promise') return 2 * this.config.evictMs;", "if (kind !== 'promise') return 2 * this.config.evictMs;")],
   /** A restart's incarnation starts at its wall clock alone, not above the high-water mark (seed 1043577's bug). */
   'forget-incarnation-floor': [at(peer, 'this.#newSession(Math.max(this.#env.wallMs(), floor), floor,', 'this.#newSession(Math.max(this.#env.wallMs(), floor), 0,')],
   /** An all-or-nothing request is granted once the mode rule admits it in one of its locks' queues. */

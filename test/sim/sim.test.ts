@@ -134,22 +134,25 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // work: it confirms and echoes nothing); one that goes on acting is caught by the waiter
   // property first. sync-on-unready: a plain crash and restart of two peers, whose unready
   // packets synced the restarted peer too early (a semaphore over its limit).
-  'zombie-echoes': 29,
+  // zombie-echoes 29, sync-on-unready 17, forget-quiet-on-rejoin 263, confirm-waiting-successor
+  // 73 and fingerprint-ignores-timings 85 until the restart, twin-pair or wide-eviction draws
+  // (all after every other draw) came to play in them.
+  'zombie-echoes': 8,
   'zombie-confirms': 163,
   'act-while-superseded': 4,
-  'sync-on-unready': 17,
+  'sync-on-unready': 27,
   // A host restarted with a config of its own (Scenario.misconfigEpisode): ahead of a peer it
   // swapped places with, each ranks its own request first on a tie; with three times the
   // lease, it holds on after the others evicted it.
   'fingerprint-ignores-order': 100,
-  'fingerprint-ignores-timings': 85,
+  'fingerprint-ignores-timings': 109,
   // A seed with 256-byte frames (Scenario.frameBytes), where packets leave in pieces: a
   // first piece's clock acks a request still in a later piece, two exclusive holders. (Seed
   // 73 until the waiting-successor episode, drawn last, came to play in it.)
   'pieces-ack': 92,
   // A 3-peer seed with a waiting-successor episode (Scenario.waitingSuccessorEpisode): the
   // peer that echoes the waiting successor confirms it silent, and it is evicted in its lease.
-  'confirm-waiting-successor': 73,
+  'confirm-waiting-successor': 198,
   // The bound episodes (test/sim/bound-episodes.ts, Scenario.boundEpisode; issue 39), each
   // with the schedule its rule guards written at the episode. A host on a slow disk crashes
   // as the bound of its echoes runs short, beside a twin of the peer it echoed (two peers):
@@ -161,7 +164,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // in a third of them a second process starts beside the restarted one.
   'promise-bound-short': 98,
   'forget-promises-on-restart': 52,
-  'forget-quiet-on-rejoin': 263,
+  'forget-quiet-on-rejoin': 528,
+  // Only once evict_ms is drawn wider than its floor (drawWideEviction, finding F58).
+  'bound-reaches-swapped': 53,
   // The fastest-clocked confirmer's confirmations reach the slowest-clocked suspecter 0.5 to
   // 1 evict_ms of its clock late, after the confirmer's promise ended (an odd cluster).
   'confirm-for-evict-ms': 20,
@@ -292,7 +297,7 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     };
     const plain = runSeeds(1, 12);
     expect(run(['--seeds', '12', '--seed', '1', '--jobs', '3'])).toMatch(new RegExp(`^sim: 12 seeds, ${plain.grants} grants, 0 violations$`, 'm'));
-    const planted = run(['--seeds', '3', '--seed', '5', '--jobs', '2', '--mutant', 'clock-reset']);
+    const planted = run(['--seeds', '3', '--seed', '4', '--jobs', '2', '--mutant', 'clock-reset']);
     expect(planted).toMatch(/^failing seeds: 6$/m);
     expect(planted).toMatch(/^sim: 3 seeds, \d+ grants, 1 violations$/m);
   });
