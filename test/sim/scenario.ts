@@ -195,7 +195,11 @@ export function drawScenario(rng: Prng, overrides: ScenarioOverrides = {}): Scen
   let safetyMs = episodes ? Math.max(drawn.safetyMs, Math.round(6 * evictGlobalMs + 2 * drawn.leaseMs)) : drawn.safetyMs;
   if (boundEpisode !== null || restartEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(11 * evictGlobalMs + 2 * drawn.leaseMs));
   if (twinPairEpisode !== null) safetyMs = Math.max(safetyMs, Math.round(twinEpisodeSpanMs(drawn) + 4 * evictGlobalMs + 2 * drawn.leaseMs));
-  const wide = overrides.timing === undefined ? drawWideEviction(rng.fork(), boundEpisode !== null) : 1;
+  // Not with 256-byte frames: a partition stretched with evict_ms leaves a backlog of thousands
+  // of frames, which the link network's break chance per message never lets through in one
+  // resend (finding F58).
+  const wideDrawn = overrides.timing === undefined ? drawWideEviction(rng.fork(), boundEpisode !== null) : 1;
+  const wide = frameBytes === null ? wideDrawn : 1;
   const stretched = wide === 1 ? {} : { evictMs: Math.ceil(drawn.evictMs * wide), safetyMs: Math.round(safetyMs * wide) };
   return { ...drawn, safetyMs, zombieEpisode, lateConfirmEpisode, twinEpisode, isolatedTwinEpisode, linkBufferBytes, misconfigEpisode, frameBytes, waitingSuccessorEpisode, boundEpisode, twinPairEpisode, restartEpisode, ...stretched };
 }

@@ -166,7 +166,7 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'forget-promises-on-restart': 52,
   'forget-quiet-on-rejoin': 528,
   // Only once evict_ms is drawn wider than its floor (drawWideEviction, finding F58).
-  'bound-reaches-swapped': 53,
+  'bound-reaches-swapped': 74,
   // The fastest-clocked confirmer's confirmations reach the slowest-clocked suspecter 0.5 to
   // 1 evict_ms of its clock late, after the confirmer's promise ended (an odd cluster).
   'confirm-for-evict-ms': 20,
