@@ -15,7 +15,6 @@
  * the same object through that loop.
  */
 import { ErrorCode, LockError } from '../errors.js';
-import { limits } from '../limits.js';
 import type { EchoPromise, MembershipEffect } from './membership.js';
 import { Membership } from './membership.js';
 import type { MachineEvent } from './effects.js';
@@ -26,18 +25,11 @@ import type { Packet } from './messages.js';
 import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
 import { highestClockOf } from './protocol-io.js';
 import type { Incarnation } from './types.js';
+import { WaitingRoom } from './waiting-room.js';
 import { compareIncarnation, formatIncarnation } from './types.js';
 
 /** What most inputs answer (a lease check that changed nothing, a heartbeat): shared, not allocated. */
 const noOutputs: readonly ProtocolOutput[] = Object.freeze([]);
-
-/** A new incarnation of a peer kept out of the core (stage 3 of core/incarnations.ts), with what it sent meanwhile. */
-interface Waiting {
-  readonly inc: Incarnation;
-  readonly clock: number;
-  readonly restarted: boolean;
-  readonly packets: Packet[];
-}
 
 /**
  * What views, metrics and the simulator's checker may read of a protocol (src/runtime/inspector.ts):
@@ -54,23 +46,10 @@ export class PeerProtocol {
   readonly #lease: LeaseTracker;
   readonly #membership: Membership;
   readonly #incarnations: IncarnationBook;
-  /**
-   * The waiting stage (stage 3 of core/incarnations.ts): incarnations the links admitted
-   * while their predecessor was not evicted wait here, out of the core, until the majority
-   * evicts it (Membership.predecessorOf), or while joins are held. Their core packets wait
-   * here (they send none that matter: they cannot sync before every peer let them join), and
-   * nothing of ours that could count as an ack goes to them.
-   */
-  readonly #waiting = new Map<number, Waiting>();
+  /** The waiting stage: new incarnations kept out of the core, and the hold on joins (core/waiting-room.ts). */
+  readonly #waiting: WaitingRoom;
   /** Echoes wait until then (ProtocolOptions.quietForMs). */
   readonly #quietUntilMs: number;
-  /**
-   * No peer joins the core before then (ProtocolOptions.joinsHeldForMs): a heartbeat our
-   * previous process echoed may still vouch for a lease of an incarnation we never met, and
-   * letting its successor in would count us in the successor's ack quorum (F-ids in
-   * docs/findings.md under "Successors"). Joins wait in `#waiting` meanwhile.
-   */
-  readonly #joinsHeldUntilMs: number;
   /**
    * Whether this incarnation ever synced with every peer: one that never did and is refused
    * as stale (its wall clock stepped back since its predecessor started) starts again above
@@ -103,7 +82,7 @@ export class PeerProtocol {
       promises: opts.promises, incarnations: opts.incarnations,
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
-    this.#joinsHeldUntilMs = opts.nowMs + (opts.joinsHeldForMs ?? 0);
+    this.#waiting = new WaitingRoom(opts.nowMs + (opts.joinsHeldForMs ?? 0));
   }
 
   // ---- inputs ----------------------------------------------------------------------------
@@ -134,11 +113,11 @@ export class PeerProtocol {
     if (predecessor !== null) {
       this.#log('warn', { remote: this.peerId(peer), incarnation: formatIncarnation(inc), predecessor: formatIncarnation(predecessor) },
         'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
-      this.#waiting.set(peer, { inc, clock, restarted: false, packets: [] });
+      this.#waiting.enter(peer, inc, clock, false);
       this.#step({ type: 'superseded', peer }, nowMs);
-    } else if (this.#joinsHeld(nowMs)) {
+    } else if (this.#waiting.joinsHeld(nowMs)) {
       this.#log('info', { remote: this.peerId(peer), incarnation: formatIncarnation(inc) }, 'peer waits: no peer joins while a heartbeat this peer echoed before may vouch for a lease');
-      this.#waiting.set(peer, { inc, clock, restarted, packets: [] });
+      this.#waiting.enter(peer, inc, clock, restarted);
     } else {
       this.#join(peer, inc, clock, restarted, nowMs);
     }
@@ -227,7 +206,7 @@ export class PeerProtocol {
   }
 
   joinsHeldLeftMs(nowMs: number): number {
-    return Math.max(0, this.#joinsHeldUntilMs - nowMs);
+    return this.#waiting.joinsHeldLeftMs(nowMs);
   }
 
   promises(nowMs: number): EchoPromise[] {
@@ -244,7 +223,7 @@ export class PeerProtocol {
 
   /** Peers whose new incarnation waits for its predecessor's eviction (or while joins are held). */
   waiting(): number[] {
-    return [...this.#waiting.keys()];
+    return this.#waiting.peers();
   }
 
   silence(peer: number, nowMs: number): ReturnType<Membership['silence']> {
@@ -275,16 +254,12 @@ export class PeerProtocol {
     this.#out.push({ type: 'log', level, fields, msg });
   }
 
-  #joinsHeld(nowMs: number): boolean {
-    return nowMs < this.#joinsHeldUntilMs;
-  }
-
   /** Once joins are no longer held: every waiting peer with no live predecessor joins, then its packets. */
   #releaseHeldJoins(nowMs: number): void {
-    if (this.#waiting.size === 0 || this.#joinsHeld(nowMs)) return;
-    for (const [peer, waiting] of [...this.#waiting]) {
+    if (this.#waiting.size === 0 || this.#waiting.joinsHeld(nowMs)) return;
+    for (const [peer, waiting] of this.#waiting.entries()) {
       if (this.#membership.predecessorOf(peer, waiting.inc) !== null || this.#waiting.get(peer) !== waiting) continue;
-      this.#waiting.delete(peer);
+      this.#waiting.leave(peer);
       this.#join(peer, waiting.inc, waiting.clock, waiting.restarted, nowMs);
       for (const packet of waiting.packets) this.#onPayload(peer, waiting.inc, packet, nowMs);
     }
@@ -312,9 +287,7 @@ export class PeerProtocol {
     const waiting = this.#waiting.get(from);
     if (waiting === undefined) {
       this.#step({ type: 'packet', from, inc, packet: payload }, nowMs);
-    } else if (waiting.packets.length < limits.frameMessagesMax) {
-      waiting.packets.push(payload);
-    } else {
+    } else if (!this.#waiting.keep(waiting, payload)) {
       this.#log('warn', { remote: this.peerId(from) }, 'dropping a packet of a waiting incarnation: too many');
     }
   }
@@ -405,19 +378,19 @@ export class PeerProtocol {
     // We met it (or an older one it replaced while joins were held), and the core drops it
     // from its view as it would a met one.
     const metHeld = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) <= 0;
-    if (metHeld) this.#waiting.delete(e.peer);
+    if (metHeld) this.#waiting.leave(e.peer);
     // It joins once the membership tracks no live predecessor of it: the eviction of an
     // incarnation older than that predecessor (a notice passed on) frees nothing. While joins
     // are held, it waits on (#releaseHeldJoins), and the eviction is a step of its own: no
     // peer has joined the core yet, so no request of ours can go without it.
-    const freed = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) > 0 && !this.#joinsHeld(nowMs) &&
+    const freed = waiting !== undefined && compareIncarnation(waiting.inc, e.inc) > 0 && !this.#waiting.joinsHeld(nowMs) &&
       this.#membership.predecessorOf(e.peer, waiting.inc) === null;
     if (waiting !== undefined && freed) {
       // Its predecessor's lease has lapsed: the waiting incarnation joins, replacing it in
       // one step (the core drops the predecessor's requests as for a restart), then its
       // packets. The successor requests nothing until our state transfer has synced it, so
       // nothing of it sorts before a request of ours granted between the two steps.
-      this.#waiting.delete(e.peer);
+      this.#waiting.leave(e.peer);
       this.#join(e.peer, waiting.inc, waiting.clock, false, nowMs);
       this.#step({ type: 'evicted', peer: e.peer, inc: e.inc, last: e.last }, nowMs);
       for (const packet of waiting.packets) this.#onPayload(e.peer, waiting.inc, packet, nowMs);
