@@ -33,11 +33,15 @@ export function drawTwinEpisode(rng: Prng, peers: number): { readonly kind: Twin
   return { kind: rng.chance(2 / 3) ? 'restartedMeetsTwin' : 'frozenTwin', seed: rng.u32() };
 }
 
+/** evict_ms and lease_ms in virtual (global) ms on the slowest host's clock: how long they last at the longest. */
+function globalMsOf(s: { readonly evictMs: number; readonly leaseMs: number; readonly clockRates: readonly number[] }): { evictGlobalMs: number; leaseGlobalMs: number } {
+  const slowest = Math.min(...s.clockRates);
+  return { evictGlobalMs: s.evictMs / slowest, leaseGlobalMs: s.leaseMs / slowest };
+}
+
 /** How long, in virtual ms, a twin episode may take from its start: the safety phase leaves it that room. */
 export function twinEpisodeSpanMs(s: { readonly evictMs: number; readonly leaseMs: number; readonly heartbeatMs: number; readonly clockRates: readonly number[] }): number {
-  const slowest = Math.min(...s.clockRates);
-  const evictGlobalMs = s.evictMs / slowest;
-  const leaseGlobalMs = s.leaseMs / slowest;
+  const { evictGlobalMs, leaseGlobalMs } = globalMsOf(s);
   return Math.ceil(1.6 * Math.max(evictGlobalMs + 2 * s.heartbeatMs, 3 * leaseGlobalMs) + 3 * evictGlobalMs + 3 * leaseGlobalMs + 4 * s.heartbeatMs);
 }
 
@@ -97,9 +101,7 @@ function restartedMeetsTwin(o: FaultPlanOptions, hooks: TwinEpisodeHooks, rng: P
   const restarter = (twin + rng.int(1, s.peers - 1)) % s.peers;
   const x = cluster.processes(twin)[0];
   if (x === undefined) return false;
-  const slowest = Math.min(...s.clockRates);
-  const evictGlobalMs = s.evictMs / slowest;
-  const leaseGlobalMs = s.leaseMs / slowest;
+  const { evictGlobalMs, leaseGlobalMs } = globalMsOf(s);
   const t0 = time.nowMs;
   const restartAt = t0 + Math.ceil(Math.max(evictGlobalMs + 2 * s.heartbeatMs, 3 * leaseGlobalMs) * (1 + 0.6 * rng.float()));
   const twinAt = restartAt - rng.int(1, 2 * s.heartbeatMs);
@@ -156,9 +158,7 @@ function frozenTwin(o: FaultPlanOptions, hooks: TwinEpisodeHooks, rng: Prng): bo
   const twin = rng.int(0, s.peers - 1);
   const x = cluster.processes(twin)[0];
   if (x === undefined) return false;
-  const slowest = Math.min(...s.clockRates);
-  const evictGlobalMs = s.evictMs / slowest;
-  const leaseGlobalMs = s.leaseMs / slowest;
+  const { evictGlobalMs, leaseGlobalMs } = globalMsOf(s);
   const t0 = time.nowMs;
   const thawAt = t0 + Math.ceil((evictGlobalMs + leaseGlobalMs) * (1.2 + 0.8 * rng.float()) + 2 * s.heartbeatMs);
   const youngDies = rng.chance(0.5);
