@@ -82,6 +82,8 @@ export const limits = {
   peerIdCharsMax: 64,
   /** The cluster name, in the config and in a handshake. */
   clusterNameCharsMax: 128,
+  /** A member's `ws` URL or `http` address in a view (core/view.ts). */
+  addressCharsMax: 256,
   /** Bounds of `heartbeat_ms`, `lease_ms` and `evict_ms` in the config. */
   timingMsMin: 10,
   timingMsMax: 3_600_000,

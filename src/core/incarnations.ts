@@ -68,13 +68,13 @@ export class IncarnationBook {
    * `ceilingMs`: the latest incarnation start admitted now (`clockCeiling` of core/types.ts,
    * which the session computes from its wall clock and its core's clock); none by default.
    */
-  constructor(peerCount: number, ceilingMs: () => number = () => Number.POSITIVE_INFINITY) {
-    this.#records = Array.from({ length: peerCount }, () => ({ admitted: null, evictedUpTo: null, refusedUpTo: null, aheadUpTo: null }));
+  constructor(capacity: number, ceilingMs: () => number = () => Number.POSITIVE_INFINITY) {
+    this.#records = Array.from({ length: capacity }, () => ({ admitted: null, evictedUpTo: null, refusedUpTo: null, aheadUpTo: null }));
     this.#ceilingMs = ceilingMs;
   }
 
-  /** How many peers (self included) this book has a record for. */
-  get peerCount(): number {
+  /** How many ordinals (self included) this book has a record for: `Members.capacity`. */
+  get capacity(): number {
     return this.#records.length;
   }
 

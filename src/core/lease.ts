@@ -1,12 +1,14 @@
 /**
  * Self-fencing leases (docs/design.md section 5). A peer's lease is valid while, within the last
- * `leaseMs` of its own monotonic clock, a majority of the configured peers (itself
- * included) has echoed a heartbeat it sent. The lease is measured from the SEND time of
- * the echoed heartbeat, never from its arrival, so a delayed echo cannot stretch it.
+ * `leaseMs` of its own monotonic clock, a majority of the members of its view (itself
+ * included, core/members.ts) has echoed a heartbeat it sent. The lease is measured from the
+ * SEND time of the echoed heartbeat, never from its arrival, so a delayed echo cannot stretch it.
  * Pure: time is an argument, so the simulator can drive it.
  */
+import type { Members } from './members.js';
+
 export class LeaseTracker {
-  readonly #self: number;
+  readonly #members: Members;
   readonly #leaseMs: number;
   /** Latest echoed send time per peer, in the owner's monotonic ms; -Infinity when none. */
   readonly #echoedSentAt: number[];
@@ -17,35 +19,35 @@ export class LeaseTracker {
    */
   #until: number;
 
-  constructor(opts: { self: number; peerCount: number; leaseMs: number }) {
-    this.#self = opts.self;
+  constructor(opts: { members: Members; leaseMs: number }) {
+    this.#members = opts.members;
     this.#leaseMs = opts.leaseMs;
-    this.#echoedSentAt = new Array<number>(opts.peerCount).fill(Number.NEGATIVE_INFINITY);
+    this.#echoedSentAt = new Array<number>(opts.members.capacity).fill(Number.NEGATIVE_INFINITY);
     this.#until = this.majority === 1 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
   }
 
   /** Number of peers, this one included, that make a majority. */
   get majority(): number {
-    return Math.floor(this.#echoedSentAt.length / 2) + 1;
+    return this.#members.majority;
   }
 
   /** A heartbeat we sent at `sentAtMs` came back from `peer`. */
   onEcho(peer: number, sentAtMs: number): void {
-    if (peer === this.#self || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
+    if (peer === this.#members.self || !this.#members.has(peer) || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
     this.#echoedSentAt[peer] = sentAtMs;
     this.#recompute();
   }
 
   /** Forgets a peer (evicted or restarted): its old echoes no longer vouch for us. */
   forget(peer: number): void {
-    if (peer === this.#self) return;
+    if (peer === this.#members.self) return;
     this.#echoedSentAt[peer] = Number.NEGATIVE_INFINITY;
     this.#recompute();
   }
 
   #recompute(): void {
     if (this.majority === 1) return;
-    const others = this.#echoedSentAt.filter((_, p) => p !== this.#self).sort((a, b) => b - a);
+    const others = this.#members.others().map((p) => this.#echoedSentAt[p] ?? Number.NEGATIVE_INFINITY).sort((a, b) => b - a);
     this.#until = (others[this.majority - 2] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs;
   }
 
@@ -56,11 +58,7 @@ export class LeaseTracker {
 
   /** Peers (this one excluded) none of whose echoes vouch for us at `nowMs`. */
   silentPeers(nowMs: number): number[] {
-    const out: number[] = [];
-    this.#echoedSentAt.forEach((t, p) => {
-      if (p !== this.#self && t + this.#leaseMs <= nowMs) out.push(p);
-    });
-    return out;
+    return this.#members.others().filter((p) => (this.#echoedSentAt[p] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs <= nowMs);
   }
 
   /** True while the lease holds at `nowMs`. */

@@ -14,6 +14,7 @@ import { LockTable, addStamp } from './lock-table.js';
 import { removeOneByOneMax } from './request-queue.js';
 import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage } from './messages.js';
+import type { Members } from './members.js';
 import { PeerView } from './peer-view.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
@@ -23,10 +24,8 @@ export type { QueueEntry } from './lock-table.js';
 
 /** Construction parameters of one peer's machine. */
 export interface MachineOptions {
-  /** This peer's index in the configuration. */
-  readonly self: number;
-  /** Number of configured peers, this one included. */
-  readonly peerCount: number;
+  /** The members of the view, this peer among them (core/members.ts). */
+  readonly members: Members;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
   /** Where the changes of the queues are told (the watches), if anywhere. */
@@ -36,7 +35,7 @@ export interface MachineOptions {
 /** One peer's protocol state: clock, queues, lastTs, view and its own requests. */
 export class Machine {
   readonly self: number;
-  readonly peerCount: number;
+  readonly members: Members;
   #clock: number;
   readonly #locks: LockTable;
   /** The view, the incarnations met and refused, and lastTs per peer. */
@@ -46,13 +45,11 @@ export class Machine {
   readonly #out = new EffectBuffer();
 
   constructor(opts: MachineOptions) {
-    assert(opts.peerCount >= 1 && opts.peerCount <= limits.peersMax, 'peer count in 1..limits.peersMax');
-    assert(opts.self >= 0 && opts.self < opts.peerCount, 'self is a configured peer');
-    this.self = opts.self;
-    this.peerCount = opts.peerCount;
+    this.self = opts.members.self;
+    this.members = opts.members;
     this.#clock = opts.clockFloor;
-    this.#locks = new LockTable(opts.self, (p) => p, opts.queueLog);
-    this.#peers = new PeerView(opts.self, opts.peerCount);
+    this.#locks = new LockTable(opts.members.self, (p) => p, opts.queueLog);
+    this.#peers = new PeerView(opts.members);
   }
 
   /** The Lamport clock. */
@@ -264,7 +261,7 @@ export class Machine {
   }
 
   #onJoined(peer: number, inc: Incarnation, clock: number): void {
-    assert(peer !== this.self && peer >= 0 && peer < this.peerCount, 'joined peer is configured');
+    assert(peer !== this.self && this.members.has(peer), 'joined peer is a member');
     if (!this.#peers.isNew(peer, inc)) return;
     const restarted = this.#peers.incarnation(peer) !== undefined;
     const wasSynced = this.synced;

@@ -12,6 +12,7 @@
  */
 import { assert } from '../assert.js';
 import { IncarnationBook } from './incarnations.js';
+import type { Members } from './members.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation, isIncarnation } from './types.js';
 
@@ -110,9 +111,11 @@ export class Membership {
   readonly #self: number;
   /** Where the evictions decided here are kept (src/core/incarnations.ts). */
   readonly #incarnations: IncarnationBook;
-  readonly #peerCount: number;
+  /** The members of the view: majorities are counted over them. */
+  readonly #members: Members;
   readonly #evictMs: number;
-  readonly #peers: PeerTrack[] = [];
+  /** What is tracked of each member, this one included (never read for it), by ordinal. */
+  readonly #peers = new Map<number, PeerTrack>();
   /** How long a confirmation binds its sender (its clock): evictMs. */
   readonly #promiseMs: number;
   /**
@@ -132,24 +135,23 @@ export class Membership {
 
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
   constructor(opts: {
-    self: number;
-    peerCount: number;
+    members: Members;
     evictMs: number;
     nowMs: number;
     clockRateMargin?: number;
     promises?: readonly EchoPromise[] | undefined;
     incarnations?: IncarnationBook | undefined;
   }) {
-    this.#self = opts.self;
-    this.#incarnations = opts.incarnations ?? new IncarnationBook(opts.peerCount);
-    assert(this.#incarnations.peerCount === opts.peerCount, 'one incarnation record per configured peer');
-    this.#peerCount = opts.peerCount;
+    this.#self = opts.members.self;
+    this.#incarnations = opts.incarnations ?? new IncarnationBook(opts.members.capacity);
+    assert(this.#incarnations.capacity === opts.members.capacity, 'one incarnation record per ordinal');
+    this.#members = opts.members;
     this.#evictMs = opts.evictMs;
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
-    for (let p = 0; p < opts.peerCount; p++) {
-      this.#peers.push({
+    for (const p of opts.members.all()) {
+      this.#peers.set(p, {
         inc: unknownIncarnation, lastHeardMs: opts.nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY,
         noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
       });
@@ -206,11 +208,11 @@ export class Membership {
 
   /** Peers (this one included) that make a majority of the configuration. */
   get majority(): number {
-    return Math.floor(this.#peerCount / 2) + 1;
+    return this.#members.majority;
   }
 
   #track(peer: number): PeerTrack | undefined {
-    return peer === this.#self ? undefined : this.#peers[peer];
+    return peer === this.#self ? undefined : this.#peers.get(peer);
   }
 
   /** Anything arrived from `peer`'s incarnation `inc` (a payload, a heartbeat, a handshake). */
@@ -270,13 +272,13 @@ export class Membership {
    * its id proved itself, and its lease needs our echo, which we have withheld for evictMs.
    */
   #alone(t: PeerTrack): boolean {
-    return this.majority >= this.#peerCount && t.successor !== null;
+    return this.#members.isPair && t.successor !== null;
   }
 
   /** Periodic check: suspect every peer silent for evictMs that is not evicted yet. */
   tick(nowMs: number): MembershipEffect[] {
     const out: MembershipEffect[] = [];
-    const pair = this.majority >= this.#peerCount;
+    const pair = this.#members.isPair;
     this.#peers.forEach((t, peer) => {
       if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
       if (pair && !this.#alone(t)) return;
@@ -289,8 +291,8 @@ export class Membership {
       t.confirmations.set(this.#self, nowMs);
       out.push(...this.#maybeEvict(peer, t, nowMs));
       if (this.isEvicted(peer, inc)) return;
-      for (let q = 0; q < this.#peerCount; q++) {
-        if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc, at: nowMs } });
+      for (const q of this.#members.others()) {
+        if (q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc, at: nowMs } });
       }
     });
     return out;
@@ -307,8 +309,8 @@ export class Membership {
     this.decided.evictions++;
     const last = !this.knowsNewer(peer, inc);
     const out: MembershipEffect[] = this.#apply(peer, inc, nowMs, last);
-    for (let q = 0; q < this.#peerCount; q++) {
-      if (q !== this.#self && q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
+    for (const q of this.#members.others()) {
+      if (q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
     }
     return out;
   }
@@ -380,7 +382,7 @@ export class Membership {
     if (t === undefined) return null;
     const silentMs = Math.max(0, nowMs - t.lastHeardMs);
     const met = compareIncarnation(t.inc, unknownIncarnation) !== 0;
-    const pair = this.majority >= this.#peerCount && !this.#alone(t);
+    const pair = this.#members.isPair && !this.#alone(t);
     const suspects = met && !pair && !this.isEvicted(peer, t.inc);
     return { silentMs, suspectInMs: suspects ? Math.max(0, this.#evictMs - silentMs) : null };
   }

@@ -10,6 +10,7 @@
  * (docs/style.md convention 2): the met one lags the book's admitted one while a successor
  * waits, and the floor follows the book's within the same membership effect.
  */
+import type { Members } from './members.js';
 import type { Incarnation } from './types.js';
 import { compareIncarnation } from './types.js';
 
@@ -22,13 +23,14 @@ export class PeerView {
   readonly #inc = new Map<number, Incarnation>();
   /** The newest evicted incarnation of each peer, as the core's 'evicted' steps told it. */
   readonly #evictedInc = new Map<number, Incarnation>();
-  readonly #self: number;
+  /** The members: the join rule counts a majority of them. */
+  readonly #members: Members;
 
-  /** Every configured peer but `self` is in the view at first, none of them met yet. */
-  constructor(self: number, peerCount: number) {
-    this.#self = self;
-    this.#lastTs = new Array<number>(peerCount).fill(0);
-    for (let p = 0; p < peerCount; p++) if (p !== self) this.#view.add(p);
+  /** Every member but this one is in the view at first, none of them met yet. */
+  constructor(members: Members) {
+    this.#members = members;
+    this.#lastTs = new Array<number>(members.capacity).fill(0);
+    for (const p of members.others()) this.#view.add(p);
   }
 
   /** True when every peer of the view has handshaked and sent us a packet since. */
@@ -71,7 +73,7 @@ export class PeerView {
   }
 
   /**
-   * True when at least `peerCount - majority + 1` of the other configured peers let this
+   * True when at least `size - majority + 1` of the other members let this
    * incarnation join (sent us a packet) or were evicted: the one we met, or, if we met none,
    * the newest the evictors knew (`gone`; a peer down for good must not keep us from acking,
    * simulator seed 348). Not the eviction of an older one alone: a newer one may live and
@@ -82,14 +84,12 @@ export class PeerView {
    * predecessor lets us in at once (simulator seed 101577).
    */
   get joinedByQuorum(): boolean {
-    const n = this.#lastTs.length;
     let admitted = 0;
-    for (let p = 0; p < n; p++) {
-      if (p === this.#self) continue;
+    for (const p of this.#members.others()) {
       const met = this.#inc.has(p);
       if (met ? this.#letUsIn.has(p) : !this.#view.has(p) || this.#gone.has(p)) admitted++;
     }
-    return admitted >= Math.min(n - 1, n - (Math.floor(n / 2) + 1) + 1);
+    return admitted >= this.#members.meetsEveryMajority;
   }
 
   /** Peers of the view, this one excluded. */

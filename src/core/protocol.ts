@@ -21,6 +21,7 @@ import type { MachineEvent } from './effects.js';
 import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
+import { Members } from './members.js';
 import type { Packet } from './messages.js';
 import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
 import { highestClockOf } from './protocol-io.js';
@@ -71,14 +72,14 @@ export class PeerProtocol {
   #echoesAllowed = 0;
 
   constructor(opts: ProtocolOptions) {
-    const peerCount = opts.peerIds.length;
+    const members = Members.first(opts.self, opts.peerIds.length);
     this.incarnation = opts.incarnation;
     this.#peerIds = opts.peerIds;
     this.#incarnations = opts.incarnations;
-    this.#machine = new Machine({ self: opts.self, peerCount, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
-    this.#lease = new LeaseTracker({ self: opts.self, peerCount, leaseMs: opts.leaseMs });
+    this.#machine = new Machine({ members, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
+    this.#lease = new LeaseTracker({ members, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
-      self: opts.self, peerCount, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
+      members, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
       promises: opts.promises, incarnations: opts.incarnations,
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);

@@ -11,4 +11,4 @@ import type { IncarnationBook } from '../core/incarnations.js';
 export type { IncarnationNews, IncarnationRefusal } from '../core/incarnations.js';
 
 /** The mesh's narrow view of the IncarnationBook: stages 1 (admitted) and 6 (refused). */
-export type IncarnationGate = Pick<IncarnationBook, 'peerCount' | 'known' | 'newest' | 'isRefused' | 'check' | 'admit' | 'refuse' | 'refuseAhead' | 'isAhead'>;
+export type IncarnationGate = Pick<IncarnationBook, 'capacity' | 'known' | 'newest' | 'isRefused' | 'check' | 'admit' | 'refuse' | 'refuseAhead' | 'isAhead'>;

@@ -94,7 +94,7 @@ export class Mesh<P> {
     this.#log = opts.logger;
     const size = Math.max(opts.self.index, ...opts.peers.map((p) => p.index)) + 1;
     this.#book = opts.incarnations ?? new IncarnationBook(size);
-    assert(this.#book.peerCount >= size, 'the incarnation book covers every peer');
+    assert(this.#book.capacity >= size, 'the incarnation book covers every peer');
     this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
     const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
     for (const peer of opts.peers) {

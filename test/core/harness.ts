@@ -3,6 +3,7 @@
  * effects are routed into per-pair FIFO queues, and a test delivers packets one at a time
  * or until the cluster is quiet, so each test states exactly the interleaving it means.
  */
+import { Members } from '../../src/core/members.js';
 import type { Effect, MachineEvent } from '../../src/core/machine.js';
 import { Machine } from '../../src/core/machine.js';
 import type { Packet } from '../../src/core/messages.js';
@@ -47,7 +48,7 @@ export class Net {
 
   /** A new machine (state lost) with incarnation `{startMs, nonce: 0}`. */
   restart(peer: number, startMs: number, clockFloor = this.#opts.clockFloor): void {
-    this.machines[peer] = new Machine({ self: peer, peerCount: this.#peers, clockFloor });
+    this.machines[peer] = new Machine({ members: Members.first(peer, this.#peers), clockFloor });
     this.incs[peer] = { startMs, nonce: 0 };
     for (const key of [...this.#queues.keys()]) {
       const [from, to] = key.split('>').map(Number);

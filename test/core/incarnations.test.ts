@@ -13,7 +13,7 @@ const C = { startMs: 3000, nonce: 9 };
 describe('IncarnationBook', () => {
   it('knows nothing of any peer at first, and admits any incarnation', () => {
     const book = new IncarnationBook(3);
-    expect(book.peerCount).toBe(3);
+    expect(book.capacity).toBe(3);
     expect([book.known(1), book.newest(1), book.evictedUpTo(1)]).toEqual([null, null, null]);
     expect(book.check(1, A)).toBeNull();
     expect([book.isEvicted(1, A), book.isRefused(1, A)]).toEqual([false, false]);

@@ -2,12 +2,13 @@
  * Self-fencing leases (docs/design.md section 5): valid while a majority echoed a heartbeat sent
  * within lease_ms, measured from the send time.
  */
+import { Members } from '../../src/core/members.js';
 import { describe, expect, it } from 'vitest';
 import { LeaseTracker } from '../../src/core/lease.js';
 
 describe('LeaseTracker', () => {
   it('is valid with a majority of echoes and lapses lease_ms after the majority-th send time', () => {
-    const lease = new LeaseTracker({ self: 0, peerCount: 5, leaseMs: 1000 });
+    const lease = new LeaseTracker({ members: Members.first(0, 5), leaseMs: 1000 });
     expect(lease.valid(0)).toBe(false);
     lease.onEcho(1, 100);
     expect(lease.valid(150)).toBe(false);
@@ -19,7 +20,7 @@ describe('LeaseTracker', () => {
   });
 
   it('measures from the send time, so a late echo cannot stretch the lease', () => {
-    const lease = new LeaseTracker({ self: 0, peerCount: 3, leaseMs: 1000 });
+    const lease = new LeaseTracker({ members: Members.first(0, 3), leaseMs: 1000 });
     lease.onEcho(1, 0);
     expect(lease.valid(999)).toBe(true);
     lease.onEcho(1, -5);
@@ -27,14 +28,14 @@ describe('LeaseTracker', () => {
   });
 
   it('forgets an evicted or restarted peer', () => {
-    const lease = new LeaseTracker({ self: 0, peerCount: 3, leaseMs: 1000 });
+    const lease = new LeaseTracker({ members: Members.first(0, 3), leaseMs: 1000 });
     lease.onEcho(1, 0);
     lease.forget(1);
     expect(lease.valid(1)).toBe(false);
   });
 
   it('always holds in a single-peer cluster, never alone in a two-peer one', () => {
-    expect(new LeaseTracker({ self: 0, peerCount: 1, leaseMs: 1000 }).valid(1e9)).toBe(true);
-    expect(new LeaseTracker({ self: 0, peerCount: 2, leaseMs: 1000 }).valid(5)).toBe(false);
+    expect(new LeaseTracker({ members: Members.first(0, 1), leaseMs: 1000 }).valid(1e9)).toBe(true);
+    expect(new LeaseTracker({ members: Members.first(0, 2), leaseMs: 1000 }).valid(5)).toBe(false);
   });
 });

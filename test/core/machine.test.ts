@@ -2,6 +2,7 @@
  * Behaviour of the protocol core (docs/design.md section 3 and the membership rules of section 4),
  * one rule per test, driven by hand through the Net harness.
  */
+import { Members } from '../../src/core/members.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
 import type * as MachineModule from '../../src/core/machine.js';
@@ -28,7 +29,7 @@ afterAll(dropPlanted);
 
 describe('Machine: grants', () => {
   it('grants a single peer immediately, with token ts * 1024 + peer index', () => {
-    const m = new Machine({ self: 0, peerCount: 1, clockFloor: 41 });
+    const m = new Machine({ members: Members.first(0, 1), clockFloor: 41 });
     const effects = m.step({ type: 'acquire', ref: 1, parts: [{ lock: 'a', spec: spec() }], noWait: false });
     expect(effects).toEqual([{ type: 'granted', ref: 1, lock: 'a', ts: 42, token: tokenOf(42, 0), mode: 'exclusive' }]);
     expect(tokenOf(42, 0)).toBe(42n * 1024n);
@@ -167,7 +168,7 @@ describe('Machine: all-or-nothing requests', () => {
   });
 
   it('refuses the whole request when one of its locks\' queue is full', () => {
-    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 1 });
+    const m = new Machine({ members: Members.first(0, 2), clockFloor: 1 });
     for (let ref = 1; ref <= limits.queuedPerLockMax; ref++) m.step({ type: 'acquire', ref, parts: [{ lock: 'b', spec: spec() }], noWait: false });
     const ref = limits.queuedPerLockMax + 1;
     expect(m.step({ type: 'acquire', ref, parts: [{ lock: 'a', spec: spec() }, { lock: 'b', spec: spec() }], noWait: false })).toEqual([{ type: 'full', ref, lock: 'b' }]);
@@ -278,7 +279,7 @@ describe('Machine: membership', () => {
   it('takes no ack and no sync from an unready packet, but lets its sender in (sync-on-unready plants the bug)', async () => {
     const planted = (await plantedModule<typeof MachineModule>('sync-on-unready', 'src/core/machine.js')).Machine;
     for (const [M, syncOnUnready] of [[Machine, false], [planted, true]] as const) {
-      const m = new M({ self: 0, peerCount: 2, clockFloor: 0 });
+      const m = new M({ members: Members.first(0, 2), clockFloor: 0 });
       m.step({ type: 'joined', peer: 1, inc: { startMs: 1, nonce: 0 }, clock: 10 });
       m.step({ type: 'packet', from: 1, inc: { startMs: 1, nonce: 0 }, packet: { c: 20, m: [], u: true } });
       expect(m.ackReady).toBe(true);
@@ -342,7 +343,7 @@ describe('Machine: membership', () => {
   });
 
   it('ends granted holds with lease_lost when the lease lapses, and grants nothing until it is back', () => {
-    const m = new Machine({ self: 0, peerCount: 1, clockFloor: 0 });
+    const m = new Machine({ members: Members.first(0, 1), clockFloor: 0 });
     m.step({ type: 'acquire', ref: 1, parts: [{ lock: 'a', spec: spec() }], noWait: false });
     expect(outcomes(m.step({ type: 'lease', valid: false }))).toEqual(['ended 1 lease_lost']);
     expect(outcomes(m.step({ type: 'acquire', ref: 2, parts: [{ lock: 'a', spec: spec() }], noWait: false }))).toEqual([]);
@@ -355,7 +356,7 @@ describe('Machine: bounded queues', () => {
 
   it('refuses a request of ours, sending nothing, once its lock has queuedPerLockMax requests here (pending ones count)', () => {
     // Two peers, the other never joined: every request of ours stays pending, and counts.
-    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+    const m = new Machine({ members: Members.first(0, 2), clockFloor: 0 });
     for (let ref = 1; ref <= max; ref++) expect(m.step({ type: 'acquire', ref, parts: [{ lock: 'a', spec: spec() }], noWait: false })).toEqual([]);
     expect(m.step({ type: 'acquire', ref: max + 1, parts: [{ lock: 'a', spec: spec() }], noWait: false })).toEqual([{ type: 'full', ref: max + 1, lock: 'a' }]);
     expect(m.stats().own).toBe(max);
@@ -365,7 +366,7 @@ describe('Machine: bounded queues', () => {
   });
 
   it('counts the other peers\' requests, and still queues every one of theirs past the limit', () => {
-    const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+    const m = new Machine({ members: Members.first(0, 2), clockFloor: 0 });
     const inc = { startMs: 1, nonce: 1 };
     m.step({ type: 'joined', peer: 1, inc, clock: 0 });
     const req = (ts: number): RequestMessage => ({ t: 'req', lock: 'a', ts, mode: 'exclusive', limit: 1, permits: 1, owner: '', meta: null, at: 0 });
@@ -432,7 +433,7 @@ describe('Machine: RELEASEs in one packet', () => {
       req('b', 62), rel('a', 36),
     ];
     const fresh = (): Machine => {
-      const m = new Machine({ self: 0, peerCount: 2, clockFloor: 0 });
+      const m = new Machine({ members: Members.first(0, 2), clockFloor: 0 });
       m.step({ type: 'joined', peer: 1, inc, clock: 0 });
       m.step({ type: 'packet', from: 1, inc, packet: { c: 61, m: queued } });
       return m;

@@ -1,6 +1,7 @@
 /**
  * Majority-confirmed eviction (docs/design.md section 5), driven with explicit times.
  */
+import { Members } from '../../src/core/members.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { IncarnationBook } from '../../src/core/incarnations.js';
 import { Membership, isMembershipMessage, unknownIncarnation } from '../../src/core/membership.js';
@@ -29,7 +30,7 @@ function evictions(effects: MembershipEffect[]): number[] {
 }
 
 function three(nowMs = 0): Membership[] {
-  return [0, 1, 2].map((self) => new Membership({ self, peerCount: 3, evictMs, nowMs }));
+  return [0, 1, 2].map((self) => new Membership({ members: Members.first(self, 3), evictMs, nowMs }));
 }
 
 // The patched copies of the build the planted bugs ran in (test/sim/planted.ts).
@@ -92,7 +93,7 @@ describe('Membership', () => {
   it('still counts a successor replaced by a newer one as heard: no confirmation of it before it was silent evict_ms (seeds 2042388 and 2048353)', async () => {
     const Z = { startMs: 3000, nonce: 5 };
     const confirmsOfY = (M: typeof Membership, atMs: number): number => {
-      const m = new M({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
+      const m = new M({ members: Members.first(1, 3), evictMs, nowMs: 0 });
       m.heard(0, X, 0);
       m.heard(0, Y, evictMs + 100); // Y waits as X's successor here; we may echo it
       m.heard(0, Z, evictMs + 200); // Z, newer, replaces it as the successor
@@ -106,7 +107,7 @@ describe('Membership', () => {
   });
 
   it('changes nothing when it hears the tracked incarnation again while its successor waits (issue 39: that one is superseded)', () => {
-    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
+    const m = new Membership({ members: Members.first(0, 3), evictMs, nowMs: 0 });
     m.heard(2, X, 0);
     m.heard(2, Y, 100);
     // X's frames after Y's handshake (the mesh labels every frame with the newest admitted
@@ -120,14 +121,14 @@ describe('Membership', () => {
   });
 
   it('replaces the predecessor at once under the forget-predecessor mutant', async () => {
-    const m = new (await plantedMembership('forget-predecessor'))({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
+    const m = new (await plantedMembership('forget-predecessor'))({ members: Members.first(0, 3), evictMs, nowMs: 0 });
     m.heard(2, X, 0);
     m.heard(2, Y, 100);
     expect(m.predecessorOf(2, Y)).toBeNull();
   });
 
   it('in a two-peer cluster, evicts a superseded incarnation alone once it was silent evict_ms', () => {
-    const m = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    const m = new Membership({ members: Members.first(0, 2), evictMs, nowMs: 0 });
     m.heard(1, X, 0);
     expect(m.tick(evictMs)).toEqual([]); // two peers never evict each other...
     m.heard(1, Y, 10);
@@ -165,7 +166,7 @@ describe('Membership', () => {
     // membership on a clock of its own (it starts at 50 here).
     const promises = m1?.promises(evictMs + 1000) ?? [];
     expect(promises).toEqual([{ peer: 2, upTo: X, remainingMs: evictMs - 1000 }]);
-    const next = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises });
+    const next = new Membership({ members: Members.first(1, 3), evictMs, nowMs: 50, promises });
     next.heard(2, X, 60);
     expect(next.mayEcho(2, X, 60)).toBe(false);
     expect(next.mayEcho(2, X, 50 + evictMs - 1001)).toBe(false);
@@ -173,7 +174,7 @@ describe('Membership', () => {
     expect(next.mayEcho(2, Y, 60)).toBe(true);
     expect(next.promises(50 + evictMs - 1000)).toEqual([]);
     // The planted bug forgets them: the new incarnation echoes what the old one confirmed silent.
-    const planted = new (await plantedMembership('forget-promises-on-rejoin'))({ self: 1, peerCount: 3, evictMs, nowMs: 50, promises });
+    const planted = new (await plantedMembership('forget-promises-on-rejoin'))({ members: Members.first(1, 3), evictMs, nowMs: 50, promises });
     planted.heard(2, X, 60);
     expect(planted.mayEcho(2, X, 60)).toBe(true);
   });
@@ -192,7 +193,7 @@ describe('Membership', () => {
     // The planted bug (a liveness delay, not a safety one: the simulator's liveness bound
     // hides it) withholds Y's echoes for the whole promise.
     const promiseBindsNewer = [{ file: 'src/core/membership.js', from: 'compareIncarnation(inc, t.noEchoUpTo) <= 0', to: 'compareIncarnation(inc, t.inc) <= 0' }];
-    const planted = new (await plantedMembership(promiseBindsNewer))({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
+    const planted = new (await plantedMembership(promiseBindsNewer))({ members: Members.first(1, 3), evictMs, nowMs: 0 });
     planted.heard(2, X, 0);
     planted.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs }, evictMs);
     planted.onMessage(0, { t: 'evict', peer: 2, inc: X }, evictMs + 1);
@@ -202,7 +203,7 @@ describe('Membership', () => {
 
   it('counts a confirmation only while its promise binds the confirmer (evict_ms over the rate margin)', () => {
     const five = (): Membership => {
-      const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+      const m = new Membership({ members: Members.first(0, 5), evictMs, nowMs: 0 });
       for (const p of [1, 2, 3]) m.heard(p, Y, 100 * evictMs);
       m.heard(4, X, 0);
       m.tick(evictMs);
@@ -217,7 +218,7 @@ describe('Membership', () => {
   });
 
   it('counts a confirmation from when its suspicion was sent, not from when it arrived (seed 248088)', () => {
-    const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+    const m = new Membership({ members: Members.first(0, 5), evictMs, nowMs: 0 });
     m.heard(4, X, 0);
     for (let at = evictMs; at <= 2 * evictMs; at += 100) {
       for (const p of [1, 2, 3]) m.heard(p, Y, at);
@@ -231,7 +232,7 @@ describe('Membership', () => {
   });
 
   it('ignores a confirmation echoing a time it never sent a suspicion at: before it started, or in its future', () => {
-    const m = new Membership({ self: 0, peerCount: 3, evictMs, nowMs: 500 });
+    const m = new Membership({ members: Members.first(0, 3), evictMs, nowMs: 500 });
     m.heard(2, X, 500);
     m.tick(500 + evictMs);
     expect(m.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: 499 }, 500 + evictMs)).toEqual([]);
@@ -240,7 +241,7 @@ describe('Membership', () => {
   });
 
   it('does not count a confirmation from an earlier silence once the suspect was heard again (fault run seed 20261122)', () => {
-    const m = new Membership({ self: 0, peerCount: 5, evictMs, nowMs: 0 });
+    const m = new Membership({ members: Members.first(0, 5), evictMs, nowMs: 0 });
     m.heard(1, X, 0);
     m.tick(3000);
     expect(evictions(m.onMessage(2, { t: 'confirm', peer: 1, inc: X, at: 3000 }, 3000))).toEqual([]);
@@ -251,12 +252,12 @@ describe('Membership', () => {
   });
 
   it('never evicts in a two-peer cluster', () => {
-    const m = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    const m = new Membership({ members: Members.first(0, 2), evictMs, nowMs: 0 });
     expect(m.tick(10 * evictMs)).toEqual([]);
   });
 
   it('with the evict-without-majority fault, evicts on its own word (the mutant the simulator must catch)', async () => {
-    const m = new (await plantedMembership('evict-without-majority'))({ self: 0, peerCount: 3, evictMs, nowMs: 0 });
+    const m = new (await plantedMembership('evict-without-majority'))({ members: Members.first(0, 3), evictMs, nowMs: 0 });
     expect(evictions(m.tick(evictMs))).toEqual([1, 2]);
   });
 
@@ -274,7 +275,7 @@ describe('Membership', () => {
     m0?.heard(2, Y, evictMs + 2);
     expect(m0?.evictions(1).map((e) => (e.type === 'send' ? e.msg : null))).toEqual([{ t: 'evict', peer: 2, inc: X, last: false }]);
     // A receiver that knows a newer one applies even a `last` notice as not last.
-    const m2 = new Membership({ self: 1, peerCount: 3, evictMs, nowMs: 0 });
+    const m2 = new Membership({ members: Members.first(1, 3), evictMs, nowMs: 0 });
     m2.heard(2, X, 0);
     m2.heard(2, Y, 1);
     expect(m2.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true }, 2)).toEqual([{ type: 'evict', peer: 2, inc: X, last: false }]);
@@ -282,14 +283,14 @@ describe('Membership', () => {
 
   it('keeps its evictions in the IncarnationBook it is given, the one the mesh refuses from', () => {
     const book = new IncarnationBook(3);
-    const [, m1] = [0, 1].map((self) => new Membership({ self, peerCount: 3, evictMs, nowMs: 0, incarnations: self === 1 ? book : undefined }));
+    const [, m1] = [0, 1].map((self) => new Membership({ members: Members.first(self, 3), evictMs, nowMs: 0, incarnations: self === 1 ? book : undefined }));
     m1?.heard(2, X, 0);
     expect(book.evictedUpTo(2)).toBeNull();
     expect(evictions(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, 10) ?? [])).toEqual([2]);
     expect(book.evictedUpTo(2)).toEqual(X);
     expect([m1?.isEvicted(2, X), book.isRefused(2, X)]).toEqual([true, false]); // The session refuses it when it applies the effect.
     expect(m1?.onMessage(0, { t: 'evict', peer: 2, inc: X }, 20)).toEqual([]);
-    expect(() => new Membership({ self: 0, peerCount: 4, evictMs, nowMs: 0, incarnations: book })).toThrow(/one incarnation record/);
+    expect(() => new Membership({ members: Members.first(0, 4), evictMs, nowMs: 0, incarnations: book })).toThrow(/one incarnation record/);
   });
 
   it('passes its evictions to a peer that joins, except the peer itself', () => {
@@ -351,7 +352,7 @@ describe('Membership', () => {
 describe('Machine and evictions of incarnations it never met', () => {
   it('refuses that incarnation but keeps the peer in its view (seed 150336)', async () => {
     const { Machine } = await import('../../src/core/machine.js');
-    const m = new Machine({ self: 0, peerCount: 3, clockFloor: 100 });
+    const m = new Machine({ members: Members.first(0, 3), clockFloor: 100 });
     m.step({ type: 'joined', peer: 1, inc: X, clock: 5 });
     m.step({ type: 'evicted', peer: 2, inc: X });
     expect(m.view()).toEqual([1, 2]);
@@ -387,7 +388,7 @@ describe('Membership.silence (GET /v1/cluster degraded)', () => {
   });
 
   it('never promises an eviction this peer will not start: two peers, a peer never met, one evicted', () => {
-    const pair = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    const pair = new Membership({ members: Members.first(0, 2), evictMs, nowMs: 0 });
     pair.heard(1, X, 0);
     expect(pair.silence(1, 5000)).toEqual({ silentMs: 5000, suspectInMs: null });
     const [m0] = three(100);
@@ -398,7 +399,7 @@ describe('Membership.silence (GET /v1/cluster degraded)', () => {
   });
 
   it('in a two-peer cluster, promises the eviction of a superseded incarnation, which it does evict', () => {
-    const pair = new Membership({ self: 0, peerCount: 2, evictMs, nowMs: 0 });
+    const pair = new Membership({ members: Members.first(0, 2), evictMs, nowMs: 0 });
     pair.heard(1, X, 0);
     pair.heard(1, Y, 100);
     expect(pair.silence(1, 1000)).toEqual({ silentMs: 1000, suspectInMs: evictMs - 1000 });

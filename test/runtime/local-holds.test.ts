@@ -5,6 +5,7 @@
  * ManualEnv for the TTLs, wait deadlines and expected_ms. Every outcome is exact: nothing
  * here waits on the wall clock.
  */
+import { Members } from '../../src/core/members.js';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
 import type { MachineEvent } from '../../src/core/machine.js';
@@ -39,7 +40,7 @@ class Harness {
   silentPeers: string[] = [];
 
   constructor(peerCount: number) {
-    this.machine = new Machine({ self: 0, peerCount, clockFloor: 100 });
+    this.machine = new Machine({ members: Members.first(0, peerCount), clockFloor: 100 });
     const machine = this.machine;
     this.metrics = new PeerMetrics({
       linkStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),

@@ -46,7 +46,7 @@ const mutants = {
   /** A joining peer is not sent our outstanding requests. */
   'no-state-transfer': [at(machine, 'this.#transferState(peer);', '')],
   /** Every peer ranks itself first on timestamp ties, so peers disagree on the order. */
-  'bad-tiebreak': [at(machine, 'new LockTable(opts.self, (p) => p,', 'new LockTable(opts.self, (p) => (p - opts.self + opts.peerCount) % opts.peerCount,')],
+  'bad-tiebreak': [at(machine, 'new LockTable(opts.members.self, (p) => p,', 'new LockTable(opts.members.self, (p) => (p - opts.members.self + opts.members.capacity) % opts.members.capacity,')],
   /** Off-by-one in the semaphore permit sum: admits one permit too many. */
   'semaphore-overcount': [at('src/core/modes.js', 'ahead.permits + r.permits <= r.limit;', 'ahead.permits + r.permits <= r.limit + 1;')],
   /** A peer whose lease lapses keeps its clients' holds. */
@@ -75,7 +75,7 @@ const mutants = {
   'ack-while-unsynced': [at(machine, 'return this.#peers.joinedByMet && this.#peers.joinedByQuorum;', 'return true;')],
   /** Evict on the suspecting peer's word alone, without a majority. */
   'evict-without-majority': [
-    at(membership, 'const pair = this.majority >= this.#peerCount;', 'const pair = false;'),
+    at(membership, 'const pair = this.#members.isPair;', 'const pair = false;'),
     at(membership, 'if (compareIncarnation(t.inc, unknownIncarnation) === 0) return;', ''),
     at(membership, 'const needed = this.#alone(t) ? 1 : this.majority;', 'const needed = 1;'),
   ],

@@ -4,6 +4,7 @@
  * real core, goes through a PeerLink's flush, the codec's size check and a LinkReceiver, and
  * a receiving core queues all of it, taking the clock for an ack only at the last piece.
  */
+import { Members } from '../../src/core/members.js';
 import { describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
 import type { Effect } from '../../src/core/effects.js';
@@ -41,7 +42,7 @@ function longName(i: number): string {
 
 /** Peer 0's core, synced with peer 1 and ready to ack. */
 function senderCore(): Machine {
-  const m = new Machine({ self: 0, peerCount: 2, clockFloor: 1 });
+  const m = new Machine({ members: Members.first(0, 2), clockFloor: 1 });
   m.step({ type: 'joined', peer: 1, inc: incB, clock: 1 });
   m.step({ type: 'packet', from: 1, inc: incB, packet: { c: 2, m: [] } });
   expect(m.synced && m.ackReady).toBe(true);
@@ -131,7 +132,7 @@ function sendThroughLink(packet: Packet): Delivery {
  * before the last piece, which acks as the whole packet would (not at all when it is unready).
  */
 function receive(packets: readonly Packet[], sent: Packet): Machine {
-  const m = new Machine({ self: 1, peerCount: 2, clockFloor: 1 });
+  const m = new Machine({ members: Members.first(1, 2), clockFloor: 1 });
   m.step({ type: 'joined', peer: 0, inc: incA, clock: 1 });
   packets.forEach((p, i) => {
     m.step({ type: 'packet', from: 0, inc: incA, packet: p });

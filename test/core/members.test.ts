@@ -1,0 +1,73 @@
+/**
+ * The members of a view by ordinal (src/core/members.ts), and the quorums of the core counted
+ * over them when the ordinals have gaps (a member removed: docs/reconfiguration.md).
+ */
+import { describe, expect, it } from 'vitest';
+import { LeaseTracker } from '../../src/core/lease.js';
+import { Members } from '../../src/core/members.js';
+import { Membership } from '../../src/core/membership.js';
+import { PeerView } from '../../src/core/peer-view.js';
+
+const X = { startMs: 1000, nonce: 7 };
+const evictMs = 3000;
+
+describe('Members', () => {
+  it('counts majorities over the members, not over the ordinals', () => {
+    const m = new Members(2, [0, 2, 5]);
+    expect(m.size).toBe(3);
+    expect(m.capacity).toBe(6);
+    expect(m.majority).toBe(2);
+    expect(m.isPair).toBe(false);
+    expect(m.meetsEveryMajority).toBe(2);
+    expect(m.others()).toEqual([0, 5]);
+    expect(m.has(5)).toBe(true);
+    expect(m.has(1)).toBe(false);
+  });
+
+  it('gives a config file of N peers the ordinals 0..N-1', () => {
+    expect(Members.first(1, 4).all()).toEqual([0, 1, 2, 3]);
+    expect(Members.first(0, 2).isPair).toBe(true);
+    expect(Members.first(0, 1).isPair).toBe(true);
+    expect(Members.first(0, 5).meetsEveryMajority).toBe(3);
+    expect(Members.first(0, 2).meetsEveryMajority).toBe(1);
+  });
+
+  it('refuses ordinals out of order, repeated, out of range, or without this peer', () => {
+    expect(() => new Members(0, [0, 0])).toThrow();
+    expect(() => new Members(0, [2, 0])).toThrow();
+    expect(() => new Members(0, [0, 1024])).toThrow();
+    expect(() => new Members(3, [0, 1])).toThrow();
+    expect(() => new Members(0, [])).toThrow();
+  });
+});
+
+describe('quorums over ordinals with gaps', () => {
+  it('the lease needs a majority of the members: one echo of three members, not two of six ordinals', () => {
+    const lease = new LeaseTracker({ members: new Members(2, [0, 2, 5]), leaseMs: 1000 });
+    lease.onEcho(5, 100);
+    expect(lease.validUntil()).toBe(1100);
+    expect(lease.silentPeers(1200)).toEqual([0, 5]);
+    lease.onEcho(3, 900); // not a member: vouches for nothing
+    expect(lease.validUntil()).toBe(1100);
+  });
+
+  it('a suspicion goes to the members only, and their majority evicts', () => {
+    const m = new Membership({ members: new Members(0, [0, 3, 7]), evictMs, nowMs: 0 });
+    m.heard(7, X, 0);
+    const tick = m.tick(evictMs);
+    expect(tick.flatMap((e) => (e.type === 'send' ? [e.to] : []))).toEqual([3]);
+    const confirmed = m.onMessage(3, { t: 'confirm', peer: 7, inc: X, at: evictMs }, evictMs + 1);
+    expect(confirmed.some((e) => e.type === 'evict' && e.peer === 7)).toBe(true);
+  });
+
+  it('the join rule counts the other members: two of four, with ordinals 1, 4, 6 beside this one', () => {
+    const v = new PeerView(new Members(0, [0, 1, 4, 6]));
+    expect(v.members()).toEqual([1, 4, 6]);
+    v.admit(4, X);
+    v.heard(4, 10);
+    expect(v.joinedByQuorum).toBe(false);
+    v.admit(6, X);
+    v.heard(6, 10);
+    expect(v.joinedByQuorum).toBe(true);
+  });
+});
