@@ -60,6 +60,10 @@ function copy(inc: Incarnation): Incarnation {
 }
 
 /** Admitted, evicted and refused incarnations of every peer, by peer index. */
+function emptyRecord(): IncarnationRecord {
+  return { admitted: null, evictedUpTo: null, refusedUpTo: null, aheadUpTo: null };
+}
+
 export class IncarnationBook {
   readonly #records: IncarnationRecord[];
   readonly #ceilingMs: () => number;
@@ -69,8 +73,13 @@ export class IncarnationBook {
    * which the session computes from its wall clock and its core's clock); none by default.
    */
   constructor(capacity: number, ceilingMs: () => number = () => Number.POSITIVE_INFINITY) {
-    this.#records = Array.from({ length: capacity }, () => ({ admitted: null, evictedUpTo: null, refusedUpTo: null, aheadUpTo: null }));
+    this.#records = Array.from({ length: capacity }, emptyRecord);
     this.#ceilingMs = ceilingMs;
+  }
+
+  /** Makes room for ordinals below `capacity` (a member added: docs/reconfiguration.md). */
+  grow(capacity: number): void {
+    while (this.#records.length < capacity) this.#records.push(emptyRecord());
   }
 
   /** How many ordinals (self included) this book has a record for: `Members.capacity`. */

@@ -8,7 +8,7 @@
 import type { Members } from './members.js';
 
 export class LeaseTracker {
-  readonly #members: Members;
+  #members: Members;
   readonly #leaseMs: number;
   /** Latest echoed send time per peer, in the owner's monotonic ms; -Infinity when none. */
   readonly #echoedSentAt: number[];
@@ -36,6 +36,17 @@ export class LeaseTracker {
     if (peer === this.#members.self || !this.#members.has(peer) || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
     this.#echoedSentAt[peer] = sentAtMs;
     this.#recompute();
+  }
+
+  /**
+   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on. An
+   * added member has echoed nothing yet; a removed one's echoes vouch for nothing.
+   */
+  setMembers(members: Members): void {
+    this.#members = members;
+    while (this.#echoedSentAt.length < members.capacity) this.#echoedSentAt.push(Number.NEGATIVE_INFINITY);
+    if (this.majority === 1) this.#until = Number.POSITIVE_INFINITY;
+    else this.#recompute();
   }
 
   /** Forgets a peer (evicted or restarted): its old echoes no longer vouch for us. */

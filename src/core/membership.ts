@@ -98,6 +98,14 @@ interface PeerTrack {
   successorAtMs: number;
 }
 
+/** What is tracked of a member never heard, from `nowMs`. */
+function newTrack(nowMs: number): PeerTrack {
+  return {
+    inc: unknownIncarnation, lastHeardMs: nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY,
+    noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
+  };
+}
+
 function key(inc: Incarnation): string {
   return `${inc.startMs}.${inc.nonce}`;
 }
@@ -112,7 +120,7 @@ export class Membership {
   /** Where the evictions decided here are kept (src/core/incarnations.ts). */
   readonly #incarnations: IncarnationBook;
   /** The members of the view: majorities are counted over them. */
-  readonly #members: Members;
+  #members: Members;
   readonly #evictMs: number;
   /** What is tracked of each member, this one included (never read for it), by ordinal. */
   readonly #peers = new Map<number, PeerTrack>();
@@ -150,18 +158,29 @@ export class Membership {
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
-    for (const p of opts.members.all()) {
-      this.#peers.set(p, {
-        inc: unknownIncarnation, lastHeardMs: opts.nowMs, confirmations: new Map(), noEchoUntilMs: Number.NEGATIVE_INFINITY,
-        noEchoUpTo: unknownIncarnation, successor: null, formerSuccessor: null, successorAtMs: Number.NEGATIVE_INFINITY,
-      });
-    }
+    for (const p of opts.members.all()) this.#peers.set(p, newTrack(opts.nowMs));
     for (const promise of opts.promises ?? []) {
       const t = this.#track(promise.peer);
       if (t === undefined) continue;
       t.noEchoUntilMs = Math.max(t.noEchoUntilMs, opts.nowMs + promise.remainingMs);
       if (compareIncarnation(promise.upTo, t.noEchoUpTo) > 0) t.noEchoUpTo = promise.upTo;
     }
+  }
+
+  /**
+   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on, and
+   * suspicions go to them. An added member is tracked from now, never heard. A removed one is
+   * still tracked, so that it can be evicted if it dies before it leaves (`forget`).
+   */
+  setMembers(members: Members, nowMs: number): void {
+    this.#members = members;
+    this.#incarnations.grow(members.capacity);
+    for (const p of members.all()) if (!this.#peers.has(p)) this.#peers.set(p, newTrack(nowMs));
+  }
+
+  /** A removed member left (or was evicted): nothing of it is tracked any more. */
+  forget(peer: number): void {
+    if (!this.#members.has(peer)) this.#peers.delete(peer);
   }
 
   /**

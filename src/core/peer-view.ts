@@ -24,13 +24,32 @@ export class PeerView {
   /** The newest evicted incarnation of each peer, as the core's 'evicted' steps told it. */
   readonly #evictedInc = new Map<number, Incarnation>();
   /** The members: the join rule counts a majority of them. */
-  readonly #members: Members;
+  #members: Members;
 
   /** Every member but this one is in the view at first, none of them met yet. */
   constructor(members: Members) {
     this.#members = members;
     this.#lastTs = new Array<number>(members.capacity).fill(0);
     for (const p of members.others()) this.#view.add(p);
+  }
+
+  /**
+   * The view changed (docs/reconfiguration.md): the join rule counts `members` from now on.
+   * An added member enters the view when it joins (`admit`): it has no request before every
+   * member met it (rule M5). A removed one stays in the view, its requests with it, until it
+   * leaves (`leave`) or is evicted (rule M6).
+   */
+  setMembers(members: Members): void {
+    this.#members = members;
+    while (this.#lastTs.length < members.capacity) this.#lastTs.push(0);
+  }
+
+  /** A removed member left, its releases before it: out of the view for good. */
+  leave(peer: number): void {
+    this.#superseded.delete(peer);
+    this.#view.delete(peer);
+    this.#inc.delete(peer);
+    this.#letUsIn.delete(peer);
   }
 
   /** True when every peer of the view has handshaked and sent us a packet since. */
@@ -184,10 +203,7 @@ export class PeerView {
     const prev = this.#evictedInc.get(peer);
     if (prev === undefined || compareIncarnation(inc, prev) > 0) this.#evictedInc.set(peer, inc);
     if (current === undefined && !unmetLeaves) return false;
-    this.#superseded.delete(peer);
-    this.#view.delete(peer);
-    this.#inc.delete(peer);
-    this.#letUsIn.delete(peer);
+    this.leave(peer);
     return true;
   }
 }

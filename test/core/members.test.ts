@@ -71,3 +71,44 @@ describe('quorums over ordinals with gaps', () => {
     expect(v.joinedByQuorum).toBe(true);
   });
 });
+
+describe('a view that changes', () => {
+  it('the lease counts the new majority at once: one more member needs one more echo', () => {
+    const lease = new LeaseTracker({ members: Members.first(0, 3), leaseMs: 1000 });
+    lease.onEcho(1, 100);
+    expect(lease.valid(500)).toBe(true);
+    lease.setMembers(new Members(0, [0, 1, 2, 3]));
+    expect(lease.valid(500)).toBe(false);
+    lease.onEcho(3, 200);
+    expect(lease.validUntil()).toBe(1100);
+    lease.setMembers(new Members(0, [0, 3]));
+    expect(lease.validUntil()).toBe(1200);
+    lease.setMembers(new Members(0, [0]));
+    expect(lease.valid(1e9)).toBe(true);
+  });
+
+  it('an added member is tracked and suspected once heard; a removed one still is, until forgotten', () => {
+    const m = new Membership({ members: Members.first(0, 3), evictMs, nowMs: 0 });
+    m.setMembers(new Members(0, [0, 1, 3]), 100);
+    m.heard(3, X, 100);
+    m.heard(2, X, 100);
+    const tick = m.tick(100 + evictMs);
+    const sent = tick.flatMap((e) => (e.type === 'send' && e.msg.t === 'suspect' ? [[e.to, e.msg.peer]] : []));
+    expect(sent).toEqual([[1, 2], [3, 2], [1, 3]]);
+    m.forget(2);
+    expect(m.silence(2, 0)).toBeNull();
+    m.forget(3); // a member: kept
+    expect(m.silence(3, 200 + evictMs)?.silentMs).toBe(evictMs + 100);
+  });
+
+  it('an added member enters the ack set when it joins; a removed one stays in it until it leaves', () => {
+    const v = new PeerView(Members.first(0, 3));
+    v.setMembers(new Members(0, [0, 1, 3]));
+    expect(v.members()).toEqual([1, 2]);
+    v.admit(3, X);
+    expect(v.members()).toEqual([1, 2, 3]);
+    v.leave(2);
+    expect(v.members()).toEqual([1, 3]);
+    expect(v.missingAcks(0)).toEqual([1, 3]);
+  });
+});
