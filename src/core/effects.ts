@@ -6,6 +6,7 @@
 import type { OwnState } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
 import type { Incarnation, Meta, Mode, RequestPart } from './types.js';
+import type { ClusterView } from './view.js';
 
 /** Everything that can happen to a peer's protocol state. */
 export type MachineEvent =
@@ -29,7 +30,9 @@ export type MachineEvent =
    * from now on, and its waiting requests end; its holds last until its lease lapses.
    */
   | { readonly type: 'fence' }
-  | { readonly type: 'lease'; readonly valid: boolean };
+  | { readonly type: 'lease'; readonly valid: boolean }
+  /** The holder of the view lock made the next view, written to disk (docs/reconfiguration.md, rule M3). */
+  | { readonly type: 'view'; readonly view: ClusterView };
 
 /** What the runtime must do after a step, in order. */
 export type Effect =
@@ -40,7 +43,11 @@ export type Effect =
   | { readonly type: 'refused'; readonly ref: number; readonly lock: string; readonly ahead: number }
   /** An acquire refused at once: the queue of `lock`, one it names, holds limits.queuedPerLockMax requests already. */
   | { readonly type: 'full'; readonly ref: number; readonly lock: string }
-  | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' };
+  | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' | 'removed' }
+  /** Our view is this one from now on (to write to disk before the packets of this step leave). */
+  | { readonly type: 'view'; readonly view: ClusterView }
+  /** A removed peer left: it is in no ack set any more (rule M6). */
+  | { readonly type: 'left'; readonly peer: number };
 
 /** Why a waiting request is not granted yet, for the 423 / 503 answer of a timeout. */
 export interface Explanation {

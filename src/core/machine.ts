@@ -12,12 +12,15 @@ import type { OwnRequest, QueueEntry } from './lock-table.js';
 import type { QueueLog } from './queue-log.js';
 import { LockTable, addStamp } from './lock-table.js';
 import { removeOneByOneMax } from './request-queue.js';
-import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
-import { fromRequestMessage, toRequestMessage } from './messages.js';
+import type { Packet, PeerMessage, ReleaseMessage, ViewChangeMessage } from './messages.js';
+import { fromRequestMessage, toRequestMessage, viewLock } from './messages.js';
 import type { Members } from './members.js';
 import { PeerView } from './peer-view.js';
+import { ViewChanges } from './view-changes.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
+import type { ClusterView } from './view.js';
+import { membersOf } from './view.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
 export type { QueueEntry } from './lock-table.js';
@@ -26,6 +29,13 @@ export type { QueueEntry } from './lock-table.js';
 export interface MachineOptions {
   /** The members of the view, this peer among them (core/members.ts). */
   readonly members: Members;
+  /**
+   * The view they come from, for a machine that takes part in changes of it
+   * (docs/reconfiguration.md): none, and it ignores every message about views.
+   */
+  readonly view?: ClusterView | undefined;
+  /** The newest protocol level this binary speaks, told in head acks (rule M9). */
+  readonly speaks?: number | undefined;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
   /** Where the changes of the queues are told (the watches), if anywhere. */
@@ -35,8 +45,10 @@ export interface MachineOptions {
 /** One peer's protocol state: clock, queues, lastTs, view and its own requests. */
 export class Machine {
   readonly self: number;
-  readonly members: Members;
+  #members: Members;
   #clock: number;
+  /** The changes of the view: head acks, views, leaving (core/view-changes.ts). */
+  readonly #changes: ViewChanges;
   readonly #locks: LockTable;
   /** The view, the incarnations met and refused, and lastTs per peer. */
   readonly #peers: PeerView;
@@ -46,10 +58,35 @@ export class Machine {
 
   constructor(opts: MachineOptions) {
     this.self = opts.members.self;
-    this.members = opts.members;
+    this.#members = opts.members;
     this.#clock = opts.clockFloor;
     this.#locks = new LockTable(opts.members.self, (p) => p, opts.queueLog);
     this.#peers = new PeerView(opts.members);
+    this.#changes = new ViewChanges(opts.view ?? null, opts.speaks ?? 0);
+  }
+
+  /** The members of the view, this peer among them. */
+  get members(): Members {
+    return this.#members;
+  }
+
+  /** The view this machine counts, if it takes part in changes. */
+  get clusterView(): ClusterView | null {
+    return this.#changes.view;
+  }
+
+  /**
+   * True once every peer of the ack set sent a packet after our last view went out (FIFO: each
+   * applied it): the holder may release the view lock (rule M3).
+   */
+  get viewAcked(): boolean {
+    const sentAt = this.#changes.sentAt;
+    return sentAt !== null && this.#peers.minLastTs() > sentAt;
+  }
+
+  /** True once this peer applied its own removal (rule M6): it issues and grants nothing more. */
+  get removed(): boolean {
+    return this.#changes.removed;
   }
 
   /** The Lamport clock. */
@@ -121,6 +158,9 @@ export class Machine {
       case 'fence':
         this.#onFence();
         break;
+      case 'view':
+        this.#onLocalView(event.view);
+        break;
       default:
         assertNever(event, 'machine event');
     }
@@ -128,6 +168,7 @@ export class Machine {
     // Our packets so far were marked unready: their clock acked and synced nothing. Now it
     // may: every peer we met gets a packet, so none waits a heartbeat for our clock.
     if (ready && !wasReady) for (const p of this.#peers.met()) this.#out.ack(p);
+    this.#headAck();
     return this.#out.flush(this.#clock, !ready);
   }
 
@@ -222,6 +263,11 @@ export class Machine {
     // every other message sees the queues as one removal at a time would have left them.
     const released: ReleaseMessage[] = [];
     for (const msg of packet.m) {
+      if (msg.t === 'hack' || msg.t === 'view' || msg.t === 'leave') {
+        this.#removeReleased(from, released);
+        this.#onViewMessage(from, msg, touched);
+        continue;
+      }
       touched.add(msg.lock);
       if (msg.t === 'rel') {
         released.push(msg);
@@ -280,7 +326,10 @@ export class Machine {
 
   /** State transfer: the joining peer learns our outstanding requests before anything else. */
   #transferState(peer: number): void {
-    this.#out.prepend(peer, this.#locks.issuedRequests().map(({ request, noWait }) => toRequestMessage(request, noWait)));
+    const requests = this.#locks.issuedRequests().map(({ request, noWait }) => toRequestMessage(request, noWait));
+    // A view changed since the config file's comes first: the joiner counts by it (rule M5).
+    const view = this.#changes.view;
+    this.#out.prepend(peer, view !== null && view.epoch > 0 ? [{ t: 'view', view }, ...requests] : requests);
   }
 
   #issuePending(): void {
@@ -308,6 +357,78 @@ export class Machine {
 
   #dropPeerRequests(peer: number): void {
     this.#locks.removePeer(peer, (lock) => this.#recheck(lock));
+  }
+
+  // ---- changes of the view (docs/reconfiguration.md) -------------------------------------------
+
+  /** Rule M3: the holder of the view lock made `view`, written to disk already: apply it and send it to every peer. */
+  #onLocalView(view: ClusterView): void {
+    assert(this.#changes.follows(view), 'the holder makes the view after ours');
+    this.#applyView(view);
+    this.#sendView(view);
+  }
+
+  /** Our view goes to every peer of the ack set, after everything we sent them (FIFO). */
+  #sendView(view: ClusterView): void {
+    this.#clock += 1;
+    this.#changes.sent(this.#clock);
+    for (const p of this.#peers.met()) this.#out.send(p, { t: 'view', view });
+  }
+
+  #onViewMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
+    if (this.#changes.view === null) return;
+    if (msg.t === 'leave') {
+      // Rule M6: a removed peer's releases came first; it leaves the ack set for good.
+      if (this.#members.has(from)) return;
+      this.#peers.leave(from);
+      this.#out.push({ type: 'left', peer: from });
+      this.#dropPeerRequests(from);
+      for (const lock of this.#locks.waitingLocks()) touched.add(lock);
+    } else if (msg.t === 'view') {
+      if (this.#changes.follows(msg.view)) this.#applyView(msg.view);
+      for (const lock of this.#locks.waitingLocks()) touched.add(lock);
+    } else if (this.#locks.own(this.#locks.ownRef(msg.ts) ?? -1)?.state === 'waiting') {
+      // Rule M4: a head ack with the next view makes us adopt it and pass it on, before our change.
+      const newer = this.#changes.onHeadAck(from, msg);
+      if (newer !== null) {
+        this.#applyView(newer);
+        this.#sendView(newer);
+      }
+      touched.add(viewLock);
+    }
+  }
+
+  /** `view` is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */
+  #applyView(view: ClusterView): void {
+    this.#changes.apply(view);
+    this.#out.push({ type: 'view', view });
+    if (!view.members.some((m) => m.ordinal === this.self)) {
+      this.#leaveCluster();
+      return;
+    }
+    this.#members = membersOf(view, this.self);
+    this.#peers.setMembers(this.#members);
+  }
+
+  /** Rule M6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
+  #leaveCluster(): void {
+    this.#changes.remove();
+    this.#fenced = true;
+    const own = this.#locks.ownRequests();
+    this.#locks.dropOwnAll(own);
+    for (const o of own) {
+      this.#out.push({ type: 'ended', ref: o.ref, lock: firstLock(o), reason: 'removed' });
+      this.#announceRelease(o);
+    }
+    for (const p of this.#peers.met()) this.#out.send(p, { t: 'leave' });
+  }
+
+  /** Rule M2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
+  #headAck(): void {
+    if (this.#changes.view === null || this.#changes.removed) return;
+    const head = this.#locks.head(viewLock, 1)[0];
+    const ack = this.#changes.headAck(head, this.self, (p) => this.#peers.incarnation(p) !== undefined);
+    if (ack !== null) this.#out.send(ack.to, ack.msg);
   }
 
   /** Lease lapse: end every hold of our own clients and grant nothing until it is back. */
@@ -345,7 +466,8 @@ export class Machine {
   /** Rule 3 for every waiting request of ours on one lock. */
   #recheck(lock: string): void {
     if (!this.#locks.isWaiting(lock) || !this.#leaseValid || this.#fenced) return;
-    const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs());
+    const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs())
+      .filter(({ own }) => lock !== viewLock || this.#changes.gateOpen(own.ts, this.#peers.members()));
     for (const { own, grant } of decided) this.#decide(own, grant);
     // A refused no-wait request left its queues, which may admit a later one of ours.
     if (decided.every((d) => d.grant)) return;

@@ -7,6 +7,15 @@
 import { limits } from '../limits.js';
 import type { Meta, QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
+import type { ClusterView } from './view.js';
+import { isClusterView } from './view.js';
+
+/**
+ * The lock that serialises changes of the view (docs/reconfiguration.md, rule M2). A control
+ * character makes it a name no client can ask for (`lockNameProblem`); peers queue it like any
+ * lock.
+ */
+export const viewLock = '\u0000view';
 
 /** REQUEST{lock, ts, mode, limit, permits, owner, meta, at, nw?}: a `RequestSpec` on the wire. */
 export interface RequestMessage extends Omit<RequestSpec, 'requestedAtMs'> {
@@ -40,8 +49,34 @@ export interface MetaMessage {
   readonly meta: Meta | null;
 }
 
+/**
+ * HEAD-ACK{ts, view, speaks} (docs/reconfiguration.md, rule M2): the receiver's request `ts` on
+ * the view lock is at the head of the sender's queue; the sender's view, and the newest
+ * protocol level its binary speaks.
+ */
+export interface HeadAckMessage {
+  readonly t: 'hack';
+  readonly ts: number;
+  readonly view: ClusterView;
+  readonly speaks: number;
+}
+
+/** VIEW{view}: the next view, from the holder of the view lock (rule M3) or in a state transfer. */
+export interface ViewMessage {
+  readonly t: 'view';
+  readonly view: ClusterView;
+}
+
+/** LEAVE: the sender applied its own removal; its releases came before (rule M6). */
+export interface LeaveMessage {
+  readonly t: 'leave';
+}
+
+/** A message about the view rather than one lock. */
+export type ViewChangeMessage = HeadAckMessage | ViewMessage | LeaveMessage;
+
 /** Everything a packet may carry. */
-export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage;
+export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage | ViewChangeMessage;
 
 /** One batch from one core to another: the sender's clock and its messages, in order. */
 export interface Packet {
@@ -113,9 +148,9 @@ function isTs(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
 
-/** The HTTP API's rule, so that every name a peer admits passes every other peer's guard. */
+/** The HTTP API's rule, so that every name a peer admits passes every other peer's guard; and the view lock. */
 function isLockName(v: unknown): v is string {
-  return typeof v === 'string' && lockNameProblem(v) === null;
+  return typeof v === 'string' && (lockNameProblem(v) === null || v === viewLock);
 }
 
 function isRequestMessage(v: Record<string, unknown>): boolean {
@@ -145,7 +180,9 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   if (v['t'] === 'req') return isRequestMessage(v);
   if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
   if (v['t'] === 'meta') return isLockName(v['lock']) && isTs(v['ts']) && (v['meta'] === null || isRecord(v['meta']));
-  return false;
+  if (v['t'] === 'hack') return isTs(v['ts']) && isClusterView(v['view']) && isTs(v['speaks']);
+  if (v['t'] === 'view') return isClusterView(v['view']);
+  return v['t'] === 'leave';
 }
 
 /** Shape guard for a packet decoded from the network (docs/style.md convention 8). */

@@ -3,6 +3,7 @@
  * message and `Ready` types do: the payloads peers exchange, the options a protocol starts
  * with, and the outputs an input answers, in the order the runtime must carry them out.
  */
+import type { ClusterView } from './view.js';
 import type { EchoPromise, Membership, MembershipMessage } from './membership.js';
 import { isMembershipMessage } from './membership.js';
 import type { Effect } from './effects.js';
@@ -28,7 +29,7 @@ export function highestClockOf(payload: Payload): number {
 }
 
 /** The core effects for local clients (sends are outputs of their own). */
-export type LocalEffect = Exclude<Effect, { type: 'send' }>;
+export type LocalEffect = Exclude<Effect, { type: 'send' | 'view' | 'left' }>;
 
 /** Why an incarnation ends before its process does. */
 export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
@@ -55,6 +56,11 @@ export type ProtocolOutput =
   /** One core step sent this many messages (for metrics), whether or not its packets left. */
   | { readonly type: 'sent'; readonly messages: number }
   | { readonly type: 'local'; readonly effect: LocalEffect }
+  /**
+   * Our view is this one from now on (docs/reconfiguration.md): on disk before anything after
+   * this output is carried out, the packets of its step among them.
+   */
+  | { readonly type: 'view'; readonly view: ClusterView }
   /** The clock after a core step: the high-water mark on disk must stay above it. */
   | { readonly type: 'clock'; readonly clock: number }
   /** Something a viewer may care about changed (queues, membership). */
@@ -93,4 +99,8 @@ export interface ProtocolOptions {
   /** Join no peer for this long: an echo the previous process or incarnation gave may still vouch. */
   readonly joinsHeldForMs?: number | undefined;
   readonly queueLog?: QueueLog | undefined;
+  /** The view, for a protocol that takes part in changes of it (docs/reconfiguration.md); its members then are `self`'s majorities. */
+  readonly view?: ClusterView | undefined;
+  /** The newest protocol level this binary speaks. */
+  readonly speaks?: number | undefined;
 }

@@ -17,11 +17,12 @@
 import { ErrorCode, LockError } from '../errors.js';
 import type { EchoPromise, MembershipEffect } from './membership.js';
 import { Membership } from './membership.js';
-import type { MachineEvent } from './effects.js';
+import type { Effect, MachineEvent } from './effects.js';
 import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
 import { Members } from './members.js';
+import { membersOf } from './view.js';
 import type { Packet } from './messages.js';
 import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
 import { highestClockOf } from './protocol-io.js';
@@ -72,11 +73,11 @@ export class PeerProtocol {
   #echoesAllowed = 0;
 
   constructor(opts: ProtocolOptions) {
-    const members = Members.first(opts.self, opts.peerIds.length);
+    const members = opts.view === undefined ? Members.first(opts.self, opts.peerIds.length) : membersOf(opts.view, opts.self);
     this.incarnation = opts.incarnation;
     this.#peerIds = opts.peerIds;
     this.#incarnations = opts.incarnations;
-    this.#machine = new Machine({ members, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
+    this.#machine = new Machine({ members, view: opts.view, speaks: opts.speaks, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ members, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
       members, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
@@ -407,7 +408,27 @@ export class PeerProtocol {
     const valid = this.#lease.valid(nowMs);
     if (valid === this.#machine.leaseValid) return;
     this.#log(this.#machine.synced ? 'warn' : 'info', { valid }, valid ? 'lease held: a majority echoes our heartbeats' : 'no lease: a majority has not echoed a heartbeat within lease_ms; local holds end, nothing is granted');
-    this.#stepCore({ type: 'lease', valid });
+    this.#stepCore({ type: 'lease', valid }, nowMs);
+  }
+
+  /**
+   * A view the core applied is written to disk before the packets of its step leave (rule M3),
+   * and the lease and the eviction count its majorities from now on; a removed peer that left
+   * is tracked no more (rule M6).
+   */
+  #viewChanged(effects: readonly Effect[], nowMs: number): void {
+    for (const effect of effects) {
+      if (effect.type === 'view') {
+        this.#out.push({ type: 'view', view: effect.view });
+        this.#log('warn', { epoch: effect.view.epoch, members: effect.view.members.map((m) => m.id), level: effect.view.level },
+          this.#machine.removed ? 'this peer was removed from the cluster: its requests end, it grants nothing more' : 'the view of the cluster changed');
+        if (this.#machine.removed) continue;
+        this.#lease.setMembers(this.#machine.members);
+        this.#membership.setMembers(this.#machine.members, nowMs);
+      } else if (effect.type === 'left') {
+        this.#membership.forget(effect.peer);
+      }
+    }
   }
 
   /** Whether this incarnation still echoes heartbeats: not once it is a zombie (its echoes would vote for its id beside the newer process's confirmations). */
@@ -417,17 +438,18 @@ export class PeerProtocol {
 
   /** False once this incarnation is known to be superseded (a zombie). */
   #actsOnMembership(): boolean {
-    return this.#supersededError === null;
+    return this.#supersededError === null && !this.#machine.removed;
   }
 
   /** Feeds one event to the core after re-checking the lease: a process resumed after a pause must not grant on a stale lease. */
   #step(event: MachineEvent, nowMs: number): void {
     this.#refreshLease(nowMs);
-    this.#stepCore(event);
+    this.#stepCore(event, nowMs);
   }
 
-  #stepCore(event: MachineEvent): void {
+  #stepCore(event: MachineEvent, nowMs: number): void {
     const effects = this.#machine.step(event);
+    this.#viewChanged(effects, nowMs);
     for (const effect of effects) {
       if (effect.type !== 'send') continue;
       // Core packets for a peer whose new incarnation waits were meant for the predecessor,
@@ -437,7 +459,7 @@ export class PeerProtocol {
     }
     let local = false;
     for (const effect of effects) {
-      if (effect.type === 'send') continue;
+      if (effect.type === 'send' || effect.type === 'view' || effect.type === 'left') continue;
       local = true;
       this.#out.push({ type: 'local', effect });
     }

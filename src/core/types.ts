@@ -91,7 +91,7 @@ export function clockCeiling(wallMs: number, clock: number): number {
 }
 
 /** Why a hold or a waiting request ended other than by its client's release. */
-export type EndReason = 'released' | 'expired' | 'lease_lost' | 'evicted' | 'shutdown' | 'cancelled' | 'timeout';
+export type EndReason = 'released' | 'expired' | 'lease_lost' | 'evicted' | 'removed' | 'shutdown' | 'cancelled' | 'timeout';
 
 /**
  * Shape guard for a JSON or msgpack object: not null, not an array, not a byte array (msgpack

@@ -16,7 +16,7 @@ const bool: Json = { type: 'boolean' };
 const token: Json = { type: 'string', pattern: '^[0-9]+$', description: 'fencing token, a decimal string: ts * 1024 + peer index' };
 const mode: Json = { type: 'string', enum: ['exclusive', 'shared', 'semaphore'] };
 const meta: Json = { type: ['object', 'null'], description: `client data, at most ${limits.metaBytesMax} bytes of JSON` };
-const reason: Json = { type: 'string', enum: ['released', 'expired', 'lease_lost', 'evicted', 'shutdown', 'cancelled', 'timeout', 'waiting', 'unknown'] };
+const reason: Json = { type: 'string', enum: ['released', 'expired', 'lease_lost', 'evicted', 'removed', 'shutdown', 'cancelled', 'timeout', 'waiting', 'unknown'] };
 
 /** A closed object: every listed property, `required` of them required, nothing else. */
 function obj(properties: Json, required: string[] = Object.keys(properties), description?: string): Json {
@@ -44,7 +44,7 @@ const grantFields: Json = {
 };
 
 const errorCodes = [
-  'ERR_BAD_REQUEST', 'ERR_NOT_FOUND', 'ERR_NOT_HELD', 'ERR_TIMEOUT', 'ERR_UNREACHABLE', 'ERR_EVICTED', 'ERR_LEASE_LOST', 'ERR_SUPERSEDED',
+  'ERR_BAD_REQUEST', 'ERR_NOT_FOUND', 'ERR_NOT_HELD', 'ERR_TIMEOUT', 'ERR_UNREACHABLE', 'ERR_EVICTED', 'ERR_LEASE_LOST', 'ERR_SUPERSEDED', 'ERR_REMOVED',
   'ERR_STORAGE', 'ERR_SHUTTING_DOWN', 'ERR_NOT_READY', 'ERR_CONFIG_MISMATCH', 'ERR_LIMIT_EXCEEDED', 'ERR_UNSUPPORTED_MEDIA_TYPE', 'ERR_BODY_TOO_LARGE',
   'ERR_HOST_REFUSED', 'ERR_ORIGIN_REFUSED', 'ERR_UNAUTHORIZED', 'ERR_ADMIN_REQUIRED', 'ERR_WATCH_BEHIND', 'ERR_INTERNAL',
 ];

@@ -23,7 +23,7 @@ const postCodes = { 413: ['ERR_BODY_TOO_LARGE'], 415: ['ERR_UNSUPPORTED_MEDIA_TY
 /** Why a request fails while it waits, or is refused before it queues. */
 const requestCodes = {
   400: ['ERR_BAD_REQUEST'], 423: ['ERR_TIMEOUT'], 429: ['ERR_LIMIT_EXCEEDED'],
-  503: ['ERR_UNREACHABLE', 'ERR_EVICTED', 'ERR_LEASE_LOST', 'ERR_SUPERSEDED', 'ERR_STORAGE', 'ERR_SHUTTING_DOWN'],
+  503: ['ERR_UNREACHABLE', 'ERR_EVICTED', 'ERR_LEASE_LOST', 'ERR_SUPERSEDED', 'ERR_REMOVED', 'ERR_STORAGE', 'ERR_SHUTTING_DOWN'],
 };
 const holdCodes = { 400: ['ERR_BAD_REQUEST'], 404: ['ERR_NOT_HELD', 'ERR_NOT_FOUND'] };
 const streamCodes = { 400: ['ERR_BAD_REQUEST'], 404: ['ERR_NOT_FOUND'], 429: ['ERR_LIMIT_EXCEEDED'], 503: ['ERR_SHUTTING_DOWN'] };

@@ -34,7 +34,7 @@ const handleWalkingMetrics = [
 export type MetricsSource = Pick<PeerInspector, 'linkStats' | 'links' | 'coreStats' | 'ready' | 'configMismatch' | 'degraded' | 'superseded' | 'nowMs'>;
 
 /** Reasons a hold ends other than a failed wait; pre-set to 0 so dashboards see every series. */
-const holdEndReasons: readonly EndReason[] = ['released', 'expired', 'lease_lost', 'evicted', 'shutdown'];
+const holdEndReasons: readonly EndReason[] = ['released', 'expired', 'lease_lost', 'evicted', 'removed', 'shutdown'];
 
 /** Bucket bounds of the acquire-latency histogram, in seconds: 0.5 ms (uncontended) to 30 s. */
 const acquireBucketsSeconds = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

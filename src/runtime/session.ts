@@ -337,6 +337,9 @@ export class Session {
       case 'log':
         this.#log[o.level](o.fields, o.msg);
         return;
+      case 'view':
+        // Only a protocol given a view applies one, and the runtime gives it none yet (docs/reconfiguration.md).
+        assert(false, 'the runtime takes no part in changes of the view yet');
     }
   }
 

@@ -9,6 +9,8 @@ import { Machine } from '../../src/core/machine.js';
 import type { Packet } from '../../src/core/messages.js';
 import { mergePackets } from '../../src/core/messages.js';
 import type { Incarnation, Mode, RequestSpec } from '../../src/core/types.js';
+import type { ClusterView } from '../../src/core/view.js';
+import { membersOf } from '../../src/core/view.js';
 
 /** A request spec with defaults: exclusive, one permit. */
 export function spec(mode: Mode = 'exclusive', limit = 1, permits = 1): RequestSpec {
@@ -31,15 +33,16 @@ export class Net {
   readonly machines: Machine[];
   readonly incs: Incarnation[];
   readonly #queues = new Map<string, Packet[]>();
-  readonly #opts: { clockFloor: number; merge: boolean };
+  readonly #opts: { clockFloor: number; merge: boolean; view: ClusterView | undefined };
   readonly #peers: number;
 
   /**
    * `merge`: a packet queued behind one not delivered yet is merged into it, as the runtime's
-   * links do within a turn (core/messages.ts `mergePackets`).
+   * links do within a turn (core/messages.ts `mergePackets`). `view`: every machine takes part
+   * in changes of this view (docs/reconfiguration.md), its binary speaking level 10.
    */
-  constructor(peers: number, opts: { clockFloor?: number; merge?: boolean } = {}) {
-    this.#opts = { ...opts, clockFloor: opts.clockFloor ?? 0, merge: opts.merge ?? false };
+  constructor(peers: number, opts: { clockFloor?: number; merge?: boolean; view?: ClusterView } = {}) {
+    this.#opts = { clockFloor: opts.clockFloor ?? 0, merge: opts.merge ?? false, view: opts.view };
     this.#peers = peers;
     this.machines = [];
     this.incs = [];
@@ -47,8 +50,10 @@ export class Net {
   }
 
   /** A new machine (state lost) with incarnation `{startMs, nonce: 0}`. */
-  restart(peer: number, startMs: number, clockFloor = this.#opts.clockFloor): void {
-    this.machines[peer] = new Machine({ members: Members.first(peer, this.#peers), clockFloor });
+  restart(peer: number, startMs: number, clockFloor = this.#opts.clockFloor, view = this.#opts.view): void {
+    this.machines[peer] = view === undefined
+      ? new Machine({ members: Members.first(peer, this.#peers), clockFloor })
+      : new Machine({ members: membersOf(view, peer), view, speaks: 10, clockFloor });
     this.incs[peer] = { startMs, nonce: 0 };
     for (const key of [...this.#queues.keys()]) {
       const [from, to] = key.split('>').map(Number);

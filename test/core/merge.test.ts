@@ -117,6 +117,6 @@ describe('merged packets between real cores', () => {
     net.acquire(0, 1, 'a');
     net.acquire(0, 2, 'b');
     expect(net.pending(0, 1)).toHaveLength(1);
-    expect(net.pending(0, 1)[0]?.m.map((m) => m.lock)).toEqual(['a', 'b']);
+    expect(net.pending(0, 1)[0]?.m.map((m) => 'lock' in m && m.lock)).toEqual(['a', 'b']);
   });
 });

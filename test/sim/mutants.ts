@@ -92,7 +92,7 @@ const mutants = {
   'forget-predecessor': [at(membership, 'if (order > 0 && known && !this.isEvicted(peer, t.inc)) {', 'if (false) {')],
   /** The lease is not re-checked before each event and client call, only on its timer. */
   'no-lease-check-before-event': [
-    at(protocol, 'this.#refreshLease(nowMs); this.#stepCore(event);', 'this.#stepCore(event);'),
+    at(protocol, 'this.#refreshLease(nowMs); this.#stepCore(event, nowMs);', 'this.#stepCore(event, nowMs);'),
     at('src/runtime/session.js', '=> { this.#refreshLease(); fn(...args);', '=> { fn(...args);'),
     at('src/runtime/session.js', '=> { this.#refreshLease(); this.#input(() => this.#protocol.tick(', '=> { this.#input(() => this.#protocol.tick('),
     at('src/runtime/current-session.js', 'this.#session?.checkLease();', ''),
@@ -109,7 +109,7 @@ const mutants = {
   /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
   'join-on-older-eviction': [at(protocol, 'this.#membership.predecessorOf(e.peer, waiting.inc) === null;', 'true;')],
   /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
-  'act-while-superseded': [at(protocol, 'return this.#supersededError === null;', 'return true;')],
+  'act-while-superseded': [at(protocol, 'return this.#supersededError === null && !this.#machine.removed;', 'return !this.#machine.removed;')],
   /** Acks once every peer met let us join, without the quorum of others (seed 101577's bug). */
   'ack-without-quorum': [at(machine, 'return this.#peers.joinedByMet && this.#peers.joinedByQuorum;', 'return this.#peers.joinedByMet;')],
   /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */

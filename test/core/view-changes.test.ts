@@ -1,0 +1,123 @@
+/**
+ * Changes of the view between real cores (docs/reconfiguration.md, rules M2 to M6), each
+ * interleaving stated by hand (test/core/harness.ts): the view lock's head acks, the holder's
+ * view, a joiner, a removed member that leaves after its releases.
+ */
+import { describe, expect, it } from 'vitest';
+import { viewLock } from '../../src/core/messages.js';
+import type { ClusterView, ViewChange } from '../../src/core/view.js';
+import { applyChange, firstView } from '../../src/core/view.js';
+import { Net, outcomes, spec } from './harness.js';
+
+const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 10);
+const addD: ViewChange = { op: 'add', id: 'd', ws: 'ws://127.0.0.1:7003', http: '127.0.0.1:8003' };
+
+function next(v: ClusterView, change: ViewChange): ClusterView {
+  const out = applyChange(v, change);
+  if (typeof out === 'string') throw new Error(out);
+  return out;
+}
+
+/** Three peers of v0, joined; peer `holder` holds the view lock (ref 100). */
+function holding(holder = 0): Net {
+  const net = new Net(3, { view: v0 });
+  net.joinAll();
+  net.acquire(holder, 100, viewLock);
+  expect(net.settle()).toEqual([`p${holder} granted 100`]);
+  return net;
+}
+
+describe('changes of the view', () => {
+  it('adds a member: every peer applies the holder\'s view, the joiner syncs through the state transfer and is granted after the others\' requests', () => {
+    const net = holding();
+    const v1 = next(v0, addD);
+    net.step(0, { type: 'view', view: v1 });
+    expect(net.machine(0).viewAcked).toBe(false);
+    net.settle();
+    expect([0, 1, 2].map((p) => net.machine(p).clusterView?.epoch)).toEqual([1, 1, 1]);
+    expect(net.machine(0).viewAcked).toBe(true);
+    expect(net.machine(1).members.size).toBe(4);
+    // Rule M5: nobody waits for the added member before meeting it.
+    net.acquire(1, 1, 'x');
+    expect(net.settle()).toEqual(['p1 granted 1']);
+    const first = net.machine(1).queue('x')[0]?.token ?? 0n;
+    net.release(0, 100);
+    net.settle();
+    net.restart(3, 5, 0, v1);
+    for (const p of [0, 1, 2]) net.join(p, 3);
+    net.settle();
+    expect(net.machine(3).synced).toBe(true);
+    net.acquire(3, 7, 'x');
+    expect(net.settle()).toEqual([]);
+    net.release(1, 1);
+    expect(net.settle()).toEqual(['p3 granted 7']);
+    // The joiner's request was stamped above everything it received: its token is above the one before.
+    const held = net.machine(0).queue('x')[0];
+    expect(held?.peer).toBe(3);
+    expect((held?.token ?? 0n) > first).toBe(true);
+    expect(Number((held?.token ?? 0n) % 1024n)).toBe(3);
+  });
+
+  it('removes a live member: its hold ends "removed", its release comes before its LEAVE, and the others stop waiting for it', () => {
+    const net = new Net(3, { view: v0 });
+    net.joinAll();
+    net.acquire(2, 9, 'a');
+    expect(net.settle()).toEqual(['p2 granted 9']);
+    net.acquire(0, 100, viewLock);
+    expect(net.settle()).toEqual(['p0 granted 100']);
+    const v1 = next(v0, { op: 'remove', id: 'c' });
+    net.step(0, { type: 'view', view: v1 });
+    net.deliver(0, 1); // peer 1 has v1 first: c is out of its majorities, not yet out of its ack set
+    expect(net.machine(1).members.size).toBe(2);
+    net.acquire(1, 1, 'a');
+    expect(outcomes(net.deliver(0, 2))).toEqual(['ended 9 removed']);
+    expect(net.machine(2).removed).toBe(true);
+    expect(net.pending(2, 1)[0]?.m.map((m) => m.t)).toEqual(['rel', 'leave']);
+    expect(net.settle()).toEqual(['p1 granted 1']);
+    expect(net.machine(1).view()).toEqual([0]);
+    expect(net.machine(0).viewAcked).toBe(true);
+    net.acquire(0, 2, 'b');
+    expect(net.settle()).toEqual(['p0 granted 2']);
+  });
+
+  it('grants the view lock only once every peer head-acked: a peer that still has the previous holder at its head holds it back', () => {
+    const net = holding(1);
+    net.acquire(0, 100, viewLock);
+    net.release(1, 100);
+    net.deliver(1, 0); // the release reaches peer 0, not yet peer 2
+    while (net.pending(0, 2).length > 0) net.deliver(0, 2);
+    const fromTwo = net.pending(2, 0).flatMap((p) => p.m.map((m) => m.t));
+    expect(fromTwo).not.toContain('hack');
+    while (net.pending(2, 0).length > 0) expect(outcomes(net.deliver(2, 0))).toEqual([]);
+    expect(net.settle()).toEqual(['p0 granted 100']);
+  });
+
+  it('a head ack with the next view makes the next holder adopt it and pass it on (the previous holder died mid-change)', () => {
+    const net = holding(1);
+    const v1 = next(v0, addD);
+    net.step(1, { type: 'view', view: v1 });
+    net.deliver(1, 2); // peer 2 has v1; peer 0 never gets it from peer 1
+    for (const p of [0, 2]) net.step(p, { type: 'evicted', peer: 1, inc: net.inc(1) });
+    net.acquire(0, 100, viewLock);
+    while (net.pending(0, 2).length > 0) net.deliver(0, 2);
+    const granted: string[] = [];
+    while (net.pending(2, 0).length > 0) granted.push(...outcomes(net.deliver(2, 0)));
+    expect(net.machine(0).clusterView?.epoch).toBe(1);
+    expect(net.pending(0, 2).flatMap((p) => p.m.map((m) => m.t))).toContain('view');
+    expect(granted).toEqual(['granted 100']);
+    net.deliver(0, 2);
+    expect(net.machine(2).clusterView?.epoch).toBe(1);
+  });
+
+  it('ignores a view that does not follow its own, and a LEAVE from a member', () => {
+    const pair = firstView(v0.members.slice(0, 2), 10);
+    const net = new Net(2, { view: pair });
+    net.joinAll();
+    const v2 = next(next(pair, addD), { op: 'remove', id: 'd' });
+    net.step(0, { type: 'packet', from: 1, inc: net.inc(1), packet: { c: 50, m: [{ t: 'view', view: v2 }, { t: 'leave' }] } });
+    expect(net.machine(0).clusterView?.epoch).toBe(0);
+    expect(net.machine(0).view()).toEqual([1]);
+    net.acquire(0, 1, 'a', spec());
+    expect(net.settle()).toEqual(['p0 granted 1']);
+  });
+});
