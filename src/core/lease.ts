@@ -23,7 +23,12 @@ export class LeaseTracker {
     this.#members = opts.members;
     this.#leaseMs = opts.leaseMs;
     this.#echoedSentAt = new Array<number>(opts.members.capacity).fill(Number.NEGATIVE_INFINITY);
-    this.#until = this.majority === 1 ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
+    this.#until = this.#alone() ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
+  }
+
+  /** A voter that is a majority on its own (a cluster of one): its lease never lapses. */
+  #alone(): boolean {
+    return this.#members.voter && this.majority === 1;
   }
 
   /** Number of peers, this one included, that make a majority. */
@@ -45,7 +50,7 @@ export class LeaseTracker {
   setMembers(members: Members): void {
     this.#members = members;
     while (this.#echoedSentAt.length < members.capacity) this.#echoedSentAt.push(Number.NEGATIVE_INFINITY);
-    if (this.majority === 1) this.#until = Number.POSITIVE_INFINITY;
+    if (this.#alone()) this.#until = Number.POSITIVE_INFINITY;
     else this.#recompute();
   }
 
@@ -57,9 +62,11 @@ export class LeaseTracker {
   }
 
   #recompute(): void {
-    if (this.majority === 1) return;
+    if (this.#alone()) return;
+    // A voter counts for itself; a learner or leaving peer needs a majority of the voters' echoes.
+    const needed = this.majority - (this.#members.voter ? 1 : 0);
     const others = this.#members.others().map((p) => this.#echoedSentAt[p] ?? Number.NEGATIVE_INFINITY).sort((a, b) => b - a);
-    this.#until = (others[this.majority - 2] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs;
+    this.#until = (others[needed - 1] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs;
   }
 
   /** The instant (monotonic ms) until which the lease holds; -Infinity when no majority echoed. */

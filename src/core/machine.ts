@@ -20,7 +20,7 @@ import { ViewChanges } from './view-changes.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
 import type { ClusterView } from './view.js';
-import { membersOf } from './view.js';
+import { membersOf, ordinalsIn } from './view.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
 export type { QueueEntry } from './lock-table.js';
@@ -61,7 +61,7 @@ export class Machine {
     this.#members = opts.members;
     this.#clock = opts.clockFloor;
     this.#locks = new LockTable(opts.members.self, (p) => p, opts.queueLog);
-    this.#peers = new PeerView(opts.members);
+    this.#peers = new PeerView(opts.members, opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'));
     this.#changes = new ViewChanges(opts.view ?? null, opts.speaks ?? 0);
   }
 
@@ -191,7 +191,7 @@ export class Machine {
       this.#locks.dropOwn(own);
       return;
     }
-    if (this.synced && this.#leaseValid) this.#issue(own);
+    if (this.synced && this.#leaseValid && this.#members.voter) this.#issue(own);
   }
 
   /**
@@ -307,7 +307,7 @@ export class Machine {
   }
 
   #onJoined(peer: number, inc: Incarnation, clock: number): void {
-    assert(peer !== this.self && this.members.has(peer), 'joined peer is a member');
+    assert(peer !== this.self && this.#changes.inView(peer, this.#members), 'joined peer is in the view');
     if (!this.#peers.isNew(peer, inc)) return;
     const restarted = this.#peers.incarnation(peer) !== undefined;
     const wasSynced = this.synced;
@@ -333,7 +333,8 @@ export class Machine {
   }
 
   #issuePending(): void {
-    if (!this.#leaseValid || this.#fenced) return;
+    // A learner requests nothing until it is promoted (docs/reconfiguration.md, rule N5).
+    if (!this.#leaseValid || this.#fenced || !this.#members.voter) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -372,7 +373,7 @@ export class Machine {
   #sendView(view: ClusterView): void {
     this.#clock += 1;
     this.#changes.sent(this.#clock);
-    for (const p of this.#peers.met()) this.#out.send(p, { t: 'view', view });
+    for (const p of this.#peers.audience()) this.#out.send(p, { t: 'view', view });
   }
 
   #onViewMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
@@ -402,12 +403,15 @@ export class Machine {
   #applyView(view: ClusterView): void {
     this.#changes.apply(view);
     this.#out.push({ type: 'view', view });
-    if (!view.members.some((m) => m.ordinal === this.self)) {
+    const me = view.members.find((m) => m.ordinal === this.self);
+    if (me === undefined || me.state === 'leaving') {
       this.#leaveCluster();
       return;
     }
     this.#members = membersOf(view, this.self);
-    this.#peers.setMembers(this.#members);
+    this.#peers.setMembers(this.#members, ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
+    // A learner promoted may request now (rule N5), if it is synced and holds a lease.
+    if (this.synced) this.#issuePending();
   }
 
   /** Rule M6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
@@ -420,7 +424,7 @@ export class Machine {
       this.#out.push({ type: 'ended', ref: o.ref, lock: firstLock(o), reason: 'removed' });
       this.#announceRelease(o);
     }
-    for (const p of this.#peers.met()) this.#out.send(p, { t: 'leave' });
+    for (const p of this.#peers.audience()) this.#out.send(p, { t: 'leave' });
   }
 
   /** Rule M2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
@@ -499,7 +503,7 @@ export class Machine {
 
   #broadcast(msg: PeerMessage): void {
     // A peer of the view not joined yet is skipped: the state transfer will cover it.
-    for (const p of this.#peers.met()) this.#out.send(p, msg);
+    for (const p of this.#peers.audience()) this.#out.send(p, msg);
   }
 
   /** Why a request of ours is not granted yet (for a timeout's 423 or 503). */

@@ -11,16 +11,22 @@
 import { assert } from '../assert.js';
 import { limits } from '../limits.js';
 
-/** The members of a view, this peer (`self`) among them. Immutable. */
+/**
+ * The voters of a view: the members whose majorities count. `self` is one of them, or a learner
+ * or leaving member that counts in no majority (docs/reconfiguration.md, rules N5 and N6).
+ * Immutable.
+ */
 export class Members {
   readonly self: number;
+  /** Whether this peer is a voter: it counts for itself in every majority. */
+  readonly voter: boolean;
   readonly #all: readonly number[];
   readonly #others: readonly number[];
   readonly #set: ReadonlySet<number>;
   /** One more than the highest ordinal: the length of an array indexed by ordinal. */
   readonly capacity: number;
 
-  /** `ordinals`: every member, `self` included, ascending. */
+  /** `ordinals`: every voter, ascending; `self` among them unless it is a learner or leaving. */
   constructor(self: number, ordinals: readonly number[]) {
     assert(ordinals.length >= 1 && ordinals.length <= limits.peersMax, 'members within 1..limits.peersMax');
     for (let i = 0; i < ordinals.length; i++) {
@@ -28,12 +34,13 @@ export class Members {
       assert(Number.isSafeInteger(o) && o >= 0 && o < limits.peersMax, 'ordinal within 0..limits.peersMax-1');
       assert(i === 0 || o > (ordinals[i - 1] ?? -1), 'ordinals ascending and distinct');
     }
-    assert(ordinals.includes(self), 'self is a member');
+    assert(Number.isSafeInteger(self) && self >= 0 && self < limits.peersMax, 'self is an ordinal');
     this.self = self;
+    this.voter = ordinals.includes(self);
     this.#all = [...ordinals];
     this.#others = ordinals.filter((o) => o !== self);
     this.#set = new Set(ordinals);
-    this.capacity = (ordinals[ordinals.length - 1] ?? 0) + 1;
+    this.capacity = Math.max(self, ordinals[ordinals.length - 1] ?? 0) + 1;
   }
 
   /** The members of a cluster started from a config file of `count` peers: ordinals 0..count-1. */
@@ -46,7 +53,7 @@ export class Members {
     return this.#all.length;
   }
 
-  /** Members, this one included, that make a majority. */
+  /** Voters that make a majority (this one among them when it is a voter). */
   get majority(): number {
     return Math.floor(this.#all.length / 2) + 1;
   }
@@ -71,12 +78,12 @@ export class Members {
     return this.#set.has(ordinal);
   }
 
-  /** Every member, this one included, ascending. */
+  /** Every voter, this one included when it is one, ascending. */
   all(): readonly number[] {
     return this.#all;
   }
 
-  /** Every member but this one, ascending. */
+  /** Every voter but this one, ascending. */
   others(): readonly number[] {
     return this.#others;
   }

@@ -26,28 +26,62 @@ export class PeerView {
   /** The members: the join rule counts a majority of them. */
   #members: Members;
 
-  /** Every member but this one is in the view at first, none of them met yet. */
-  constructor(members: Members) {
+  /**
+   * The peers whose requests count in the view's current shape: its voters and leaving members
+   * (docs/reconfiguration.md, rules N5 and N6), this one excluded.
+   */
+  #candidates: ReadonlySet<number>;
+  /** Learners met: they get our requests and our packets, and their acks count for nothing (rule N5). */
+  readonly #listeners = new Set<number>();
+
+  /**
+   * Every voter and leaving member but this one is in the view at first, none of them met yet.
+   * `leaving`: members removed and not retired (none for a config file's cluster).
+   */
+  constructor(members: Members, leaving: readonly number[] = []) {
     this.#members = members;
     this.#lastTs = new Array<number>(members.capacity).fill(0);
-    for (const p of members.others()) this.#view.add(p);
+    this.#candidates = new Set([...members.others(), ...leaving.filter((p) => p !== members.self)]);
+    for (const p of this.#candidates) this.#view.add(p);
   }
 
   /**
-   * The view changed (docs/reconfiguration.md): the join rule counts `members` from now on.
-   * An added member enters the view when it joins (`admit`): it has no request before every
-   * member met it (rule M5). A removed one stays in the view, its requests with it, until it
-   * leaves (`leave`) or is evicted (rule M6).
+   * The view changed (docs/reconfiguration.md): the join rule counts `members` (its voters)
+   * from now on, and the view holds its voters and `leaving` members. One that became a voter
+   * or leaving (a learner promoted) enters the view, met or not; one that stayed keeps its
+   * place (out if evicted or left); one gone from the view (retired, a learner removed) leaves
+   * for good; `learners` are heard and sent to once met, never waited for (rule N5).
    */
-  setMembers(members: Members): void {
+  setMembers(members: Members, leaving: readonly number[] = [], learners: readonly number[] = []): void {
     this.#members = members;
     while (this.#lastTs.length < members.capacity) this.#lastTs.push(0);
+    const next = new Set([...members.others(), ...leaving.filter((p) => p !== members.self)]);
+    for (const p of next) {
+      if (this.#candidates.has(p)) continue;
+      this.#listeners.delete(p);
+      this.#view.add(p);
+    }
+    const keep = new Set(learners);
+    for (const p of this.#candidates) if (!next.has(p)) this.leave(p);
+    for (const p of [...this.#listeners]) if (!keep.has(p) && !next.has(p)) this.leave(p);
+    this.#candidates = next;
+  }
+
+  /** Who hears what we send: every peer of the view we met, then the learners met. */
+  audience(): number[] {
+    return this.#listeners.size === 0 ? this.met() : [...this.met(), ...this.listeners()];
+  }
+
+  /** Learners met, in ordinal order: they get our packets, and we wait for none of theirs. */
+  listeners(): number[] {
+    return [...this.#listeners].sort((a, b) => a - b);
   }
 
   /** A removed member left, its releases before it: out of the view for good. */
   leave(peer: number): void {
     this.#superseded.delete(peer);
     this.#view.delete(peer);
+    this.#listeners.delete(peer);
     this.#inc.delete(peer);
     this.#letUsIn.delete(peer);
   }
@@ -134,7 +168,7 @@ export class PeerView {
   /** Whether a packet from `peer` of `inc` counts: from the incarnation we met, in the view. */
   isLive(peer: number, inc: Incarnation): boolean {
     const current = this.#inc.get(peer);
-    return current !== undefined && compareIncarnation(current, inc) === 0 && this.#view.has(peer);
+    return current !== undefined && compareIncarnation(current, inc) === 0 && (this.#view.has(peer) || this.#listeners.has(peer));
   }
 
   /** Whether `inc` is newer than every incarnation of `peer` we met or refused. */
@@ -184,12 +218,13 @@ export class PeerView {
     if (current === undefined || compareIncarnation(current, inc) <= 0) this.#gone.add(peer);
   }
 
-  /** `inc` of `peer` joined: it is in the view, and its packets count. */
+  /** `inc` of `peer` joined: it is in the view (a learner: among the listeners), and its packets count. */
   admit(peer: number, inc: Incarnation): void {
     this.#gone.delete(peer);
     this.#superseded.delete(peer);
     this.#inc.set(peer, inc);
-    this.#view.add(peer);
+    if (this.#candidates.has(peer)) this.#view.add(peer);
+    else this.#listeners.add(peer);
   }
 
   /**

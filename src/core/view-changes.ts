@@ -4,6 +4,7 @@
  * it last head-acked, when its last view went out, and whether it was removed. The Machine
  * decides when these change; this class only keeps them and answers its questions.
  */
+import type { Members } from './members.js';
 import type { HeadAckMessage } from './messages.js';
 import type { ClusterView } from './view.js';
 import { sameView } from './view.js';
@@ -42,6 +43,12 @@ export class ViewChanges {
 
   get removed(): boolean {
     return this.#removed;
+  }
+
+  /** Whether `peer` is in our view, in any state; without a view, whether it is one of `members`. */
+  inView(peer: number, members: Members): boolean {
+    const view = this.#view;
+    return view === null ? members.has(peer) : view.members.some((m) => m.ordinal === peer);
   }
 
   /**

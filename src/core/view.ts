@@ -3,12 +3,22 @@
  * ordinal with where they are reached, the next ordinal to give, and the protocol level. Pure:
  * the runtime keeps it in the data dir; the core counts its majorities (core/members.ts).
  *
- * A view is changed one step at a time (rule M1): add one member, remove one, or raise the
- * level. Each step makes the next epoch; an ordinal is given once and never again.
+ * A view is changed one step at a time (rule N1): add a learner, promote it, remove a member,
+ * retire a leaving one, or raise the level; the voters of two adjacent views differ by at most
+ * one. Each step makes the next epoch; an ordinal is given once and never again.
  */
 import { limits } from '../limits.js';
 import { Members } from './members.js';
 import { isRecord } from './types.js';
+
+/**
+ * A voter counts in every majority and every ack set; a learner in neither (it requests
+ * nothing, rule N5); a leaving member in every ack set but no majority, until it is retired
+ * (rule N6).
+ */
+export type MemberState = 'voter' | 'learner' | 'leaving';
+
+export const memberStates: readonly MemberState[] = ['voter', 'learner', 'leaving'];
 
 /** One member of a view. */
 export interface ViewMember {
@@ -19,6 +29,7 @@ export interface ViewMember {
   readonly ws: string;
   /** Where its local HTTP API listens (`host:port`). */
   readonly http: string;
+  readonly state: MemberState;
 }
 
 /** The cluster as its members agreed it. */
@@ -36,14 +47,16 @@ export interface ClusterView {
 /** One step of a view. */
 export type ViewChange =
   | { readonly op: 'add'; readonly id: string; readonly ws: string; readonly http: string }
+  | { readonly op: 'promote'; readonly id: string }
   | { readonly op: 'remove'; readonly id: string }
+  | { readonly op: 'retire'; readonly id: string }
   | { readonly op: 'level'; readonly level: number };
 
 /** The view a config file seeds: its peers, in file order, are ordinals 0..N-1 (today's indexes). */
 export function firstView(peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number): ClusterView {
   return {
     epoch: 0,
-    members: peers.map((p, ordinal) => ({ id: p.id, ordinal, ws: p.ws, http: p.http })),
+    members: peers.map((p, ordinal) => ({ id: p.id, ordinal, ws: p.ws, http: p.http, state: 'voter' })),
     nextOrdinal: peers.length,
     level,
   };
@@ -67,13 +80,22 @@ export function applyChange(view: ClusterView, change: ViewChange, speaks = view
       if (clash !== undefined) return `member ${clash.id} listens at ${clash.ws === change.ws ? change.ws : change.http} already`;
       if (view.members.length >= limits.peersMax) return `a cluster has at most ${limits.peersMax} members`;
       if (view.nextOrdinal >= limits.peersMax) return `every ordinal of this cluster (${limits.peersMax}, the low bits of a token) was given: recover into a new cluster to add more (docs/operations.md)`;
-      const member: ViewMember = { id: change.id, ordinal: view.nextOrdinal, ws: change.ws, http: change.http };
+      const member: ViewMember = { id: change.id, ordinal: view.nextOrdinal, ws: change.ws, http: change.http, state: 'learner' };
       return { ...next, members: [...view.members, member], nextOrdinal: view.nextOrdinal + 1 };
     }
+    case 'promote':
+      return withState(next, view, change.id, 'learner', 'voter');
     case 'remove': {
-      if (memberById(view, change.id) === undefined) return `${change.id} is not a member`;
-      if (view.members.length === 1) return `${change.id} is the last member: a cluster keeps one`;
-      return { ...next, members: view.members.filter((m) => m.id !== change.id) };
+      const m = memberById(view, change.id);
+      if (m === undefined) return `${change.id} is not a member`;
+      if (m.state === 'learner') return { ...next, members: view.members.filter((x) => x.id !== change.id) };
+      if (m.state === 'voter' && voters(view).length === 1) return `${change.id} is the last voter: a cluster keeps one`;
+      return withState(next, view, change.id, 'voter', 'leaving');
+    }
+    case 'retire': {
+      const m = memberById(view, change.id);
+      if (m?.state !== 'leaving') return `${change.id} is not leaving`;
+      return { ...next, members: view.members.filter((x) => x.id !== change.id) };
     }
     case 'level': {
       if (change.level <= view.level) return `the cluster runs at level ${view.level} already`;
@@ -83,9 +105,27 @@ export function applyChange(view: ClusterView, change: ViewChange, speaks = view
   }
 }
 
-/** The majorities `self` counts in `view` (core/members.ts). */
+/** `next` with member `id`, now `from`, made `to`; or why not. */
+function withState(next: ClusterView, view: ClusterView, id: string, from: MemberState, to: MemberState): ClusterView | string {
+  const m = memberById(view, id);
+  if (m === undefined) return `${id} is not a member`;
+  if (m.state !== from) return `${id} is ${m.state === 'voter' ? 'a voter' : m.state === 'learner' ? 'a learner' : 'leaving'}`;
+  return { ...next, members: view.members.map((x) => (x.id === id ? { ...x, state: to } : x)) };
+}
+
+/** The ordinals of the members of `view` in `state`, ascending. */
+export function ordinalsIn(view: ClusterView, state: MemberState): number[] {
+  return view.members.filter((m) => m.state === state).map((m) => m.ordinal);
+}
+
+/** The voters of `view`. */
+export function voters(view: ClusterView): readonly ViewMember[] {
+  return view.members.filter((m) => m.state === 'voter');
+}
+
+/** The majorities `self` counts in `view`: its voters' (core/members.ts). */
 export function membersOf(view: ClusterView, self: number): Members {
-  return new Members(self, view.members.map((m) => m.ordinal));
+  return new Members(self, voters(view).map((m) => m.ordinal));
 }
 
 /** Equal views: same epoch, members, next ordinal and level. */
@@ -95,7 +135,7 @@ export function sameView(a: ClusterView, b: ClusterView): boolean {
 
 /** A fixed text of a view, for comparing and hashing (key order never matters). */
 export function canonicalView(v: ClusterView): string {
-  return JSON.stringify([v.epoch, v.nextOrdinal, v.level, v.members.map((m) => [m.ordinal, m.id, m.ws, m.http])]);
+  return JSON.stringify([v.epoch, v.nextOrdinal, v.level, v.members.map((m) => [m.ordinal, m.id, m.ws, m.http, m.state])]);
 }
 
 const count = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
@@ -103,7 +143,7 @@ const text = (x: unknown, max: number): x is string => typeof x === 'string' && 
 
 function isViewMember(v: unknown): v is ViewMember {
   return isRecord(v) && text(v['id'], limits.peerIdCharsMax) && count(v['ordinal']) && (v['ordinal'] as number) < limits.peersMax &&
-    text(v['ws'], limits.addressCharsMax) && text(v['http'], limits.addressCharsMax);
+    text(v['ws'], limits.addressCharsMax) && text(v['http'], limits.addressCharsMax) && (memberStates as readonly unknown[]).includes(v['state']);
 }
 
 /**
@@ -117,5 +157,5 @@ export function isClusterView(v: unknown): v is ClusterView {
   const ids = new Set(members.map((m) => m.id));
   const ascending = members.every((m, i) => i === 0 || m.ordinal > (members[i - 1]?.ordinal ?? -1));
   const last = members[members.length - 1]?.ordinal ?? 0;
-  return ids.size === members.length && ascending && last < v['nextOrdinal'] && v['nextOrdinal'] <= limits.peersMax;
+  return ids.size === members.length && ascending && last < v['nextOrdinal'] && v['nextOrdinal'] <= limits.peersMax && members.some((m) => m.state === 'voter');
 }

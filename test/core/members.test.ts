@@ -32,12 +32,24 @@ describe('Members', () => {
     expect(Members.first(0, 2).meetsEveryMajority).toBe(1);
   });
 
-  it('refuses ordinals out of order, repeated, out of range, or without this peer', () => {
+  it('refuses ordinals out of order, repeated or out of range', () => {
     expect(() => new Members(0, [0, 0])).toThrow();
     expect(() => new Members(0, [2, 0])).toThrow();
     expect(() => new Members(0, [0, 1024])).toThrow();
-    expect(() => new Members(3, [0, 1])).toThrow();
+    expect(() => new Members(1024, [0, 1])).toThrow();
     expect(() => new Members(0, [])).toThrow();
+  });
+
+  it('a learner or leaving peer counts majorities of the voters without itself', () => {
+    const m = new Members(3, [0, 1, 2]);
+    expect([m.voter, m.size, m.majority, m.capacity]).toEqual([false, 3, 2, 4]);
+    expect(m.others()).toEqual([0, 1, 2]);
+    const lease = new LeaseTracker({ members: m, leaseMs: 1000 });
+    lease.onEcho(0, 100);
+    expect(lease.valid(200)).toBe(false);
+    lease.onEcho(2, 150);
+    expect(lease.validUntil()).toBe(1100);
+    expect(new LeaseTracker({ members: new Members(1, [0]), leaseMs: 1000 }).valid(5)).toBe(false);
   });
 });
 
@@ -101,14 +113,18 @@ describe('a view that changes', () => {
     expect(m.silence(3, 200 + evictMs)?.silentMs).toBe(evictMs + 100);
   });
 
-  it('an added member enters the ack set when it joins; a removed one stays in it until it leaves', () => {
+  it('a learner is heard once met, never waited for; promoted, it is waited for; a leaving member is waited for until it leaves', () => {
     const v = new PeerView(Members.first(0, 3));
-    v.setMembers(new Members(0, [0, 1, 3]));
-    expect(v.members()).toEqual([1, 2]);
+    v.setMembers(Members.first(0, 3), [], [3]);
     v.admit(3, X);
-    expect(v.members()).toEqual([1, 2, 3]);
+    expect([v.members(), v.listeners(), v.isLive(3, X)]).toEqual([[1, 2], [3], true]);
+    v.setMembers(new Members(0, [0, 1, 3]), [2]);
+    expect([v.members(), v.listeners()]).toEqual([[1, 2, 3], []]);
+    expect(v.missingAcks(0)).toEqual([1, 2, 3]);
     v.leave(2);
+    v.setMembers(new Members(0, [0, 1, 3]), [2]);
     expect(v.members()).toEqual([1, 3]);
-    expect(v.missingAcks(0)).toEqual([1, 3]);
+    v.setMembers(new Members(0, [0, 1, 3]));
+    expect(v.members()).toEqual([1, 3]);
   });
 });

@@ -28,7 +28,7 @@ function holding(holder = 0): Net {
 }
 
 describe('changes of the view', () => {
-  it('adds a member: every peer applies the holder\'s view, the joiner syncs through the state transfer and is granted after the others\' requests', () => {
+  it('adds a learner, which syncs through the state transfers and requests nothing until a second change promotes it', () => {
     const net = holding();
     const v1 = next(v0, addD);
     net.step(0, { type: 'view', view: v1 });
@@ -36,8 +36,8 @@ describe('changes of the view', () => {
     net.settle();
     expect([0, 1, 2].map((p) => net.machine(p).clusterView?.epoch)).toEqual([1, 1, 1]);
     expect(net.machine(0).viewAcked).toBe(true);
-    expect(net.machine(1).members.size).toBe(4);
-    // Rule M5: nobody waits for the added member before meeting it.
+    expect(net.machine(1).members.size).toBe(3);
+    // Rule N5: a learner is in no ack set, met or not.
     net.acquire(1, 1, 'x');
     expect(net.settle()).toEqual(['p1 granted 1']);
     const first = net.machine(1).queue('x')[0]?.token ?? 0n;
@@ -47,11 +47,18 @@ describe('changes of the view', () => {
     for (const p of [0, 1, 2]) net.join(p, 3);
     net.settle();
     expect(net.machine(3).synced).toBe(true);
+    expect(net.machine(3).queue('x').map((e) => e.peer)).toEqual([1]);
     net.acquire(3, 7, 'x');
     expect(net.settle()).toEqual([]);
+    expect(net.pending(3, 0)).toEqual([]);
+    net.acquire(0, 101, viewLock);
+    expect(net.settle()).toEqual(['p0 granted 101']);
+    net.step(0, { type: 'view', view: next(v1, { op: 'promote', id: 'd' }) });
+    expect(net.settle()).toEqual([]);
+    expect(net.machine(1).members.size).toBe(4);
     net.release(1, 1);
     expect(net.settle()).toEqual(['p3 granted 7']);
-    // The joiner's request was stamped above everything it received: its token is above the one before.
+    // Its request was stamped above everything it received: its token is above the one before.
     const held = net.machine(0).queue('x')[0];
     expect(held?.peer).toBe(3);
     expect((held?.token ?? 0n) > first).toBe(true);

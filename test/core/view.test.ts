@@ -21,18 +21,23 @@ describe('ClusterView', () => {
     expect(isClusterView(v)).toBe(true);
   });
 
-  it('never gives an ordinal twice: remove b, add d, remove d, add e', () => {
+  it('changes one voter at a time and never gives an ordinal twice', () => {
     let v = firstView(peers, 9);
     v = changed(applyChange(v, { op: 'remove', id: 'b' }));
+    expect(v.members.map((m) => m.state)).toEqual(['voter', 'leaving', 'voter']);
+    expect(membersOf(v, 0).size).toBe(2);
+    v = changed(applyChange(v, { op: 'retire', id: 'b' }));
     v = changed(applyChange(v, { op: 'add', id: 'd', ws: 'ws://127.0.0.1:7003', http: '127.0.0.1:8003' }));
-    v = changed(applyChange(v, { op: 'remove', id: 'd' }));
+    expect(v.members.map((m) => [m.id, m.ordinal, m.state])).toEqual([['a', 0, 'voter'], ['c', 2, 'voter'], ['d', 3, 'learner']]);
+    v = changed(applyChange(v, { op: 'remove', id: 'd' })); // a learner goes at once
     v = changed(applyChange(v, { op: 'add', id: 'b', ws: 'ws://127.0.0.1:7001', http: '127.0.0.1:8001' }));
-    expect(v.epoch).toBe(4);
-    expect(v.members.map((m) => [m.id, m.ordinal])).toEqual([['a', 0], ['c', 2], ['b', 4]]);
+    v = changed(applyChange(v, { op: 'promote', id: 'b' }));
+    expect(v.epoch).toBe(6);
+    expect(v.members.map((m) => [m.id, m.ordinal, m.state])).toEqual([['a', 0, 'voter'], ['c', 2, 'voter'], ['b', 4, 'voter']]);
     expect(v.nextOrdinal).toBe(5);
     expect(isClusterView(v)).toBe(true);
     const m = membersOf(v, 4);
-    expect([m.size, m.majority, m.capacity]).toEqual([3, 2, 5]);
+    expect([m.size, m.majority, m.capacity, m.voter]).toEqual([3, 2, 5, true]);
   });
 
   it('refuses a change that is not one step, with a sentence', () => {
@@ -40,7 +45,9 @@ describe('ClusterView', () => {
     expect(applyChange(v, { op: 'add', id: 'a', ws: 'ws://h:1', http: 'h:2' })).toBe('a is a member already');
     expect(applyChange(v, { op: 'add', id: 'd', ws: 'ws://127.0.0.1:7000', http: 'h:2' })).toMatch(/listens at ws:\/\/127.0.0.1:7000 already/);
     expect(applyChange(v, { op: 'remove', id: 'z' })).toBe('z is not a member');
-    expect(applyChange(firstView([peers[0]!], 9), { op: 'remove', id: 'a' })).toMatch(/last member/);
+    expect(applyChange(firstView([peers[0]!], 9), { op: 'remove', id: 'a' })).toMatch(/last voter/);
+    expect(applyChange(v, { op: 'promote', id: 'a' })).toBe('a is a voter');
+    expect(applyChange(v, { op: 'retire', id: 'a' })).toBe('a is not leaving');
     expect(applyChange(v, { op: 'level', level: 10 })).toMatch(/not spoken by every member/);
     expect(changed(applyChange(v, { op: 'level', level: 10 }, 10)).level).toBe(10);
     expect(applyChange(v, { op: 'level', level: 9 }, 10)).toMatch(/at level 9 already/);
@@ -66,6 +73,8 @@ describe('ClusterView', () => {
       { ...v, nextOrdinal: 1025 },
       { ...v, members: [{ ...v.members[0], ws: 'x'.repeat(257) }] },
       { ...v, members: [{ ...v.members[0], ordinal: 1.5 }] },
+      { ...v, members: [{ ...v.members[0], state: 'boss' }] },
+      { ...v, members: [{ ...v.members[0], state: 'learner' }] },
     ];
     for (const b of bad) expect(isClusterView(b)).toBe(false);
   });
