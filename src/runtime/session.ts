@@ -150,6 +150,8 @@ export class Session {
   readonly incarnation: Incarnation;
   /** What this peer holds equal with every other (src/cluster-shape.ts); its fingerprint is checked on every link. */
   readonly shape: ClusterShape;
+  /** The protocol levels this binary speaks; the one this peer runs at is `shape.protocol`. */
+  readonly levels: ProtocolLevels;
   readonly #config: ClusterConfig;
   readonly #log: Logger;
   readonly #hooks: SessionHooks;
@@ -181,6 +183,7 @@ export class Session {
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
     this.shape = clusterShapeOf(opts.config, opts.protocolLevel);
+    this.levels = opts.levels;
     this.#mesh = this.#createMesh(opts, incarnations);
   }
 
