@@ -8,7 +8,8 @@ import type { ClusterShape } from './cluster-shape.js';
 import { clusterShapeOf, describeShape, fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
 import { loadConfig } from './config.js';
 import { LockError, ErrorCode } from './errors.js';
-import { protocolVersion } from './transport/codec.js';
+import type { ProtocolLevels } from './transport/codec.js';
+import { levelsText, protocolLevels, speaks } from './transport/codec.js';
 
 /** What the check prints, and its exit code: 0 valid (and matching), 1 differs from the running peer, 2 invalid. */
 export interface ConfigCheck {
@@ -33,13 +34,23 @@ export function shapeFromClusterJson(cluster: Record<string, unknown>): ClusterS
 }
 
 /**
+ * The protocol level to check the file at: the running peer's, when this binary speaks it (a
+ * peer runs at the level its data dir records); else the newest this binary speaks, at which
+ * a peer with a new data dir runs.
+ */
+function levelToCheck(levels: ProtocolLevels, cluster: Record<string, unknown> | undefined): number {
+  const theirs = cluster === undefined ? undefined : shapeFromClusterJson(cluster)?.protocol;
+  return theirs !== undefined && speaks(levels, theirs) ? theirs : levels.newest;
+}
+
+/**
  * Checks the file at `path`; with `cluster` (a running peer's GET /v1/cluster, already
  * fetched), compares. Never throws for a bad file: the problems are the text.
  */
-export function checkConfigFile(path: string, env: Readonly<Record<string, string | undefined>>, cluster?: Record<string, unknown>): ConfigCheck {
+export function checkConfigFile(path: string, env: Readonly<Record<string, string | undefined>>, cluster?: Record<string, unknown>, levels = protocolLevels): ConfigCheck {
   let shape: ClusterShape;
   try {
-    shape = clusterShapeOf(loadConfig(path, env), protocolVersion);
+    shape = clusterShapeOf(loadConfig(path, env), levelToCheck(levels, cluster));
   } catch (err) {
     if (!(err instanceof LockError) || err.code !== ErrorCode.ConfigInvalid) throw err;
     const problems = Array.isArray(err.details['problems']) ? err.details['problems'].map(String) : [err.message];
@@ -47,7 +58,8 @@ export function checkConfigFile(path: string, env: Readonly<Record<string, strin
   }
   const fp = fingerprintOf(shape);
   const head = `${path}: valid\nfingerprint ${fp}, of what every peer must hold equal:\n${describeShape(shape).map((l) => `  ${l}\n`).join('')}` +
-    'not in it: the ws and http addresses (each host may reach the others at addresses of its own), tls, the secret (the handshake proves it)\n';
+    'not in it: the ws and http addresses (each host may reach the others at addresses of its own), tls, the secret (the handshake proves it)\n' +
+    `protocol levels this binary speaks: ${levelsText(levels)} (a peer runs at the level its data dir records; with a new data dir, at ${levels.newest})\n`;
   if (cluster === undefined) return { text: head, exitCode: checkConfigExitCodes.ok };
   const peer = String(cluster['id']);
   if (cluster['fingerprint'] === fp) return { text: `${head}matches the cluster peer ${peer} is in\n`, exitCode: checkConfigExitCodes.ok };

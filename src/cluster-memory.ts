@@ -5,12 +5,18 @@
  * host, or the file of another cluster, never starts a peer that would count majorities of
  * another member set. A change made on purpose (every peer stopped, every host's file
  * changed) starts with `--accept-config-change`, which records the new shape.
+ *
+ * The shape's `protocol` is the level the peer runs at (transport/codec.ts `protocolLevels`):
+ * a data dir keeps its level across restarts and binaries (`runningLevel`), so a binary that
+ * speaks a range can replace an older one without a config change.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClusterShape } from './cluster-shape.js';
 import { fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
 import { ErrorCode, LockError } from './errors.js';
+import type { ProtocolLevels } from './transport/codec.js';
+import { levelsText, speaks } from './transport/codec.js';
 
 /** Where the shape lives in a data dir. */
 export function clusterMemoryPath(dataDir: string): string {
@@ -35,6 +41,22 @@ export function loadClusterMemory(dataDir: string): ClusterShape | null {
   }
   if (!isClusterShape(shape)) throw new LockError(ErrorCode.ConfigInvalid, `${path} is corrupt: remove it to start with the config file's cluster as it is`);
   return shape;
+}
+
+/**
+ * The protocol level a peer of this data dir runs at: the one it recorded; the newest of
+ * `levels` for a new data dir (or none). Throws ERR_CONFIG_INVALID when this binary does not
+ * speak the recorded level: a restart never changes a peer's level.
+ */
+export function runningLevel(dataDir: string | undefined, levels: ProtocolLevels): number {
+  const before = dataDir === undefined ? null : loadClusterMemory(dataDir);
+  if (before === null) return levels.newest;
+  if (!speaks(levels, before.protocol)) {
+    throw new LockError(ErrorCode.ConfigInvalid,
+      `this peer's data dir runs protocol level ${before.protocol}; this binary speaks levels ${levelsText(levels)}. Run a binary that speaks level ${before.protocol} on this host: a level is raised only through the cluster, never by a restart (docs/operations.md, "Protocol levels")`,
+      { problems: [`the data dir runs protocol level ${before.protocol}; this binary speaks levels ${levelsText(levels)}`] });
+  }
+  return before.protocol;
 }
 
 /**

@@ -6,7 +6,7 @@
  *
  * In the shape: the cluster name; the peer ids in configuration order (an id's index breaks
  * timestamp ties and is part of every token); heartbeat_ms, lease_ms and evict_ms; the
- * clock-rate margin the eviction bound assumes; the protocol version. Not in it: how a host
+ * clock-rate margin the eviction bound assumes; the protocol level the peers run at. Not in it: how a host
  * reaches another (the `ws` and `http` addresses: a peer behind NAT, a container or a proxy
  * is reached at different addresses from different hosts), the TLS files, the secret (the
  * handshake's HMAC proves it).
@@ -27,7 +27,7 @@ export interface ClusterShape {
   readonly evictMs: number;
   /** The clock-rate margin of the eviction bound (config.ts `clockRateMargin`), in thousandths. */
   readonly marginMilli: number;
-  /** The peer-link protocol version (transport/codec.ts `protocolVersion`). */
+  /** The protocol level the peer runs at (transport/codec.ts `protocolLevels`): the one its data dir records. */
   readonly protocol: number;
 }
 
@@ -87,7 +87,7 @@ export function shapeDifferences(mine: ClusterShape, theirs: ClusterShape, who: 
     if (mine[field] !== theirs[field]) out.push(`${who}'s ${key} is ${theirs[field]}; here ${mine[field]}`);
   }
   if (mine.marginMilli !== theirs.marginMilli) out.push(`${who} assumes a clock-rate margin of ${theirs.marginMilli / 1000}; this build ${mine.marginMilli / 1000}`);
-  if (mine.protocol !== theirs.protocol) out.push(`${who} speaks protocol ${theirs.protocol}; this peer ${mine.protocol}`);
+  if (mine.protocol !== theirs.protocol) out.push(`${who} runs protocol level ${theirs.protocol}; this peer ${mine.protocol}`);
   return out;
 }
 
@@ -98,6 +98,6 @@ export function describeShape(shape: ClusterShape): string[] {
     `peers, in order: ${list(shape.peers)}`,
     `heartbeat_ms: ${shape.heartbeatMs}, lease_ms: ${shape.leaseMs}, evict_ms: ${shape.evictMs}`,
     `clock-rate margin: ${shape.marginMilli / 1000}`,
-    `protocol: ${shape.protocol}`,
+    `protocol level: ${shape.protocol}`,
   ];
 }

@@ -2,7 +2,7 @@
  * One whole peer process: the runtime, its HTTP API and its routes, started and stopped
  * together. The binary and the integration tests both start peers through this.
  */
-import { checkClusterMemory } from './cluster-memory.js';
+import { checkClusterMemory, runningLevel } from './cluster-memory.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
@@ -17,7 +17,8 @@ import { listenHttp, prepareHttp } from './http/listener.js';
 import { metricsRoute } from './http/metrics.js';
 import { Watches } from './http/watch.js';
 import type { Logger } from './log.js';
-import { protocolVersion } from './transport/codec.js';
+import type { ProtocolLevels } from './transport/codec.js';
+import { protocolLevels } from './transport/codec.js';
 import { WsNetwork, readTlsMaterial } from './transport/ws-network.js';
 import { FileClockStore, MemoryClockStore } from './runtime/clock-store.js';
 import { PeerRuntime } from './runtime/peer.js';
@@ -34,6 +35,8 @@ export interface PeerServerOptions {
   readonly dataDir?: string | undefined;
   /** Start though the config's cluster shape differs from the one the data dir last ran with (src/cluster-memory.ts). */
   readonly acceptConfigChange?: boolean | undefined;
+  /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`; tests inject ranges). */
+  readonly levels?: ProtocolLevels | undefined;
   readonly logger: Logger;
 }
 
@@ -62,10 +65,10 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const self = opts.config.peers.find((p) => p.id === opts.id);
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
   const target = parseListenTarget(opts.http ?? self.http);
-  if (opts.dataDir !== undefined) {
-    checkDataDir(opts.dataDir);
-    checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolVersion), opts.acceptConfigChange === true);
-  }
+  if (opts.dataDir !== undefined) checkDataDir(opts.dataDir);
+  // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
+  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels);
+  if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolLevel), opts.acceptConfigChange === true);
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
@@ -75,7 +78,8 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const clockStore = opts.dataDir === undefined ? new MemoryClockStore() : new FileClockStore(opts.dataDir);
   let runtime: PeerRuntime;
   try {
-    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, world: { env: nodeEnv, network, listener, clockStore } });
+    const levels = opts.levels === undefined ? {} : { levels: opts.levels };
+    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, ...levels, world: { env: nodeEnv, network, listener, clockStore } });
     runtime.start();
   } catch (err) {
     await listener.close();

@@ -200,13 +200,28 @@ function evictionText(due: unknown): string {
 }
 
 /**
+ * The protocol line of `lamport-lock status`: the level the peer runs at, the levels its binary
+ * speaks, and the newest level each other peer's binary advertised (docs/operations.md,
+ * "Protocol levels"); nothing when the peer does not say.
+ */
+function formatLevels(cluster: Record<string, unknown>): string {
+  const levels = cluster['protocol_levels'];
+  if (typeof cluster['protocol_level'] !== 'number' || typeof levels !== 'object' || levels === null) return '';
+  const range = levels as Record<string, unknown>;
+  const peers = Array.isArray(cluster['peers']) ? cluster['peers'].filter((p): p is Record<string, unknown> => typeof p === 'object' && p !== null && p['self'] !== true) : [];
+  const advertised = peers.map((p) => `${String(p['id'])} ${typeof p['newest_level'] === 'number' ? p['newest_level'] : 'not known yet'}`).join(', ');
+  return `protocol level ${cluster['protocol_level']} (this binary speaks ${String(range['oldest'])} to ${String(range['newest'])})` +
+    `${advertised === '' ? '' : `; newest level each peer's binary speaks: ${advertised}`}\n`;
+}
+
+/**
  * The first lines of `lamport-lock status`, from GET /v1/cluster: the peer, its cluster and its
  * config fingerprint (compare hosts at a glance), then one REFUSED line per link refused
  * either way of late, with what differs (docs/design.md section 4, "One agreed cluster").
  */
 export function formatClusterHeader(cluster: Record<string, unknown>): string {
   if (typeof cluster['fingerprint'] !== 'string') return '';
-  const head = `peer ${String(cluster['id'])} of cluster ${String(cluster['cluster'])}, config fingerprint ${cluster['fingerprint']}\n`;
+  const head = `peer ${String(cluster['id'])} of cluster ${String(cluster['cluster'])}, config fingerprint ${cluster['fingerprint']}\n${formatLevels(cluster)}`;
   const links = Array.isArray(cluster['refused_links']) ? cluster['refused_links'].filter((r): r is Record<string, unknown> => typeof r === 'object' && r !== null) : [];
   return head + links.map((r) => {
     const who = r['direction'] === 'by_peer' ? `peer ${String(r['peer'])} refuses this peer` : `this peer refuses peer ${String(r['peer'])}`;

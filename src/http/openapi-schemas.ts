@@ -68,8 +68,10 @@ const cluster = obj({
   fingerprint: str('the fingerprint of what every peer\'s config must hold equal (lamport-peer --check-config prints a file\'s)'),
   shape: obj({
     cluster: str(), peers: { type: 'array', items: str(), description: 'peer ids in config order' },
-    heartbeat_ms: int(), lease_ms: int(), evict_ms: int(), clock_rate_margin: { type: 'number' }, protocol: int(),
+    heartbeat_ms: int(), lease_ms: int(), evict_ms: int(), clock_rate_margin: { type: 'number' }, protocol: int('the protocol level the peers run at'),
   }),
+  protocol_level: int('the protocol level this peer runs at: the one its data dir records (docs/operations.md, "Protocol levels")'),
+  protocol_levels: obj({ oldest: int(), newest: int() }, ['oldest', 'newest'], 'the protocol levels this peer\'s binary speaks'),
   config_mismatch: { type: ['string', 'null'], description: 'while a peer\'s config differs from this one\'s: the sentence of ERR_CONFIG_MISMATCH (/readyz answers 503 with it); else null' },
   refused_links: {
     type: 'array',
@@ -108,6 +110,7 @@ const cluster = obj({
         obj({
           id: str(), connected: bool, last_heard_ms_ago: nullableInt('null: never heard'), rtt_ms: { type: ['number', 'null'] },
           incarnation: { type: ['string', 'null'] }, evicted: bool, last_ts: int('the highest Lamport timestamp heard from it'),
+          newest_level: nullableInt('the newest protocol level its binary advertised in its last handshake with this peer; null before one'),
         }),
       ],
     },

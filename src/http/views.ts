@@ -38,6 +38,8 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
       cluster: c.shape.cluster, peers: c.shape.peers, heartbeat_ms: c.shape.heartbeatMs, lease_ms: c.shape.leaseMs, evict_ms: c.shape.evictMs,
       clock_rate_margin: c.shape.marginMilli / 1000, protocol: c.shape.protocol,
     },
+    protocol_level: c.protocolLevel,
+    protocol_levels: { oldest: c.protocolLevels.oldest, newest: c.protocolLevels.newest },
     config_mismatch: c.configMismatch,
     refused_links: c.refusedLinks.map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, ms_ago: r.msAgo, count: r.count })),
     incarnation: c.incarnation, clock: c.clock, synced: c.synced,
@@ -47,7 +49,7 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
     superseded: c.superseded,
     peers: c.peers.map((p) => ('self' in p
       ? { id: p.id, self: true }
-      : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs })),
+      : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs, newest_level: p.newestLevel })),
   };
 }
 

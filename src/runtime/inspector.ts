@@ -54,6 +54,11 @@ export class PeerInspector {
   }
 
   /** Now on the lease clock, which the lease and the links' times use (it counts suspends). */
+  /** The protocol level this peer runs at (its data dir's). */
+  protocolLevel(): number {
+    return this.#src.sessions.get().shape.protocol;
+  }
+
   nowMs(): number {
     return this.#src.sessions.get().nowMs();
   }
@@ -246,6 +251,7 @@ export class PeerInspector {
     const links = new Map(session.links.status().map((s) => [s.peer, s]));
     return {
       id, cluster: config.cluster, fingerprint: session.links.fingerprint, shape: session.shape,
+      protocolLevel: session.shape.protocol, protocolLevels: session.levels,
       refusedLinks: session.links.refusals().map((r) => ({
         peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences,
         msAgo: Math.round(now - r.atMs), count: r.count,
@@ -263,7 +269,7 @@ export class PeerInspector {
           ? { id: p.id, self: true as const }
           : { id: p.id, connected: s?.connected ?? false, lastHeardMsAgo: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
               rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
-              lastTs: machine.lastTs(i) };
+              lastTs: machine.lastTs(i), newestLevel: s?.newestLevel ?? null };
       }),
     };
   }

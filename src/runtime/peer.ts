@@ -33,6 +33,8 @@ import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
+import type { ProtocolLevels } from '../transport/codec.js';
+import { protocolLevels } from '../transport/codec.js';
 import type { SessionWorld } from './session.js';
 import type { LocalEffect, RejoinReason } from '../core/protocol-io.js';
 
@@ -88,6 +90,14 @@ export interface PeerOptions {
    * one in some seeds, so that packets are split into pieces (docs/design.md "Pieces").
    */
   readonly frameBytesMax?: number;
+  /**
+   * The protocol level this peer runs at (docs/operations.md, "Protocol levels"): the one its
+   * data dir records (server.ts, cluster-memory.ts `runningLevel`); default the newest this
+   * binary speaks (transport/codec.ts `protocolLevels`).
+   */
+  readonly protocolLevel?: number;
+  /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`; tests inject ranges). */
+  readonly levels?: ProtocolLevels;
 }
 
 /** A local hold began or ended: what the dashboard's "recent grants and ends" shows. */
@@ -127,6 +137,8 @@ export class PeerRuntime implements LockService {
   readonly #env: Env;
   readonly #linkUnackedBytesMax: number | undefined;
   readonly #frameBytesMax: number | undefined;
+  readonly #protocolLevel: number;
+  readonly #levels: ProtocolLevels;
   readonly #reservation: ClockReservation;
   /** The bounds of the promises and echoes this process gives, on disk (bounds.ts). */
   readonly #bounds: PersistedBounds;
@@ -152,6 +164,8 @@ export class PeerRuntime implements LockService {
     this.#env = opts.world.env;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#frameBytesMax = opts.frameBytesMax;
+    this.#levels = opts.levels ?? protocolLevels;
+    this.#protocolLevel = opts.protocolLevel ?? this.#levels.newest;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.#bounds = new PersistedBounds({
       store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind),
@@ -251,6 +265,7 @@ export class PeerRuntime implements LockService {
     const joinsHeldForMs = this.#joinsHeldForMs();
     return new Session({
       config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
+      protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
     }, {
       onEffect: (effect) => this.#execute(effect),

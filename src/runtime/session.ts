@@ -31,7 +31,7 @@ import type { Env, Timer } from '../env.js';
 import { ErrorCode, isLockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { Logger } from '../log.js';
-import { protocolVersion } from '../transport/codec.js';
+import type { ProtocolLevels } from '../transport/codec.js';
 import { Mesh } from '../transport/mesh.js';
 import type { LinksReader } from '../transport/mesh.js';
 import type { Listener, Network, RawSocket } from '../transport/network.js';
@@ -78,6 +78,10 @@ export interface SessionWorld {
 export interface SessionOptions {
   readonly config: ClusterConfig;
   readonly index: number;
+  /** The protocol level this peer runs at (PeerOptions.protocolLevel): the shape's `protocol`, which every link checks. */
+  readonly protocolLevel: number;
+  /** The protocol levels this binary speaks (PeerOptions.levels). */
+  readonly levels: ProtocolLevels;
   readonly clockFloor: number;
   /**
    * The incarnation starts at or above this, or at the wall clock if later. Its clock starts
@@ -146,6 +150,8 @@ export class Session {
   readonly incarnation: Incarnation;
   /** What this peer holds equal with every other (src/cluster-shape.ts); its fingerprint is checked on every link. */
   readonly shape: ClusterShape;
+  /** The protocol levels this binary speaks; the one this peer runs at is `shape.protocol`. */
+  readonly levels: ProtocolLevels;
   readonly #config: ClusterConfig;
   readonly #log: Logger;
   readonly #hooks: SessionHooks;
@@ -176,7 +182,8 @@ export class Session {
     this.#protocol = protocol;
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
-    this.shape = clusterShapeOf(opts.config, protocolVersion);
+    this.shape = clusterShapeOf(opts.config, opts.protocolLevel);
+    this.levels = opts.levels;
     this.#mesh = this.#createMesh(opts, incarnations);
   }
 
@@ -207,7 +214,7 @@ export class Session {
     const p = this.#protocol;
     return new Mesh<Payload>(
       {
-        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, self, peers: peers.filter((q) => q.index !== opts.index),
+        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, levels: opts.levels, self, peers: peers.filter((q) => q.index !== opts.index),
         env, network: guardedNetwork(opts.world.network, guard), listener: guardedListener(opts.world.listener, guard), incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock,
         logger: opts.logger.child({ component: 'mesh' }), linkUnackedBytesMax: opts.linkUnackedBytesMax,

@@ -5,6 +5,7 @@
  * the API answers with is shaped from these by src/http/views.ts.
  */
 import type { ClusterShape } from '../cluster-shape.js';
+import type { ProtocolLevels } from '../transport/codec.js';
 
 /** A holder or waiter, cluster-wide, as this peer knows it. */
 export interface QueueView {
@@ -96,6 +97,8 @@ export interface PeerLinkView {
   readonly evicted: boolean;
   /** The highest timestamp heard from it. */
   readonly lastTs: number;
+  /** The newest protocol level its binary advertised in its last handshake with this peer; null before one. */
+  readonly newestLevel: number | null;
 }
 
 /** A link refused either way of late (src/transport/refusals.ts), as GET /v1/cluster lists it. */
@@ -118,6 +121,9 @@ export interface ClusterView {
   /** The fingerprint of what every peer must hold equal (src/cluster-shape.ts), and what it covers. */
   readonly fingerprint: string;
   readonly shape: ClusterShape;
+  /** The protocol level this peer runs at (the shape's, its data dir's), and the levels its binary speaks. */
+  readonly protocolLevel: number;
+  readonly protocolLevels: ProtocolLevels;
   /** Links refused either way in the last limits.refusalShownMs, most recent first. */
   readonly refusedLinks: readonly RefusedLinkView[];
   /** ERR_CONFIG_MISMATCH's sentence while a peer's configuration differs of late; else null. */

@@ -21,8 +21,14 @@ import type { DataFrame } from './link.js';
 export type { DataFrame } from './link.js';
 
 /**
- * The only protocol version this code speaks; a hello with another one is refused.
- * 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
+ * The protocol levels this build speaks, oldest to newest (docs/operations.md, "Protocol
+ * levels"). A peer RUNS at one level: the one its data dir records (the cluster shape's
+ * `protocol`, src/cluster-memory.ts), `newest` with a new data dir or none. Every peer of a
+ * cluster runs at one level (the shape's fingerprint covers it); a binary that also speaks
+ * the level below its newest can replace an older one host by host. A level is raised only
+ * through the cluster (issue 40), never by a restart.
+ *
+ * What each level changed: 2: SUSPECT and CONFIRM carry the suspecter's send time. 3: a refusal of a stale
  * incarnation names the one it is older than (a restart after the wall clock stepped back
  * starts again above it). 4: a REQUEST carries `at`, its requester's wall-clock time.
  * 5: a packet sent before its sender may ack is marked `u` (a peer of version 4 would take
@@ -36,8 +42,27 @@ export type { DataFrame } from './link.js';
  * 9: the auth and welcome frames carry the cluster fingerprint under their MAC, the listener
  * checks nothing but the version before the dialer proved the secret, and a refusal for a
  * differing configuration carries the refuser's cluster shape (src/cluster-shape.ts).
+ * Since level 9 a hello may advertise the newest level its dialer's binary speaks
+ * (`HelloFrame.newest`, with its proof in `AuthFrame.newestMac`): optional fields, which a
+ * build that speaks only level 9 and knows nothing of them ignores.
  */
-export const protocolVersion = 9;
+export const protocolLevels: ProtocolLevels = { oldest: 9, newest: 9 };
+
+/** A range of protocol levels, `oldest <= newest`. */
+export interface ProtocolLevels {
+  readonly oldest: number;
+  readonly newest: number;
+}
+
+/** Whether `level` is one of `levels`. */
+export function speaks(levels: ProtocolLevels, level: number): boolean {
+  return level >= levels.oldest && level <= levels.newest;
+}
+
+/** A range in words: `9 to 10`. */
+export function levelsText(levels: ProtocolLevels): string {
+  return `${levels.oldest} to ${levels.newest}`;
+}
 
 /** Bytes of the random nonces of the handshake. */
 export const nonceBytes = 16;
@@ -48,6 +73,7 @@ export const macBytes = 32;
 /** Dialer -> listener: who I am and what stream I open (the stream dialer -> listener). */
 export interface HelloFrame {
   readonly t: 'hello';
+  /** The protocol level the dialer runs at. */
   readonly v: number;
   readonly cluster: string;
   readonly from: string;
@@ -55,6 +81,8 @@ export interface HelloFrame {
   readonly inc: Incarnation;
   readonly clock: number;
   readonly nonce: Uint8Array;
+  /** The newest level the dialer's binary speaks (>= v); absent from a build that does not say: then `v`. */
+  readonly newest?: number;
 }
 
 /** Listener -> dialer: a fresh random nonce to answer with the cluster secret. */
@@ -69,6 +97,8 @@ export interface AuthFrame {
   /** The dialer's cluster fingerprint (src/cluster-shape.ts), under the MAC. */
   readonly fp: string;
   readonly mac: Uint8Array;
+  /** With a hello that advertised `newest`: the proof of that advertisement (handshake.ts), beside `mac`, which covers what a level-9 listener checks. */
+  readonly newestMac?: Uint8Array;
 }
 
 /** Listener -> dialer: accepted; the listener's incarnation, clock, last seq delivered, proof. */
@@ -184,9 +214,10 @@ const handshakeChecks: Record<string, (f: Rec) => boolean> = {
   hello: (f) =>
     isCount(f['v']) && isName(f['cluster'], limits.clusterNameCharsMax) &&
     isName(f['from'], limits.peerIdCharsMax) && isName(f['to'], limits.peerIdCharsMax) &&
-    isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes),
+    isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes) &&
+    (f['newest'] === undefined || (isCount(f['newest']) && f['newest'] >= f['v'])),
   challenge: (f) => isBytes(f['nonce'], nonceBytes),
-  auth: (f) => isFingerprint(f['fp']) && isBytes(f['mac'], macBytes),
+  auth: (f) => isFingerprint(f['fp']) && isBytes(f['mac'], macBytes) && (f['newestMac'] === undefined || isBytes(f['newestMac'], macBytes)),
   welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isFingerprint(f['fp']) && isBytes(f['mac'], macBytes),
   refuse: (f) =>
     typeof f['reason'] === 'string' && f['reason'].length <= limits.refuseReasonCharsMax &&

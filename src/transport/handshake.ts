@@ -2,9 +2,9 @@
  * The handshake that opens the stream dialer -> listener (docs/design.md section 4), as two small
  * state machines fed with decoded frames; the sockets live in connection.ts and mesh.ts.
  *
- *   dialer  -> hello     {v, cluster, from, to, inc, clock, nonceD}
+ *   dialer  -> hello     {v, cluster, from, to, inc, clock, nonceD, newest}
  *   listener-> challenge {nonceL}                       (fresh random, one use)
- *   dialer  -> auth      {fp, HMAC(secret, "dialer", hello fields, nonceD, nonceL, fp)}
+ *   dialer  -> auth      {fp, HMAC(secret, "dialer", hello fields, nonceD, nonceL, fp), newestMac: HMAC(secret, "dialer-newest", nonceD, nonceL, newest)}
  *   listener-> welcome   {inc, clock, delivered, fp, HMAC(secret, "listener", ..., nonceD, nonceL, fp, inc, clock, delivered, fp)}
  *
  * Both sides prove they know the cluster secret, which never crosses the wire. The role
@@ -15,7 +15,15 @@
  * the listener's shape, so it can say what differs; a welcome whose fingerprint differs is
  * refused by the dialer the same way.
  *
- * Before the dialer proved the secret the listener checks the protocol version and nothing
+ * `v` is the protocol level the dialer runs at, `newest` the newest its binary speaks
+ * (transport/codec.ts `protocolLevels`). A build that speaks level 9 only, released before
+ * `newest` existed, sends neither `newest` nor `newestMac` (its advertisement is then `v`) and
+ * ignores both when it receives them: its guards check the fields they know and no others,
+ * and its MAC covers the fields it knows, so `mac` is computed as it computes it and the
+ * advertisement has a proof of its own. An advertisement can be stripped by someone on the
+ * path (then it reads `v`: a peer looks older than it is, never newer), not forged.
+ *
+ * Before the dialer proved the secret the listener checks the protocol level and nothing
  * else, and says nothing about the cluster: its name, its peers and their incarnations are
  * checked (and named in refusals) only after the proof. Any refusal throws
  * LockError(ERR_HANDSHAKE_REFUSED) with `details.reason`; the caller sends a refuse frame,
@@ -27,7 +35,8 @@ import { ErrorCode, LockError } from '../errors.js';
 import type { Incarnation } from '../core/types.js';
 import { RecentMap } from '../recent-map.js';
 import type { AuthFrame, ChallengeFrame, HelloFrame, WelcomeFrame } from './codec.js';
-import { protocolVersion } from './codec.js';
+import type { ProtocolLevels } from './codec.js';
+import { levelsText, speaks } from './codec.js';
 import type { IncarnationRefusal } from './incarnations.js';
 import type { ClusterShape } from '../cluster-shape.js';
 
@@ -89,6 +98,8 @@ export interface HandshakeIdentity {
   /** What this peer holds equal with every other (src/cluster-shape.ts), and its fingerprint. */
   readonly shape: ClusterShape;
   readonly fingerprint: string;
+  /** The protocol levels this binary speaks; the one it runs at is `shape.protocol`, one of them. */
+  readonly levels: ProtocolLevels;
   /** Random nonce source (node:crypto randomBytes in production). */
   readonly randomNonce: () => Uint8Array;
 }
@@ -100,9 +111,22 @@ export function secretKey(secret: string): KeyObject {
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('hex');
 
+/**
+ * The level named in every proof's label: a constant, 9, the level at which this label was
+ * made. Raising the running level must not change how a proof is computed: peers at two
+ * levels still prove the secret to each other, and are told apart after the proof by their
+ * shapes (whose `protocol` is the level they run at).
+ */
+const proofLabelLevel = 9;
+
 /** HMAC over an unambiguous encoding (a JSON array) of the fields, under a role label. */
-function macOf(key: KeyObject, role: 'dialer' | 'listener', fields: readonly (string | number)[]): Buffer {
-  return createHmac('sha256', key).update(JSON.stringify(['lamport-lock', protocolVersion, role, ...fields])).digest();
+function macOf(key: KeyObject, role: 'dialer' | 'listener' | 'dialer-newest', fields: readonly (string | number)[]): Buffer {
+  return createHmac('sha256', key).update(JSON.stringify(['lamport-lock', proofLabelLevel, role, ...fields])).digest();
+}
+
+/** The proof of the dialer's advertised newest level, bound to this handshake by both nonces. */
+function newestMac(key: KeyObject, h: HelloFrame, nonceL: Uint8Array, newest: number): Buffer {
+  return macOf(key, 'dialer-newest', [hex(h.nonce), hex(nonceL), newest]);
 }
 
 /** What the dialer's proof covers: the hello, both nonces and the dialer's fingerprint. */
@@ -155,6 +179,8 @@ export interface AcceptedDialer {
   readonly peer: number;
   readonly inc: Incarnation;
   readonly clock: number;
+  /** The newest protocol level its binary advertised (its `v` when it advertised none). */
+  readonly newest: number;
 }
 
 /** Listener side of one connection: hello -> challenge, auth -> accepted, then welcome. */
@@ -172,10 +198,10 @@ export class ListenerHandshake {
     this.#gate = gate;
   }
 
-  /** Checks the version, then issues a one-use challenge: nothing else is checked, or told, before the proof. */
+  /** Checks the level, then issues a one-use challenge: nothing else is checked, or told, before the proof. */
   onHello(h: HelloFrame, nowMs: number): ChallengeFrame {
     if (this.#hello !== null) refuse('protocol', 'second hello on one connection');
-    if (h.v !== protocolVersion) refuse('wrong_version', `protocol version ${h.v} is not ${protocolVersion}`);
+    if (!speaks(this.#id.levels, h.v)) refuse('wrong_version', `peer runs protocol level ${h.v}; this binary speaks ${levelsText(this.#id.levels)}`);
     if (this.#gate.nonces.has(h.nonce)) refuse('replayed', 'this hello was already answered: replayed handshake');
     this.#hello = h;
     this.#challenge = this.#id.randomNonce();
@@ -194,11 +220,14 @@ export class ListenerHandshake {
     if (!sameMac(macOf(this.#id.key, 'dialer', dialerFields(h, challenge, a.fp)), a.mac)) {
       refuse('bad_mac', 'the handshake proof does not match: wrong cluster secret');
     }
+    if (h.newest !== undefined && (a.newestMac === undefined || !sameMac(newestMac(this.#id.key, h, challenge, h.newest), a.newestMac))) {
+      refuse('bad_mac', 'the proof of the advertised protocol level does not match');
+    }
     try {
       const peer = this.#checkClaims(h, a.fp);
       this.#gate.nonces.add(h.nonce);
       this.#dialerFp = a.fp;
-      return { peer, inc: h.inc, clock: h.clock };
+      return { peer, inc: h.inc, clock: h.clock, newest: h.newest ?? h.v };
     } catch (err) {
       if (err instanceof LockError) this.#gate.refusing(h.from, err);
       throw err;
@@ -256,10 +285,10 @@ export class DialerHandshake {
     this.#targetId = targetId;
   }
 
-  /** The opening frame, with a fresh nonce and the current clock. */
+  /** The opening frame, with a fresh nonce and the current clock: the level we run at, and the newest we speak. */
   hello(clock: number): HelloFrame {
-    const { cluster, selfId, incarnation } = this.#id;
-    this.#hello = { t: 'hello', v: protocolVersion, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce() };
+    const { cluster, selfId, incarnation, shape, levels } = this.#id;
+    this.#hello = { t: 'hello', v: shape.protocol, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce(), newest: levels.newest };
     return this.#hello;
   }
 
@@ -268,7 +297,9 @@ export class DialerHandshake {
     if (this.#hello === null || this.#challenge !== null) refuse('protocol', 'unexpected challenge');
     this.#challenge = c.nonce;
     const fp = this.#id.fingerprint;
-    return { t: 'auth', fp, mac: macOf(this.#id.key, 'dialer', dialerFields(this.#hello, c.nonce, fp)) };
+    const mac = macOf(this.#id.key, 'dialer', dialerFields(this.#hello, c.nonce, fp));
+    const newest = this.#hello.newest;
+    return newest === undefined ? { t: 'auth', fp, mac } : { t: 'auth', fp, mac, newestMac: newestMac(this.#id.key, this.#hello, c.nonce, newest) };
   }
 
   /** Verifies the listener's proof and its fingerprint; the caller then checks its incarnation. */

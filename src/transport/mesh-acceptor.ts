@@ -6,10 +6,9 @@
 import { assert } from '../assert.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
-import type { Incarnation } from '../core/types.js';
 import type { Frame } from './codec.js';
 import type { FrameSocket } from './connection.js';
-import type { ListenerGate, RefuseReason } from './handshake.js';
+import type { AcceptedDialer, ListenerGate, RefuseReason } from './handshake.js';
 import { ListenerHandshake, NonceBook, refuse } from './handshake.js';
 import type { MeshContext } from './mesh-context.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
@@ -114,9 +113,10 @@ export class MeshAcceptor<P> {
     if (set.size === 0) this.#pending.delete(remote);
   }
 
-  #onAuth(sock: FrameSocket<P>, remote: string, dialer: { peer: number; inc: Incarnation; clock: number }, hs: ListenerHandshake): PeerLink<P> {
+  #onAuth(sock: FrameSocket<P>, remote: string, dialer: AcceptedDialer, hs: ListenerHandshake): PeerLink<P> {
     const link = this.#mesh.link(dialer.peer);
     this.#mesh.admit(link, dialer.inc, dialer.clock);
+    link.noteNewestLevel(dialer.newest);
     this.#pendingDelete(remote, sock);
     link.attachIncoming(sock);
     sock.onFrame = (frame) => this.#onInboundFrame(link, sock, frame);

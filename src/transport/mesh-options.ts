@@ -10,6 +10,8 @@ import type { Incarnation } from '../core/types.js';
 import type { SplitPayload } from './frame-cut.js';
 import type { IncarnationGate } from './incarnations.js';
 import type { ClusterShape } from '../cluster-shape.js';
+import type { ProtocolLevels } from './codec.js';
+import { protocolLevels, speaks } from './codec.js';
 import type { Listener, Network } from './network.js';
 
 /** A configured peer; `index` is its position in the cluster configuration. */
@@ -26,6 +28,8 @@ export interface MeshOptions<P> {
   readonly secret: string;
   /** What every peer of the cluster holds equal (src/cluster-shape.ts): its fingerprint is checked on every link. */
   readonly shape: ClusterShape;
+  /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`); the one it runs at is `shape.protocol`. */
+  readonly levels?: ProtocolLevels | undefined;
   readonly self: MeshPeer;
   /** Every other configured peer (not self). */
   readonly peers: readonly MeshPeer[];
@@ -109,6 +113,7 @@ export interface MeshEvents<P> {
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */
 export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
   assert(opts.heartbeatMs > 0, 'heartbeatMs is positive');
+  assert(speaks(opts.levels ?? protocolLevels, opts.shape.protocol), 'the mesh runs at a protocol level its binary speaks');
   assert(opts.frameBytesMax === undefined || (opts.frameBytesMax >= 256 && opts.frameBytesMax <= limits.frameBytesMax), 'frameBytesMax within 256 bytes..limits.frameBytesMax');
   assert(opts.peers.length + 1 <= limits.peersMax, 'cluster within limits.peersMax');
   const ids = new Set([opts.self.id, ...opts.peers.map((p) => p.id)]);

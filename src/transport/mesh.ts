@@ -27,7 +27,7 @@ import type { Incarnation } from '../core/types.js';
 import type { Timer } from '../env.js';
 import { compareIncarnation, formatIncarnation } from '../core/types.js';
 import type { RefuseFrame } from './codec.js';
-import { nonceBytes } from './codec.js';
+import { nonceBytes, protocolLevels } from './codec.js';
 import { FrameSocket } from './connection.js';
 import type { HandshakeIdentity } from './handshake.js';
 import { refuse, secretKey } from './handshake.js';
@@ -59,6 +59,8 @@ export interface MeshPeerStatus {
   readonly rttMs: number | null;
   readonly incarnation: Incarnation | null;
   readonly unackedBytes: number;
+  /** The newest protocol level that peer's binary advertised in its last handshake with us; null before one. */
+  readonly newestLevel: number | null;
 }
 
 /** What views and metrics may read of a mesh: its status, counters and refusals, none of its sends. */
@@ -108,6 +110,7 @@ export class Mesh<P> {
       cluster: opts.cluster,
       shape: opts.shape,
       fingerprint: this.fingerprint,
+      levels: opts.levels ?? protocolLevels,
       key: secretKey(opts.secret),
       selfId: opts.self.id,
       incarnation: opts.incarnation,
@@ -225,6 +228,7 @@ export class Mesh<P> {
         rttMs: link.rttMs,
         incarnation: this.#book.known(link.peer.index),
         unackedBytes: link.unackedBytes,
+        newestLevel: link.newestLevel,
       });
     }
     return lines;

@@ -61,6 +61,7 @@ export class PeerLink<P> {
   /** Monotonic time a frame was last heard on a socket now closed. */
   #closedHeardMs: number | null = null;
   #rttMs: number | null = null;
+  #newestLevel: number | null = null;
 
   constructor(options: PeerLinkOptions<P>) {
     this.peer = options.peer;
@@ -94,6 +95,16 @@ export class PeerLink<P> {
   /** Round trip of our last echoed heartbeat, in monotonic milliseconds. */
   get rttMs(): number | null {
     return this.#rttMs;
+  }
+
+  /** The newest protocol level the peer's binary advertised in its last accepted handshake; null before one. */
+  get newestLevel(): number | null {
+    return this.#newestLevel;
+  }
+
+  /** The peer's handshake was accepted, advertising `newest`. */
+  noteNewestLevel(newest: number): void {
+    this.#newestLevel = newest;
   }
 
   /** Monotonic time a frame was last heard from that peer, on any socket, open or closed. */

@@ -5,7 +5,7 @@
  */
 import { clusterShapeOf } from '../cluster-shape.js';
 import { nodeEnv } from '../env.js';
-import { protocolVersion } from './codec.js';
+import { protocolLevels } from './codec.js';
 import type { MeshEvents, MeshOptions } from './mesh-options.js';
 import { Mesh } from './mesh.js';
 import { WsNetwork, readTlsMaterial } from './ws-network.js';
@@ -27,7 +27,7 @@ export type StandaloneMeshEvents<P> = Omit<MeshEvents<P>, 'onHeartbeatDue'>;
 export async function startStandaloneMesh<P>(opts: StandaloneMeshOptions<P>, events: StandaloneMeshEvents<P>): Promise<Mesh<P>> {
   const { listen, tls, shape, heartbeatClock, ...rest } = opts;
   const peers = [opts.self, ...opts.peers].sort((x, y) => x.index - y.index);
-  const own = shape ?? clusterShapeOf({ cluster: opts.cluster, peers, heartbeatMs: opts.heartbeatMs, leaseMs: 0, evictMs: 0 }, protocolVersion);
+  const own = shape ?? clusterShapeOf({ cluster: opts.cluster, peers, heartbeatMs: opts.heartbeatMs, leaseMs: 0, evictMs: 0 }, opts.levels?.newest ?? protocolLevels.newest);
   const network = new WsNetwork({ tls: tls === undefined ? null : readTlsMaterial(tls), logger: opts.logger });
   const listener = await network.listen(listen.host, listen.port);
   let started: Mesh<P> | null = null;

@@ -46,7 +46,7 @@ class Harness {
       linkStats: () => ({ framesSent: 0, messagesSent: 0, bytesSent: 0, framesReceived: 0, messagesDropped: 0 }),
       links: () => [],
       coreStats: () => ({ ...machine.stats(), clock: machine.clock }),
-      configMismatch: () => null, ready: () => machine.leaseValid && machine.synced,
+      configMismatch: () => null, protocolLevel: () => 9, ready: () => machine.leaseValid && machine.synced,
       degraded: () => ({ active: false, waitingFor: [], minority: null }),
       superseded: () => null,
       nowMs: () => this.env.monoMs(),

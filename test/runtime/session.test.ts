@@ -17,7 +17,7 @@ import { silentLogger } from '../../src/log.js';
 import { Session } from '../../src/runtime/session.js';
 import type { LocalEffect } from '../../src/core/protocol-io.js';
 import type { SessionHooks, SessionOptions } from '../../src/runtime/session.js';
-import { decodeFrame } from '../../src/transport/codec.js';
+import { decodeFrame, protocolLevels } from '../../src/transport/codec.js';
 import type { Frame } from '../../src/transport/codec.js';
 import type { Listener, Network, RawSocket } from '../../src/transport/network.js';
 import { ManualEnv } from '../support/manual-env.js';
@@ -171,7 +171,7 @@ function startWorld(opts: readonly PeerOptions[], timing: { leaseMs?: number } =
     const sent: SentFrame[] = [];
     const hooks: Hooks = { echoing: true, promising: true, echoingAsked: 0, promiseAsked: 0, echoesFrom: [], rejoins: [], effects: [] };
     const { network, listener } = recordingWorld(net.networkOf(proc), env, sent);
-    const session = new Session({ config, index, clockFloor: 1, startFloorMs: 0, logger: silentLogger(), world: { env: proc.env, network, listener }, ...o }, hooksOf(hooks));
+    const session = new Session({ config, index, protocolLevel: protocolLevels.newest, levels: protocolLevels, clockFloor: 1, startFloorMs: 0, logger: silentLogger(), world: { env: proc.env, network, listener }, ...o }, hooksOf(hooks));
     session.start();
     const peer = { session, proc, hooks, sent };
     peers.push(peer);

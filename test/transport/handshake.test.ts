@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { IncarnationBook } from '../../src/core/incarnations.js';
 import type { Incarnation } from '../../src/core/types.js';
 import type { Frame, HelloFrame } from '../../src/transport/codec.js';
-import { decodeFrame, encodeFrame, nonceBytes, protocolVersion } from '../../src/transport/codec.js';
+import { decodeFrame, encodeFrame, nonceBytes, protocolLevels } from '../../src/transport/codec.js';
 import type { HandshakeIdentity } from '../../src/transport/handshake.js';
 import { DialerHandshake, secretKey } from '../../src/transport/handshake.js';
 import type { ClusterShape } from '../../src/cluster-shape.js';
@@ -30,7 +30,7 @@ interface RawOptions {
 }
 
 /** The shape of the meshes of this file (startStandaloneMesh's default for them). */
-const meshShape = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p1' }, { id: 'p2' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolVersion);
+const meshShape = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p1' }, { id: 'p2' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolLevels.newest);
 
 interface RawResult {
   /** 'welcome', or the reason of the refuse frame. */
@@ -51,6 +51,7 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
   const identity: HandshakeIdentity = {
     shape,
     fingerprint: fingerprintOf(shape),
+    levels: protocolLevels,
     cluster: o.cluster ?? 'test',
     key: secretKey(o.secret ?? 'sesame'),
     selfId: o.selfId ?? 'p2',
@@ -159,7 +160,7 @@ describe('handshake refusals', () => {
   });
 
   it('refuses a peer whose configuration differs, and tells it ours so it can say what differs', async () => {
-    const reordered = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p2' }, { id: 'p1' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolVersion);
+    const reordered = clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p2' }, { id: 'p1' }], heartbeatMs: 100, leaseMs: 0, evictMs: 0 }, protocolLevels.newest);
     const r = await dialRaw(m0.port(), { shape: reordered });
     expect(r.outcome).toBe('wrong_config');
     expect(r.shape).toEqual(meshShape);
@@ -187,8 +188,10 @@ describe('handshake refusals', () => {
     }
   });
 
-  it('refuses a wrong protocol version', async () => {
-    expect((await dialRaw(m0.port(), { mutateHello: (h) => ({ ...h, v: protocolVersion - 1 }) })).outcome).toBe('wrong_version');
+  it('refuses a protocol level this binary does not speak', async () => {
+    const refused = await dialRaw(m0.port(), { mutateHello: (h) => ({ ...h, v: protocolLevels.oldest - 1 }) });
+    expect(refused.outcome).toBe('wrong_version');
+    expect(refused.message).toBe(`peer runs protocol level ${protocolLevels.oldest - 1}; this binary speaks ${protocolLevels.oldest} to ${protocolLevels.newest}`);
     expect(logged('wrong_version')).toBe(true);
   });
 

@@ -7,6 +7,8 @@ import { pino } from 'pino';
 import type { Logger } from 'pino';
 import type { IncarnationBook } from '../../src/core/incarnations.js';
 import type { Incarnation } from '../../src/core/types.js';
+import type { ClusterShape } from '../../src/cluster-shape.js';
+import type { ProtocolLevels } from '../../src/transport/codec.js';
 import { LockError } from '../../src/errors.js';
 import type { MeshPeer } from '../../src/transport/mesh.js';
 import type { Mesh } from '../../src/transport/mesh.js';
@@ -98,6 +100,9 @@ export interface MakeMeshOptions {
   readonly port?: number;
   /** The book the mesh admits and refuses in (a session's, shared with its Membership). */
   readonly incarnations?: IncarnationBook;
+  /** The protocol levels its binary speaks, and the shape (with the level it runs at); default the build's. */
+  readonly levels?: ProtocolLevels;
+  readonly shape?: ClusterShape;
 }
 
 /** A started mesh on 127.0.0.1 with a Recorder. */
@@ -118,6 +123,8 @@ export async function makeMesh(o: MakeMeshOptions): Promise<{ mesh: Mesh<TestPay
       heartbeatClock: () => 42,
       logger: o.logger ?? pino({ level: 'silent' }),
       incarnations: o.incarnations,
+      levels: o.levels,
+      shape: o.shape,
     },
     rec,
   );

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode, isLockError } from '../../src/errors.js';
+import { protocolLevels } from '../../src/transport/codec.js';
 import { waitFor } from '../support/wait.js';
 import type { TestCluster } from './helpers.js';
 import { makeMesh, peerAt, startCluster, waitAllConnected } from './helpers.js';
@@ -43,7 +44,7 @@ describe('mesh', () => {
     expect(c.recs[0]?.heartbeats[0]).toEqual({ from: 1, clock: 42 });
     expect(c.recs[0]?.echoes[0]?.rttMs).toBeGreaterThanOrEqual(0);
     const [line] = c.meshes[0]?.status() ?? [];
-    expect(line).toMatchObject({ peer: 1, id: 'p1', connected: true, incarnation: { startMs: 1001, nonce: 7 }, unackedBytes: 0 });
+    expect(line).toMatchObject({ peer: 1, id: 'p1', connected: true, incarnation: { startMs: 1001, nonce: 7 }, unackedBytes: 0, newestLevel: protocolLevels.newest });
     expect(line?.rttMs).not.toBeNull();
     expect(line?.lastHeardMs).not.toBeNull();
   });
@@ -53,7 +54,7 @@ describe('mesh', () => {
     try {
       mesh.send(1, { n: 1 });
       expect(mesh.stats().messagesDropped).toBe(1);
-      expect(mesh.status()).toEqual([{ peer: 1, id: 'p1', connected: false, lastHeardMs: null, rttMs: null, incarnation: null, unackedBytes: 0 }]);
+      expect(mesh.status()).toEqual([{ peer: 1, id: 'p1', connected: false, lastHeardMs: null, rttMs: null, incarnation: null, unackedBytes: 0, newestLevel: null }]);
     } finally {
       await mesh.close();
     }

@@ -1,0 +1,90 @@
+/**
+ * The level a peer runs at is the one its data dir records (src/cluster-memory.ts
+ * `runningLevel`, src/server.ts): a binary that speaks a range starts on an older data dir at
+ * that data dir's level, without --accept-config-change, and refuses a data dir whose level it
+ * does not speak, with a sentence. Ranges are injected: this build speaks one level.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clusterMemoryPath } from '../../src/cluster-memory.js';
+import type { ClusterConfig } from '../../src/config.js';
+import { ErrorCode, LockError } from '../../src/errors.js';
+import { silentLogger } from '../../src/log.js';
+import type { ProtocolLevels } from '../../src/transport/codec.js';
+import { startPeerServer } from '../../src/server.js';
+
+const config: ClusterConfig = {
+  cluster: 'levels-test', secret: 'test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:0', http: '127.0.0.1:0' }],
+  heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000, tls: undefined,
+};
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'levels-'));
+  dirs.push(d);
+  return d;
+}
+
+/** Starts a peer on `dir` with a binary that speaks `levels`, and stops it: the level it ran at. */
+async function runOnce(dir: string, levels: ProtocolLevels, acceptConfigChange = false): Promise<number> {
+  const server = await startPeerServer({ config, id: 'a', dataDir: dir, levels, acceptConfigChange, logger: silentLogger() });
+  try {
+    return server.runtime.inspect.cluster().shape.protocol;
+  } finally {
+    await server.stop();
+  }
+}
+
+const recorded = (dir: string): unknown => (JSON.parse(readFileSync(clusterMemoryPath(dir), 'utf8')) as { shape: { protocol: unknown } }).shape.protocol;
+
+/** The coded error a start throws, or null. */
+async function refusal(dir: string, levels: ProtocolLevels, accept = false): Promise<LockError | null> {
+  try {
+    await runOnce(dir, levels, accept);
+    return null;
+  } catch (err) {
+    if (err instanceof LockError) return err;
+    throw err;
+  }
+}
+
+describe('the protocol level of a data dir', () => {
+  it('a new data dir, or none, runs at the newest level the binary speaks', async () => {
+    const dir = dataDir();
+    expect(await runOnce(dir, { oldest: 9, newest: 10 })).toBe(10);
+    expect(recorded(dir)).toBe(10);
+    const server = await startPeerServer({ config, id: 'a', levels: { oldest: 9, newest: 10 }, logger: silentLogger() });
+    try {
+      expect(server.runtime.inspect.cluster().shape.protocol).toBe(10);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('a binary that speaks a range starts on an older data dir at its level, with no --accept-config-change', async () => {
+    const dir = dataDir();
+    expect(await runOnce(dir, { oldest: 9, newest: 9 })).toBe(9);
+    expect(await runOnce(dir, { oldest: 9, newest: 10 })).toBe(9);
+    expect(recorded(dir)).toBe(9);
+    // And back: the older binary still starts on it (downgrade, until the level is raised).
+    expect(await runOnce(dir, { oldest: 9, newest: 9 })).toBe(9);
+  });
+
+  it('a data dir at a level the binary does not speak refuses the start, saying what to do, even with --accept-config-change', async () => {
+    const dir = dataDir();
+    expect(await runOnce(dir, { oldest: 9, newest: 10 })).toBe(10);
+    for (const accept of [false, true]) {
+      const err = await refusal(dir, { oldest: 9, newest: 9 }, accept);
+      expect(err?.code).toBe(ErrorCode.ConfigInvalid);
+      expect(err?.message).toContain('this peer\'s data dir runs protocol level 10; this binary speaks levels 9 to 9. Run a binary that speaks level 10 on this host');
+    }
+    expect((await refusal(dir, { oldest: 11, newest: 12 }))?.message).toContain('runs protocol level 10; this binary speaks levels 11 to 12');
+    expect(recorded(dir)).toBe(10);
+  });
+});
