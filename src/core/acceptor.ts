@@ -1,5 +1,5 @@
 /**
- * One epoch of the view as a consensus instance (docs/reconfiguration.md, rules N2 and N3;
+ * One epoch of the view as a consensus instance (docs/reconfiguration.md, rule P2;
  * finding F60): Paxos, with the view lock's queue choosing who proposes. Pure; the runtime
  * writes `AcceptorState` to the data dir before any message that depends on it leaves.
  *

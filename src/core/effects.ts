@@ -31,7 +31,7 @@ export type MachineEvent =
    */
   | { readonly type: 'fence' }
   | { readonly type: 'lease'; readonly valid: boolean }
-  /** The holder of the view lock made the next view, written to disk (docs/reconfiguration.md, rule M3). */
+  /** The holder of the view lock made the next view, written to disk (docs/reconfiguration.md, rule P3). */
   | { readonly type: 'view'; readonly view: ClusterView };
 
 /** What the runtime must do after a step, in order. */
@@ -46,7 +46,7 @@ export type Effect =
   | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' | 'removed' }
   /** Our view is this one from now on (to write to disk before the packets of this step leave). */
   | { readonly type: 'view'; readonly view: ClusterView }
-  /** A removed peer left: it is in no ack set any more (rule M6). */
+  /** A removed peer left: it is in no ack set any more (rule P6). */
   | { readonly type: 'left'; readonly peer: number };
 
 /** Why a waiting request is not granted yet, for the 423 / 503 answer of a timeout. */

@@ -34,7 +34,7 @@ export interface MachineOptions {
    * (docs/reconfiguration.md): none, and it ignores every message about views.
    */
   readonly view?: ClusterView | undefined;
-  /** The newest protocol level this binary speaks, told in head acks (rule M9). */
+  /** The newest protocol level this binary speaks, told in head acks (rule P9). */
   readonly speaks?: number | undefined;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
@@ -77,14 +77,14 @@ export class Machine {
 
   /**
    * True once every peer of the ack set sent a packet after our last view went out (FIFO: each
-   * applied it): the holder may release the view lock (rule M3).
+   * applied it): the holder may release the view lock (rule P3).
    */
   get viewAcked(): boolean {
     const sentAt = this.#changes.sentAt;
     return sentAt !== null && this.#peers.minLastTs() > sentAt;
   }
 
-  /** True once this peer applied its own removal (rule M6): it issues and grants nothing more. */
+  /** True once this peer applied its own removal (rule P6): it issues and grants nothing more. */
   get removed(): boolean {
     return this.#changes.removed;
   }
@@ -327,13 +327,13 @@ export class Machine {
   /** State transfer: the joining peer learns our outstanding requests before anything else. */
   #transferState(peer: number): void {
     const requests = this.#locks.issuedRequests().map(({ request, noWait }) => toRequestMessage(request, noWait));
-    // A view changed since the config file's comes first: the joiner counts by it (rule M5).
+    // A view changed since the config file's comes first: the joiner counts by it (rule P5).
     const view = this.#changes.view;
     this.#out.prepend(peer, view !== null && view.epoch > 0 ? [{ t: 'view', view }, ...requests] : requests);
   }
 
   #issuePending(): void {
-    // A learner requests nothing until it is promoted (docs/reconfiguration.md, rule N5).
+    // A learner requests nothing until it is promoted (docs/reconfiguration.md, rule P5).
     if (!this.#leaseValid || this.#fenced || !this.#members.voter) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
@@ -362,7 +362,7 @@ export class Machine {
 
   // ---- changes of the view (docs/reconfiguration.md) -------------------------------------------
 
-  /** Rule M3: the holder of the view lock made `view`, written to disk already: apply it and send it to every peer. */
+  /** Rule P3: the holder of the view lock made `view`, written to disk already: apply it and send it to every peer. */
   #onLocalView(view: ClusterView): void {
     assert(this.#changes.follows(view), 'the holder makes the view after ours');
     this.#applyView(view);
@@ -379,7 +379,7 @@ export class Machine {
   #onViewMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
     if (this.#changes.view === null) return;
     if (msg.t === 'leave') {
-      // Rule M6: a removed peer's releases came first; it leaves the ack set for good.
+      // Rule P6: a removed peer's releases came first; it leaves the ack set for good.
       if (this.#members.has(from)) return;
       this.#peers.leave(from);
       this.#out.push({ type: 'left', peer: from });
@@ -389,7 +389,7 @@ export class Machine {
       if (this.#changes.follows(msg.view)) this.#applyView(msg.view);
       for (const lock of this.#locks.waitingLocks()) touched.add(lock);
     } else if (this.#locks.own(this.#locks.ownRef(msg.ts) ?? -1)?.state === 'waiting') {
-      // Rule M4: a head ack with the next view makes us adopt it and pass it on, before our change.
+      // First draft (rule M4, refuted by F62 and F66; P2 replaces it): a head ack with the next view makes us adopt it and pass it on, before our change.
       const newer = this.#changes.onHeadAck(from, msg);
       if (newer !== null) {
         this.#applyView(newer);
@@ -410,11 +410,11 @@ export class Machine {
     }
     this.#members = membersOf(view, this.self);
     this.#peers.setMembers(this.#members, ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
-    // A learner promoted may request now (rule N5), if it is synced and holds a lease.
+    // A learner promoted may request now (rule P5), if it is synced and holds a lease.
     if (this.synced) this.#issuePending();
   }
 
-  /** Rule M6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
+  /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
   #leaveCluster(): void {
     this.#changes.remove();
     this.#fenced = true;
@@ -427,7 +427,7 @@ export class Machine {
     for (const p of this.#peers.audience()) this.#out.send(p, { t: 'leave' });
   }
 
-  /** Rule M2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
+  /** Rule P2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
   #headAck(): void {
     if (this.#changes.view === null || this.#changes.removed) return;
     const head = this.#locks.head(viewLock, 1)[0];

@@ -13,7 +13,7 @@ import { limits } from '../limits.js';
 
 /**
  * The voters of a view: the members whose majorities count. `self` is one of them, or a learner
- * or leaving member that counts in no majority (docs/reconfiguration.md, rules N5 and N6).
+ * or leaving member that counts in no majority (docs/reconfiguration.md, rules P5 and P6).
  * Immutable.
  */
 export class Members {

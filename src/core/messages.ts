@@ -11,7 +11,7 @@ import type { ClusterView } from './view.js';
 import { isClusterView } from './view.js';
 
 /**
- * The lock that serialises changes of the view (docs/reconfiguration.md, rule M2). A control
+ * The lock that serialises changes of the view (docs/reconfiguration.md, rules P2 and P3). A control
  * character makes it a name no client can ask for (`lockNameProblem`); peers queue it like any
  * lock.
  */
@@ -50,7 +50,7 @@ export interface MetaMessage {
 }
 
 /**
- * HEAD-ACK{ts, view, speaks} (docs/reconfiguration.md, rule M2): the receiver's request `ts` on
+ * HEAD-ACK{ts, view, speaks} (docs/reconfiguration.md, rules P2 and P3): the receiver's request `ts` on
  * the view lock is at the head of the sender's queue; the sender's view, and the newest
  * protocol level its binary speaks.
  */
@@ -61,13 +61,13 @@ export interface HeadAckMessage {
   readonly speaks: number;
 }
 
-/** VIEW{view}: the next view, from the holder of the view lock (rule M3) or in a state transfer. */
+/** VIEW{view}: the next view, from the holder of the view lock (rule P3) or in a state transfer. */
 export interface ViewMessage {
   readonly t: 'view';
   readonly view: ClusterView;
 }
 
-/** LEAVE: the sender applied its own removal; its releases came before (rule M6). */
+/** LEAVE: the sender applied its own removal; its releases came before (rule P6). */
 export interface LeaveMessage {
   readonly t: 'leave';
 }

@@ -28,10 +28,10 @@ export class PeerView {
 
   /**
    * The peers whose requests count in the view's current shape: its voters and leaving members
-   * (docs/reconfiguration.md, rules N5 and N6), this one excluded.
+   * (docs/reconfiguration.md, rules P5 and P6), this one excluded.
    */
   #candidates: ReadonlySet<number>;
-  /** Learners met: they get our requests and our packets, and their acks count for nothing (rule N5). */
+  /** Learners met: they get our requests and our packets, and their acks count for nothing (rule P5). */
   readonly #listeners = new Set<number>();
 
   /**
@@ -50,7 +50,7 @@ export class PeerView {
    * from now on, and the view holds its voters and `leaving` members. One that became a voter
    * or leaving (a learner promoted) enters the view, met or not; one that stayed keeps its
    * place (out if evicted or left); one gone from the view (retired, a learner removed) leaves
-   * for good; `learners` are heard and sent to once met, never waited for (rule N5).
+   * for good; `learners` are heard and sent to once met, never waited for (rule P5).
    */
   setMembers(members: Members, leaving: readonly number[] = [], learners: readonly number[] = []): void {
     this.#members = members;

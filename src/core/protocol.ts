@@ -412,9 +412,9 @@ export class PeerProtocol {
   }
 
   /**
-   * A view the core applied is written to disk before the packets of its step leave (rule M3),
+   * A view the core applied is written to disk before the packets of its step leave (rule P3),
    * and the lease and the eviction count its majorities from now on; a removed peer that left
-   * is tracked no more (rule M6).
+   * is tracked no more (rule P6).
    */
   #viewChanged(effects: readonly Effect[], nowMs: number): void {
     for (const effect of effects) {

@@ -1,5 +1,6 @@
 /**
- * What one machine keeps of changes of the view (docs/reconfiguration.md, rules M2 to M6): its
+ * What one machine keeps of changes of the view (docs/reconfiguration.md, rules P2 to P6, as the
+ * first draft had them: the acceptor of P2 is not wired in yet): its
  * view, the head acks its request on the view lock gathered, the head of the view lock's queue
  * it last head-acked, when its last view went out, and whether it was removed. The Machine
  * decides when these change; this class only keeps them and answers its questions.

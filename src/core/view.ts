@@ -3,7 +3,7 @@
  * ordinal with where they are reached, the next ordinal to give, and the protocol level. Pure:
  * the runtime keeps it in the data dir; the core counts its majorities (core/members.ts).
  *
- * A view is changed one step at a time (rule N1): add a learner, promote it, remove a member,
+ * A view is changed one step at a time (rule P1): add a learner, promote it, remove a member,
  * retire a leaving one, or raise the level; the voters of two adjacent views differ by at most
  * one. Each step makes the next epoch; an ordinal is given once and never again.
  */
@@ -13,8 +13,8 @@ import { isRecord } from './types.js';
 
 /**
  * A voter counts in every majority and every ack set; a learner in neither (it requests
- * nothing, rule N5); a leaving member in every ack set but no majority, until it is retired
- * (rule N6).
+ * nothing, rule P5); a leaving member in every ack set but no majority, until it is retired
+ * (rule P6).
  */
 export type MemberState = 'voter' | 'learner' | 'leaving';
 
