@@ -12,15 +12,17 @@ import type { OwnRequest, QueueEntry } from './lock-table.js';
 import type { QueueLog } from './queue-log.js';
 import { LockTable, addStamp } from './lock-table.js';
 import { removeOneByOneMax } from './request-queue.js';
-import type { Packet, PeerMessage, ReleaseMessage, ViewChangeMessage } from './messages.js';
+import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
 import { fromRequestMessage, toRequestMessage, viewLock } from './messages.js';
 import type { Members } from './members.js';
 import { PeerView } from './peer-view.js';
+import type { Proposal } from './view-changes.js';
 import { ViewChanges } from './view-changes.js';
+import { ViewSteps } from './view-steps.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
 import type { ClusterView } from './view.js';
-import { membersOf, ordinalsIn } from './view.js';
+import { ordinalsIn } from './view.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
 export type { QueueEntry } from './lock-table.js';
@@ -47,8 +49,9 @@ export class Machine {
   readonly self: number;
   #members: Members;
   #clock: number;
-  /** The changes of the view: head acks, views, leaving (core/view-changes.ts). */
+  /** The changes of the view: head acks, views, leaving (core/view-changes.ts), and their steps (core/view-steps.ts). */
   readonly #changes: ViewChanges;
+  readonly #viewSteps: ViewSteps;
   readonly #locks: LockTable;
   /** The view, the incarnations met and refused, and lastTs per peer. */
   readonly #peers: PeerView;
@@ -63,6 +66,17 @@ export class Machine {
     this.#locks = new LockTable(opts.members.self, (p) => p, opts.queueLog);
     this.#peers = new PeerView(opts.members, opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'));
     this.#changes = new ViewChanges(opts.view ?? null, opts.speaks ?? 0);
+    this.#viewSteps = new ViewSteps({
+      self: this.self, changes: this.#changes, locks: this.#locks, peers: this.#peers, out: this.#out,
+      members: () => this.#members,
+      setMembers: (m) => (this.#members = m),
+      tick: () => ++this.#clock,
+      synced: () => this.synced,
+      issuePending: () => this.#issuePending(),
+      dropPeerRequests: (p) => this.#dropPeerRequests(p),
+      fence: () => (this.#fenced = true),
+      announceRelease: (own) => this.#announceRelease(own),
+    });
   }
 
   /** The members of the view, this peer among them. */
@@ -82,6 +96,11 @@ export class Machine {
   get viewAcked(): boolean {
     const sentAt = this.#changes.sentAt;
     return sentAt !== null && this.#peers.minLastTs() > sentAt;
+  }
+
+  /** What our proposal on the view lock came to (rule P2): null before one, or when too few voters promised. */
+  get proposal(): Proposal | null {
+    return this.#changes.proposal;
   }
 
   /** True once this peer applied its own removal (rule P6): it issues and grants nothing more. */
@@ -158,8 +177,8 @@ export class Machine {
       case 'fence':
         this.#onFence();
         break;
-      case 'view':
-        this.#onLocalView(event.view);
+      case 'propose':
+        this.#viewSteps.propose(event.view);
         break;
       default:
         assertNever(event, 'machine event');
@@ -168,7 +187,7 @@ export class Machine {
     // Our packets so far were marked unready: their clock acked and synced nothing. Now it
     // may: every peer we met gets a packet, so none waits a heartbeat for our clock.
     if (ready && !wasReady) for (const p of this.#peers.met()) this.#out.ack(p);
-    this.#headAck();
+    this.#viewSteps.headAck();
     return this.#out.flush(this.#clock, !ready);
   }
 
@@ -263,9 +282,9 @@ export class Machine {
     // every other message sees the queues as one removal at a time would have left them.
     const released: ReleaseMessage[] = [];
     for (const msg of packet.m) {
-      if (msg.t === 'hack' || msg.t === 'view' || msg.t === 'leave') {
+      if (!('lock' in msg)) {
         this.#removeReleased(from, released);
-        this.#onViewMessage(from, msg, touched);
+        this.#viewSteps.onMessage(from, msg, touched);
         continue;
       }
       touched.add(msg.lock);
@@ -358,81 +377,6 @@ export class Machine {
 
   #dropPeerRequests(peer: number): void {
     this.#locks.removePeer(peer, (lock) => this.#recheck(lock));
-  }
-
-  // ---- changes of the view (docs/reconfiguration.md) -------------------------------------------
-
-  /** Rule P3: the holder of the view lock made `view`, written to disk already: apply it and send it to every peer. */
-  #onLocalView(view: ClusterView): void {
-    assert(this.#changes.follows(view), 'the holder makes the view after ours');
-    this.#applyView(view);
-    this.#sendView(view);
-  }
-
-  /** Our view goes to every peer of the ack set, after everything we sent them (FIFO). */
-  #sendView(view: ClusterView): void {
-    this.#clock += 1;
-    this.#changes.sent(this.#clock);
-    for (const p of this.#peers.audience()) this.#out.send(p, { t: 'view', view });
-  }
-
-  #onViewMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
-    if (this.#changes.view === null) return;
-    if (msg.t === 'leave') {
-      // Rule P6: a removed peer's releases came first; it leaves the ack set for good.
-      if (this.#members.has(from)) return;
-      this.#peers.leave(from);
-      this.#out.push({ type: 'left', peer: from });
-      this.#dropPeerRequests(from);
-      for (const lock of this.#locks.waitingLocks()) touched.add(lock);
-    } else if (msg.t === 'view') {
-      if (this.#changes.follows(msg.view)) this.#applyView(msg.view);
-      for (const lock of this.#locks.waitingLocks()) touched.add(lock);
-    } else if (this.#locks.own(this.#locks.ownRef(msg.ts) ?? -1)?.state === 'waiting') {
-      // First draft (rule M4, refuted by F62 and F66; P2 replaces it): a head ack with the next view makes us adopt it and pass it on, before our change.
-      const newer = this.#changes.onHeadAck(from, msg);
-      if (newer !== null) {
-        this.#applyView(newer);
-        this.#sendView(newer);
-      }
-      touched.add(viewLock);
-    }
-  }
-
-  /** `view` is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */
-  #applyView(view: ClusterView): void {
-    this.#changes.apply(view);
-    this.#out.push({ type: 'view', view });
-    const me = view.members.find((m) => m.ordinal === this.self);
-    if (me === undefined || me.state === 'leaving') {
-      this.#leaveCluster();
-      return;
-    }
-    this.#members = membersOf(view, this.self);
-    this.#peers.setMembers(this.#members, ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
-    // A learner promoted may request now (rule P5), if it is synced and holds a lease.
-    if (this.synced) this.#issuePending();
-  }
-
-  /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
-  #leaveCluster(): void {
-    this.#changes.remove();
-    this.#fenced = true;
-    const own = this.#locks.ownRequests();
-    this.#locks.dropOwnAll(own);
-    for (const o of own) {
-      this.#out.push({ type: 'ended', ref: o.ref, lock: firstLock(o), reason: 'removed' });
-      this.#announceRelease(o);
-    }
-    for (const p of this.#peers.audience()) this.#out.send(p, { t: 'leave' });
-  }
-
-  /** Rule P2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
-  #headAck(): void {
-    if (this.#changes.view === null || this.#changes.removed) return;
-    const head = this.#locks.head(viewLock, 1)[0];
-    const ack = this.#changes.headAck(head, this.self, (p) => this.#peers.incarnation(p) !== undefined);
-    if (ack !== null) this.#out.send(ack.to, ack.msg);
   }
 
   /** Lease lapse: end every hold of our own clients and grant nothing until it is back. */

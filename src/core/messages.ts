@@ -7,6 +7,7 @@
 import { limits } from '../limits.js';
 import type { Meta, QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
+import type { Accepted } from './acceptor.js';
 import type { ClusterView } from './view.js';
 import { isClusterView } from './view.js';
 
@@ -59,6 +60,23 @@ export interface HeadAckMessage {
   readonly ts: number;
   readonly view: ClusterView;
   readonly speaks: number;
+  /** Paxos phase 1 (rule P2): whether the sender promised ballot `(ts, receiver)`, and what it accepted for the next epoch. */
+  readonly promised: boolean;
+  readonly accepted: Accepted | null;
+}
+
+/** ACCEPT{ts, view}: Paxos phase 2 of ballot `(ts, sender)`: accept `view` (rule P2). */
+export interface AcceptMessage {
+  readonly t: 'accept';
+  readonly ts: number;
+  readonly view: ClusterView;
+}
+
+/** ACCEPTED{ts, epoch}: the sender accepted the view of ballot `(ts, receiver)` for `epoch`. */
+export interface AcceptedMessage {
+  readonly t: 'accepted';
+  readonly ts: number;
+  readonly epoch: number;
 }
 
 /** VIEW{view}: the next view, from the holder of the view lock (rule P3) or in a state transfer. */
@@ -73,7 +91,7 @@ export interface LeaveMessage {
 }
 
 /** A message about the view rather than one lock. */
-export type ViewChangeMessage = HeadAckMessage | ViewMessage | LeaveMessage;
+export type ViewChangeMessage = HeadAckMessage | AcceptMessage | AcceptedMessage | ViewMessage | LeaveMessage;
 
 /** Everything a packet may carry. */
 export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage | ViewChangeMessage;
@@ -174,13 +192,19 @@ function isRequestMessage(v: Record<string, unknown>): boolean {
   );
 }
 
+function isAccepted(v: unknown): v is Accepted {
+  return isRecord(v) && isRecord(v['ballot']) && isTs(v['ballot']['ts']) && isTs(v['ballot']['peer']) && isClusterView(v['view']);
+}
+
 /** Shape guard for one message decoded from the network. */
 export function isPeerMessage(v: unknown): v is PeerMessage {
   if (!isRecord(v)) return false;
   if (v['t'] === 'req') return isRequestMessage(v);
   if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
   if (v['t'] === 'meta') return isLockName(v['lock']) && isTs(v['ts']) && (v['meta'] === null || isRecord(v['meta']));
-  if (v['t'] === 'hack') return isTs(v['ts']) && isClusterView(v['view']) && isTs(v['speaks']);
+  if (v['t'] === 'hack') return isTs(v['ts']) && isClusterView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted']));
+  if (v['t'] === 'accept') return isTs(v['ts']) && isClusterView(v['view']);
+  if (v['t'] === 'accepted') return isTs(v['ts']) && isTs(v['epoch']);
   if (v['t'] === 'view') return isClusterView(v['view']);
   return v['t'] === 'leave';
 }

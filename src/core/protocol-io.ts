@@ -3,6 +3,7 @@
  * message and `Ready` types do: the payloads peers exchange, the options a protocol starts
  * with, and the outputs an input answers, in the order the runtime must carry them out.
  */
+import type { AcceptorState } from './acceptor.js';
 import type { ClusterView } from './view.js';
 import type { EchoPromise, Membership, MembershipMessage } from './membership.js';
 import { isMembershipMessage } from './membership.js';
@@ -29,7 +30,7 @@ export function highestClockOf(payload: Payload): number {
 }
 
 /** The core effects for local clients (sends are outputs of their own). */
-export type LocalEffect = Exclude<Effect, { type: 'send' | 'view' | 'left' }>;
+export type LocalEffect = Exclude<Effect, { type: 'send' | 'view' | 'acceptor' | 'left' }>;
 
 /** Why an incarnation ends before its process does. */
 export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
@@ -61,6 +62,8 @@ export type ProtocolOutput =
    * this output is carried out, the packets of its step among them.
    */
   | { readonly type: 'view'; readonly view: ClusterView }
+  /** Our promise or acceptance of the next view (rule P2): on disk before anything after this output. */
+  | { readonly type: 'acceptor'; readonly state: AcceptorState }
   /** The clock after a core step: the high-water mark on disk must stay above it. */
   | { readonly type: 'clock'; readonly clock: number }
   /** Something a viewer may care about changed (queues, membership). */

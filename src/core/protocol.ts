@@ -425,6 +425,8 @@ export class PeerProtocol {
         if (this.#machine.removed) continue;
         this.#lease.setMembers(this.#machine.members);
         this.#membership.setMembers(this.#machine.members, nowMs);
+      } else if (effect.type === 'acceptor') {
+        this.#out.push({ type: 'acceptor', state: effect.state });
       } else if (effect.type === 'left') {
         this.#membership.forget(effect.peer);
       }
@@ -459,7 +461,7 @@ export class PeerProtocol {
     }
     let local = false;
     for (const effect of effects) {
-      if (effect.type === 'send' || effect.type === 'view' || effect.type === 'left') continue;
+      if (effect.type === 'send' || effect.type === 'view' || effect.type === 'acceptor' || effect.type === 'left') continue;
       local = true;
       this.#out.push({ type: 'local', effect });
     }

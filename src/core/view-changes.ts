@@ -5,8 +5,10 @@
  * it last head-acked, when its last view went out, and whether it was removed. The Machine
  * decides when these change; this class only keeps them and answers its questions.
  */
+import type { Accepted, AcceptorState, Ballot } from './acceptor.js';
+import { accept, freshAcceptor, promise, valueToPropose } from './acceptor.js';
 import type { Members } from './members.js';
-import type { HeadAckMessage } from './messages.js';
+import type { AcceptMessage, AcceptedMessage, HeadAckMessage } from './messages.js';
 import type { ClusterView } from './view.js';
 import { sameView } from './view.js';
 
@@ -16,22 +18,46 @@ export interface ViewLockHead {
   readonly peer: number;
 }
 
+/** A head ack to send, and the acceptor state to write to disk before it leaves (null: unchanged). */
+export interface HeadAck {
+  readonly to: number;
+  readonly msg: HeadAckMessage;
+  readonly persist: AcceptorState | null;
+}
+
+/** What the holder's proposal came to (rule P2). */
+export interface Proposal {
+  readonly ts: number;
+  /** The view proposed: the highest accepted one the promises named, else the holder's own. */
+  readonly view: ClusterView;
+  /** Whether it is the holder's own change (else a predecessor's, to finish first). */
+  readonly own: boolean;
+  /** Voters that accepted it. */
+  readonly acceptedBy: ReadonlySet<number>;
+  readonly chosen: boolean;
+}
+
 /** The view and the state of its changes, for one machine. */
 export class ViewChanges {
   #view: ClusterView | null;
   /** The newest protocol level this binary speaks. */
   readonly speaks: number;
-  /** Head acks for our request on the view lock, by sender: the request's ts and the sender's view. */
-  readonly #headAcks = new Map<number, { readonly ts: number; readonly view: ClusterView; readonly speaks: number }>();
+  /** This member's promise and acceptance for the epoch after its view (on disk before they are sent). */
+  #acceptor: AcceptorState;
+  /** Head acks for our request on the view lock, by sender. */
+  readonly #headAcks = new Map<number, HeadAckMessage>();
   /** The head we last head-acked (`ts.peer`), so that one head gets one head ack per view. */
   #headAcked: string | null = null;
   /** Our clock when our last view went out (as holder, or adopted from a head ack); null: none. */
   #sentAt: number | null = null;
   #removed = false;
+  #proposal: { ts: number; view: ClusterView; own: boolean; acceptedBy: Set<number>; chosen: boolean } | null = null;
 
-  constructor(view: ClusterView | null, speaks: number) {
+  /** `acceptor`: what the data dir kept of this member's promise and acceptance, if anything. */
+  constructor(view: ClusterView | null, speaks: number, acceptor?: AcceptorState) {
     this.#view = view;
     this.speaks = speaks;
+    this.#acceptor = acceptor ?? freshAcceptor((view?.epoch ?? 0) + 1);
   }
 
   get view(): ClusterView | null {
@@ -46,6 +72,14 @@ export class ViewChanges {
     return this.#removed;
   }
 
+  get acceptor(): AcceptorState {
+    return this.#acceptor;
+  }
+
+  get proposal(): Proposal | null {
+    return this.#proposal;
+  }
+
   /** Whether `peer` is in our view, in any state; without a view, whether it is one of `members`. */
   inView(peer: number, members: Members): boolean {
     const view = this.#view;
@@ -53,8 +87,9 @@ export class ViewChanges {
   }
 
   /**
-   * Rule M2: our request `ts` on the view lock may be granted only with a head ack for it from
-   * every peer of the ack set, each at our view. A machine without a view takes no part.
+   * Rule P3 (i): our request `ts` on the view lock is granted only with a head ack for it from
+   * every peer of the ack set, each at our view (a peer behind is brought to it first). A
+   * machine without a view takes no part.
    */
   gateOpen(ts: number, ackSet: readonly number[]): boolean {
     const view = this.#view;
@@ -65,7 +100,7 @@ export class ViewChanges {
     });
   }
 
-  /** The newest level every peer of `ackSet` speaks, by their head acks for `ts` (rule M9), and ours. */
+  /** The newest level every peer of `ackSet` speaks, by their head acks for `ts` (rule P9), and ours. */
   speaksAll(ts: number, ackSet: readonly number[]): number {
     let min = this.speaks;
     for (const p of ackSet) {
@@ -75,18 +110,20 @@ export class ViewChanges {
     return min;
   }
 
-  /** A head ack arrived for our request `msg.ts`: kept. A newer view in it is returned, to adopt (rule M4). */
+  /** A head ack arrived for our request `msg.ts`: kept. The view after ours in it is returned, to catch up on (rule P4). */
   onHeadAck(from: number, msg: HeadAckMessage): ClusterView | null {
-    this.#headAcks.set(from, { ts: msg.ts, view: msg.view, speaks: msg.speaks });
+    this.#headAcks.set(from, msg);
     const view = this.#view;
     return view !== null && msg.view.epoch === view.epoch + 1 ? msg.view : null;
   }
 
   /**
    * The head ack to send now, if any: to the peer whose request heads the view lock's queue,
-   * once per head and view, and only to a peer we met (`met`); null otherwise.
+   * once per head and view, and only to a peer we met (`met`). It carries our promise (Paxos
+   * phase 1, rule P2) for the epoch after our view; `persist` is the acceptor state to write
+   * to disk before it leaves, when it changed.
    */
-  headAck(head: ViewLockHead | undefined, self: number, met: (peer: number) => boolean): { readonly to: number; readonly msg: HeadAckMessage } | null {
+  headAck(head: Ballot | undefined, self: number, met: (peer: number) => boolean): HeadAck | null {
     const view = this.#view;
     if (view === null || head === undefined) {
       this.#headAcked = null;
@@ -95,21 +132,66 @@ export class ViewChanges {
     const key = `${head.ts}.${head.peer}`;
     if (key === this.#headAcked || head.peer === self || !met(head.peer)) return null;
     this.#headAcked = key;
-    return { to: head.peer, msg: { t: 'hack', ts: head.ts, view, speaks: this.speaks } };
+    const promised = promise(this.#acceptor, view.epoch + 1, head);
+    const persist = promised !== null && promised !== this.#acceptor ? promised : null;
+    if (promised !== null) this.#acceptor = promised;
+    const msg: HeadAckMessage = { t: 'hack', ts: head.ts, view, speaks: this.speaks, promised: promised !== null, accepted: this.#acceptor.accepted };
+    return { to: head.peer, msg, persist };
+  }
+
+  /**
+   * Paxos phase 2 for our granted request `ts` (rule P2): the view to propose is the one the
+   * promises of the voters (`voters`, ours included) name under the highest ballot, else `own`.
+   * Null when fewer than a majority of the voters promised: the holder releases and asks
+   * again, above every ballot it heard of. Else our own acceptance (to write to disk first) and
+   * the ACCEPT for the other voters.
+   */
+  propose(ts: number, own: ClusterView, voters: Members): { readonly persist: AcceptorState; readonly msg: AcceptMessage } | null {
+    const epoch = own.epoch;
+    const ballot = { ts, peer: voters.self };
+    const mine = promise(this.#acceptor, epoch, ballot);
+    const promisers = voters.others().filter((p) => this.#headAcks.get(p)?.ts === ts && this.#headAcks.get(p)?.promised === true);
+    if (mine === null || promisers.length + (voters.voter ? 1 : 0) < voters.majority) return null;
+    const reports: (Accepted | null)[] = [mine.accepted, ...promisers.map((p) => this.#headAcks.get(p)?.accepted ?? null)];
+    const view = valueToPropose(epoch, reports, own);
+    const accepted = accept(mine, ballot, view);
+    if (accepted === null) return null;
+    this.#acceptor = accepted;
+    this.#proposal = { ts, view, own: view === own, acceptedBy: new Set(voters.voter ? [voters.self] : []), chosen: false };
+    return { persist: accepted, msg: { t: 'accept', ts, view } };
+  }
+
+  /** An ACCEPT of ballot `(msg.ts, from)`: our acceptance to write to disk, then ACCEPTED; null when refused. */
+  onAccept(from: number, msg: AcceptMessage): { readonly persist: AcceptorState; readonly reply: AcceptedMessage } | null {
+    const next = accept(this.#acceptor, { ts: msg.ts, peer: from }, msg.view);
+    if (next === null) return null;
+    this.#acceptor = next;
+    return { persist: next, reply: { t: 'accepted', ts: msg.ts, epoch: msg.view.epoch } };
+  }
+
+  /** ACCEPTED from `from`: the view proposed, once a majority of `voters` accepted it (chosen), else null. */
+  onAccepted(from: number, msg: AcceptedMessage, voters: Members): ClusterView | null {
+    const p = this.#proposal;
+    if (p === null || p.chosen || p.ts !== msg.ts || p.view.epoch !== msg.epoch || !voters.has(from)) return null;
+    p.acceptedBy.add(from);
+    if (p.acceptedBy.size < voters.majority) return null;
+    p.chosen = true;
+    return p.view;
   }
 
   /**
    * Whether `view` follows ours (epoch + 1): only then is it applied. Older or equal ones are
-   * ours or behind us; one further ahead cannot come from a live member (A1).
+   * ours or behind us; one further ahead is caught up on view by view (rule P4).
    */
   follows(view: ClusterView): boolean {
     return this.#view !== null && view.epoch === this.#view.epoch + 1;
   }
 
-  /** `view` is ours from now on; every head gets a head ack with it again. */
+  /** `view`, chosen, is ours from now on; every head gets a head ack with it again, and the acceptor moves to the next epoch. */
   apply(view: ClusterView): void {
     this.#view = view;
     this.#headAcked = null;
+    if (this.#acceptor.epoch <= view.epoch) this.#acceptor = freshAcceptor(view.epoch + 1);
   }
 
   /** Our view went out at `clock`: the holder waits for every peer's packet after it. */

@@ -345,7 +345,8 @@ export class Session {
         this.#log[o.level](o.fields, o.msg);
         return;
       case 'view':
-        // Only a protocol given a view applies one, and the runtime gives it none yet (docs/reconfiguration.md).
+      case 'acceptor':
+        // Only a protocol given a view takes part in its changes, and the runtime gives it none yet (docs/reconfiguration.md).
         assert(false, 'the runtime takes no part in changes of the view yet');
     }
   }

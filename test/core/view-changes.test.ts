@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { viewLock } from '../../src/core/messages.js';
 import type { ClusterView, ViewChange } from '../../src/core/view.js';
-import { applyChange, firstView } from '../../src/core/view.js';
+import { ViewChanges } from '../../src/core/view-changes.js';
+import { applyChange, firstView, membersOf } from '../../src/core/view.js';
 import { Net, outcomes, spec } from './harness.js';
 
 const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 10);
@@ -31,8 +32,9 @@ describe('changes of the view', () => {
   it('adds a learner, which syncs through the state transfers and requests nothing until a second change promotes it', () => {
     const net = holding();
     const v1 = next(v0, addD);
-    net.step(0, { type: 'view', view: v1 });
+    net.step(0, { type: 'propose', view: v1 });
     expect(net.machine(0).viewAcked).toBe(false);
+    expect(net.machine(0).proposal?.own).toBe(true);
     net.settle();
     expect([0, 1, 2].map((p) => net.machine(p).clusterView?.epoch)).toEqual([1, 1, 1]);
     expect(net.machine(0).viewAcked).toBe(true);
@@ -53,7 +55,7 @@ describe('changes of the view', () => {
     expect(net.pending(3, 0)).toEqual([]);
     net.acquire(0, 101, viewLock);
     expect(net.settle()).toEqual(['p0 granted 101']);
-    net.step(0, { type: 'view', view: next(v1, { op: 'promote', id: 'd' }) });
+    net.step(0, { type: 'propose', view: next(v1, { op: 'promote', id: 'd' }) });
     expect(net.settle()).toEqual([]);
     expect(net.machine(1).members.size).toBe(4);
     net.release(1, 1);
@@ -73,10 +75,14 @@ describe('changes of the view', () => {
     net.acquire(0, 100, viewLock);
     expect(net.settle()).toEqual(['p0 granted 100']);
     const v1 = next(v0, { op: 'remove', id: 'c' });
-    net.step(0, { type: 'view', view: v1 });
+    net.step(0, { type: 'propose', view: v1 });
+    net.deliver(0, 1); // ACCEPT
+    net.deliver(1, 0); // ACCEPTED: 2 of 3 voters, chosen; VIEW goes out
+    expect(net.machine(0).proposal?.chosen).toBe(true);
     net.deliver(0, 1); // peer 1 has v1 first: c is out of its majorities, not yet out of its ack set
     expect(net.machine(1).members.size).toBe(2);
     net.acquire(1, 1, 'a');
+    net.deliver(0, 2); // ACCEPT (too late to count)
     expect(outcomes(net.deliver(0, 2))).toEqual(['ended 9 removed']);
     expect(net.machine(2).removed).toBe(true);
     expect(net.pending(2, 1)[0]?.m.map((m) => m.t)).toEqual(['rel', 'leave']);
@@ -99,21 +105,35 @@ describe('changes of the view', () => {
     expect(net.settle()).toEqual(['p0 granted 100']);
   });
 
-  it('a head ack with the next view makes the next holder adopt it and pass it on (the previous holder died mid-change)', () => {
+  it('the next holder proposes the view its predecessor had accepted by a majority, not its own (the predecessor died before anyone knew)', () => {
     const net = holding(1);
     const v1 = next(v0, addD);
-    net.step(1, { type: 'view', view: v1 });
-    net.deliver(1, 2); // peer 2 has v1; peer 0 never gets it from peer 1
+    net.step(1, { type: 'propose', view: v1 });
+    net.deliver(1, 2); // peer 2 accepts: with peer 1, a majority; the ACCEPTED never reaches peer 1
     for (const p of [0, 2]) net.step(p, { type: 'evicted', peer: 1, inc: net.inc(1) });
     net.acquire(0, 100, viewLock);
-    while (net.pending(0, 2).length > 0) net.deliver(0, 2);
-    const granted: string[] = [];
-    while (net.pending(2, 0).length > 0) granted.push(...outcomes(net.deliver(2, 0)));
-    expect(net.machine(0).clusterView?.epoch).toBe(1);
-    expect(net.pending(0, 2).flatMap((p) => p.m.map((m) => m.t))).toContain('view');
-    expect(granted).toEqual(['granted 100']);
-    net.deliver(0, 2);
-    expect(net.machine(2).clusterView?.epoch).toBe(1);
+    expect(net.settle().filter((o) => !o.startsWith('p1'))).toEqual(['p0 granted 100']);
+    net.step(0, { type: 'propose', view: next(v0, { op: 'remove', id: 'c' }) });
+    expect(net.machine(0).proposal?.own).toBe(false);
+    net.settle();
+    expect([0, 2].map((p) => net.machine(p).clusterView?.members.at(-1)?.id)).toEqual(['d', 'd']);
+    expect([0, 2].map((p) => net.machine(p).clusterView?.epoch)).toEqual([1, 1]);
+  });
+
+  it('a holder that heard too few promises proposes nothing, and an acceptor refuses an ACCEPT below its promise', () => {
+    const net = holding(1);
+    net.acquire(0, 100, viewLock); // behind peer 1's: peer 2 promises peer 1's ballot only
+    net.settle();
+    net.step(2, { type: 'packet', from: 0, inc: net.inc(0), packet: { c: 1, m: [{ t: 'accept', ts: 1, view: next(v0, addD) }] } });
+    expect(net.machine(2).clusterView?.epoch).toBe(0);
+    expect(net.pending(2, 0).flatMap((p) => p.m.map((m) => m.t))).not.toContain('accepted');
+    const changes = new ViewChanges(v0, 10);
+    for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: from === 1, accepted: null });
+    expect(changes.propose(50, next(v0, addD), membersOf(v0, 0))).not.toBeNull();
+    const refused = new ViewChanges(v0, 10);
+    for (const from of [1, 2]) refused.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: false, accepted: null });
+    expect(refused.propose(50, next(v0, addD), membersOf(v0, 0))).toBeNull();
+    expect(refused.proposal).toBeNull();
   });
 
   it('ignores a view that does not follow its own, and a LEAVE from a member', () => {
@@ -126,5 +146,29 @@ describe('changes of the view', () => {
     expect(net.machine(0).view()).toEqual([1]);
     net.acquire(0, 1, 'a', spec());
     expect(net.settle()).toEqual(['p0 granted 1']);
+  });
+});
+
+describe('a protocol that takes part in changes', () => {
+  it('writes its acceptance before the ACCEPTED that depends on it leaves, and a chosen view before its packets', async () => {
+    const { PeerProtocol } = await import('../../src/core/protocol.js');
+    const { IncarnationBook } = await import('../../src/core/incarnations.js');
+    const inc = (startMs: number): { startMs: number; nonce: number } => ({ startMs, nonce: 1 });
+    const p = new PeerProtocol({
+      self: 1, peerIds: ['a', 'b', 'c'], leaseMs: 1000, evictMs: 1700, clockRateMargin: 1.5, incarnation: inc(10), clockFloor: 0, nowMs: 0,
+      incarnations: new IncarnationBook(3), view: v0, speaks: 10,
+    });
+    p.peerJoined(0, inc(5), 1, false, 0);
+    const proposed = next(v0, addD);
+    const out = p.payload(0, inc(5), { c: 20, m: [{ t: 'req', lock: viewLock, ts: 20, mode: 'exclusive', limit: 1, permits: 1, owner: 'op', meta: null, at: 0 }] }, 1);
+    const promised = out.findIndex((o) => o.type === 'acceptor');
+    const headAck = out.findIndex((o) => o.type === 'send' && 'm' in o.payload && o.payload.m.some((m) => m.t === 'hack'));
+    expect(promised).toBeGreaterThanOrEqual(0);
+    expect(headAck).toBeGreaterThan(promised);
+    const accepted = p.payload(0, inc(5), { c: 21, m: [{ t: 'accept', ts: 20, view: proposed }] }, 2);
+    const types = accepted.flatMap((o) => (o.type === 'acceptor' ? ['acceptor'] : o.type === 'send' && 'm' in o.payload && o.payload.m.length > 0 ? [o.payload.m[0]?.t] : []));
+    expect(types).toEqual(['acceptor', 'accepted']);
+    const applied = p.payload(0, inc(5), { c: 22, m: [{ t: 'view', view: proposed }] }, 3);
+    expect(applied[0]?.type).toBe('view');
   });
 });

@@ -1,0 +1,142 @@
+/**
+ * The steps of a core that changes of the view take (docs/reconfiguration.md, rules P2 to P6):
+ * the head acks of the view lock with their promises, the holder's proposal and the acceptances,
+ * the chosen view applied and passed on, a member's own removal and the LEAVE of another. The
+ * Machine owns the state they touch and lends it here (`ViewStepHost`); this keeps the Lamport
+ * core's file about the Lamport core.
+ */
+import { assert } from '../assert.js';
+import type { EffectBuffer } from './effects.js';
+import type { LockTable, OwnRequest } from './lock-table.js';
+import type { Members } from './members.js';
+import type { ViewChangeMessage } from './messages.js';
+import { viewLock } from './messages.js';
+import type { PeerView } from './peer-view.js';
+import type { ViewChanges } from './view-changes.js';
+import type { ClusterView } from './view.js';
+import { membersOf, ordinalsIn } from './view.js';
+
+/** What of a Machine the view's steps read and move. */
+export interface ViewStepHost {
+  readonly self: number;
+  readonly changes: ViewChanges;
+  readonly locks: LockTable;
+  readonly peers: PeerView;
+  readonly out: EffectBuffer;
+  members(): Members;
+  setMembers(members: Members): void;
+  /** `clock += 1`; the new clock. */
+  tick(): number;
+  synced(): boolean;
+  issuePending(): void;
+  dropPeerRequests(peer: number): void;
+  /** Issue and grant nothing more. */
+  fence(): void;
+  announceRelease(own: OwnRequest): void;
+}
+
+/** The first lock a request of ours names. */
+function firstLock(own: OwnRequest): string {
+  const part = own.parts[0];
+  assert(part !== undefined, 'a request names a lock');
+  return part.lock;
+}
+
+/** The view's steps of one Machine. */
+export class ViewSteps {
+  readonly #h: ViewStepHost;
+
+  constructor(host: ViewStepHost) {
+    this.#h = host;
+  }
+
+  /**
+   * Rule P2, phase 2: our request on the view lock was granted; `view` is our change on top of
+   * ours. The promises name what to propose; our acceptance goes to disk before any ACCEPT.
+   */
+  propose(view: ClusterView): void {
+    const own = this.#h.locks.ownRequests().find((o) => o.state === 'granted' && firstLock(o) === viewLock);
+    assert(own !== undefined && this.#h.changes.follows(view), 'a proposal by the holder of the view lock, on top of its view');
+    const proposal = this.#h.changes.propose(own.ts, view, this.#h.members());
+    if (proposal === null) return; // Too few promises: the holder asks again (Machine.proposal stays null).
+    this.#h.out.push({ type: 'acceptor', state: proposal.persist });
+    for (const p of this.#h.peers.met()) if (this.#h.members().has(p)) this.#h.out.send(p, proposal.msg);
+    this.#chosen(this.#h.changes.onAccepted(this.#h.self, { t: 'accepted', ts: own.ts, epoch: view.epoch }, this.#h.members()));
+  }
+
+  /** A view the voters chose: ours from now on, and every peer's after it (rule P3). */
+  #chosen(view: ClusterView | null): void {
+    if (view === null) return;
+    this.#applyView(view);
+    this.#sendView(view);
+  }
+
+  /** Our view goes to every peer we met, after everything we sent them (FIFO). */
+  #sendView(view: ClusterView): void {
+    this.#h.changes.sent(this.#h.tick());
+    for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'view', view });
+  }
+
+  onMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
+    if (this.#h.changes.view === null) return;
+    for (const lock of this.#h.locks.waitingLocks()) touched.add(lock);
+    if (msg.t === 'leave') {
+      // Rule P6: a removed peer's releases came first; it leaves the ack set for good.
+      if (this.#h.members().has(from)) return;
+      this.#h.peers.leave(from);
+      this.#h.out.push({ type: 'left', peer: from });
+      this.#h.dropPeerRequests(from);
+    } else if (msg.t === 'view') {
+      if (this.#h.changes.follows(msg.view)) this.#applyView(msg.view);
+    } else if (msg.t === 'accept') {
+      const accepted = this.#h.changes.onAccept(from, msg);
+      if (accepted === null) return;
+      this.#h.out.push({ type: 'acceptor', state: accepted.persist });
+      this.#h.out.send(from, accepted.reply);
+    } else if (msg.t === 'accepted') {
+      this.#chosen(this.#h.changes.onAccepted(from, msg, this.#h.members()));
+    } else if (this.#h.locks.own(this.#h.locks.ownRef(msg.ts) ?? -1)?.state === 'waiting') {
+      // Rule P4: a head ack with the (chosen) view after ours: we catch up, and bring every peer to it (P3 i).
+      this.#chosen(this.#h.changes.onHeadAck(from, msg));
+      touched.add(viewLock);
+    }
+  }
+
+  /** `view`, chosen, is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */
+  #applyView(view: ClusterView): void {
+    this.#h.changes.apply(view);
+    this.#h.out.push({ type: 'view', view });
+    const me = view.members.find((m) => m.ordinal === this.#h.self);
+    if (me === undefined || me.state === 'leaving') {
+      this.#leaveCluster();
+      return;
+    }
+    this.#h.setMembers(membersOf(view, this.#h.self));
+    this.#h.peers.setMembers(this.#h.members(), ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
+    // A learner promoted may request now (rule P5), if it is synced and holds a lease.
+    if (this.#h.synced()) this.#h.issuePending();
+  }
+
+  /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */
+  #leaveCluster(): void {
+    this.#h.changes.remove();
+    this.#h.fence();
+    const own = this.#h.locks.ownRequests();
+    this.#h.locks.dropOwnAll(own);
+    for (const o of own) {
+      this.#h.out.push({ type: 'ended', ref: o.ref, lock: firstLock(o), reason: 'removed' });
+      this.#h.announceRelease(o);
+    }
+    for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'leave' });
+  }
+
+  /** Rule P2: the request heading the view lock's queue, if another peer's, gets our head ack once per view. */
+  headAck(): void {
+    if (this.#h.changes.view === null || this.#h.changes.removed) return;
+    const head = this.#h.locks.head(viewLock, 1)[0];
+    const ack = this.#h.changes.headAck(head, this.#h.self, (p) => this.#h.peers.incarnation(p) !== undefined);
+    if (ack === null) return;
+    if (ack.persist !== null) this.#h.out.push({ type: 'acceptor', state: ack.persist });
+    this.#h.out.send(ack.to, ack.msg);
+  }
+}
