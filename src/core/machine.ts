@@ -210,7 +210,7 @@ export class Machine {
       this.#locks.dropOwn(own);
       return;
     }
-    if (this.synced && this.#leaseValid && this.#members.voter) this.#issue(own);
+    if (this.synced && this.#leaseValid && this.#mayRequest()) this.#issue(own);
   }
 
   /**
@@ -353,7 +353,7 @@ export class Machine {
 
   #issuePending(): void {
     // A learner requests nothing until it is promoted (docs/reconfiguration.md, rule P5).
-    if (!this.#leaseValid || this.#fenced || !this.#members.voter) return;
+    if (!this.#leaseValid || this.#fenced || !this.#mayRequest()) return;
     const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
     for (const own of pending) this.#issue(own);
   }
@@ -373,6 +373,11 @@ export class Machine {
     this.#dropPeerRequests(peer);
     if (!wasSynced && this.synced) this.#issuePending();
     for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
+  }
+
+  /** A learner requests nothing; a voter promoted while it ran waits for every member to count it (docs/reconfiguration.md P3 ii, P5). */
+  #mayRequest(): boolean {
+    return this.#members.voter && this.#changes.mayRequest(this.#peers.members());
   }
 
   #dropPeerRequests(peer: number): void {

@@ -51,6 +51,10 @@ export class ViewChanges {
   /** Our clock when our last view went out (as holder, or adopted from a head ack); null: none. */
   #sentAt: number | null = null;
   #removed = false;
+  /** The newest view each peer sent us (VIEW): it counts by it from then on. */
+  readonly #heardAt = new Map<number, number>();
+  /** The epoch at which this peer became a voter while it ran, if it did (rule P3 ii). */
+  #promotedAt: number | null = null;
   #proposal: { ts: number; view: ClusterView; own: boolean; acceptedBy: Set<number>; chosen: boolean } | null = null;
 
   /** `acceptor`: what the data dir kept of this member's promise and acceptance, if anything. */
@@ -78,6 +82,28 @@ export class ViewChanges {
 
   get proposal(): Proposal | null {
     return this.#proposal;
+  }
+
+  /** `peer` sent us the view of `epoch`: true when that lets a promoted voter request (rule P3 ii). */
+  heardAt(peer: number, epoch: number): boolean {
+    if (epoch <= (this.#heardAt.get(peer) ?? -1)) return false;
+    this.#heardAt.set(peer, epoch);
+    return this.#promotedAt !== null && epoch >= this.#promotedAt;
+  }
+
+  /** This peer became a voter in the view of `epoch`. */
+  promoted(epoch: number): void {
+    this.#promotedAt = epoch;
+  }
+
+  /**
+   * Rule P3 (ii): a voter promoted while it ran requests nothing until every member of its ack
+   * set sent it a view of the promotion's epoch or later: until then one still at the epoch
+   * before could grant a lock without waiting for its acks (F67).
+   */
+  mayRequest(ackSet: readonly number[]): boolean {
+    const at = this.#promotedAt;
+    return at === null || ackSet.every((p) => (this.#heardAt.get(p) ?? -1) >= at);
   }
 
   /** Whether `peer` is in our view, in any state; without a view, whether it is one of `members`. */

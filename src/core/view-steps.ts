@@ -87,7 +87,13 @@ export class ViewSteps {
       this.#h.out.push({ type: 'left', peer: from });
       this.#h.dropPeerRequests(from);
     } else if (msg.t === 'view') {
-      if (this.#h.changes.follows(msg.view)) this.#applyView(msg.view);
+      if (this.#h.changes.follows(msg.view)) {
+        this.#applyView(msg.view);
+        // Every member passes a chosen view on (it is the only one of its epoch): a promoted
+        // voter learns from it that the sender counts it (rule P3 ii).
+        if (!this.#h.changes.removed) for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'view', view: msg.view });
+      }
+      if (this.#h.changes.heardAt(from, msg.view.epoch)) this.#h.issuePending();
     } else if (msg.t === 'accept') {
       const accepted = this.#h.changes.onAccept(from, msg);
       if (accepted === null) return;
@@ -104,6 +110,7 @@ export class ViewSteps {
 
   /** `view`, chosen, is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */
   #applyView(view: ClusterView): void {
+    const wasVoter = this.#h.members().voter;
     this.#h.changes.apply(view);
     this.#h.out.push({ type: 'view', view });
     const me = view.members.find((m) => m.ordinal === this.#h.self);
@@ -113,7 +120,8 @@ export class ViewSteps {
     }
     this.#h.setMembers(membersOf(view, this.#h.self));
     this.#h.peers.setMembers(this.#h.members(), ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
-    // A learner promoted may request now (rule P5), if it is synced and holds a lease.
+    // A learner promoted requests once every member of its ack set counts it (rule P3 ii).
+    if (me.state === 'voter' && !wasVoter) this.#h.changes.promoted(view.epoch);
     if (this.#h.synced()) this.#h.issuePending();
   }
 

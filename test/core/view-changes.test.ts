@@ -19,6 +19,11 @@ function next(v: ClusterView, change: ViewChange): ClusterView {
   return out;
 }
 
+/** The REQUESTs queued from `from` to `to`. */
+function requestsFrom(net: Net, from: number, to: number): string[] {
+  return net.pending(from, to).flatMap((p) => p.m.filter((m) => m.t === 'req').map((m) => m.t));
+}
+
 /** Three peers of v0, joined; peer `holder` holds the view lock (ref 100). */
 function holding(holder = 0): Net {
   const net = new Net(3, { view: v0 });
@@ -65,6 +70,34 @@ describe('changes of the view', () => {
     expect(held?.peer).toBe(3);
     expect((held?.token ?? 0n) > first).toBe(true);
     expect(Number((held?.token ?? 0n) % 1024n)).toBe(3);
+  });
+
+  it('a promoted voter requests nothing until every member of its ack set sent it the view that promotes it (F67)', () => {
+    const net = holding();
+    const v1 = next(v0, addD);
+    net.step(0, { type: 'propose', view: v1 });
+    net.settle();
+    net.release(0, 100);
+    net.settle();
+    net.restart(3, 5, 0, v1);
+    for (const p of [0, 1, 2]) net.join(p, 3);
+    net.settle();
+    net.acquire(0, 101, viewLock);
+    expect(net.settle()).toEqual(['p0 granted 101']);
+    net.step(0, { type: 'propose', view: next(v1, { op: 'promote', id: 'd' }) });
+    for (const p of [1, 2]) net.deliver(0, p); // ACCEPT
+    for (const p of [1, 2]) net.deliver(p, 0); // ACCEPTED: chosen, VIEW out
+    while (net.pending(0, 3).length > 0) net.deliver(0, 3); // peer 3 is a voter now; peer 2 is still at the epoch before
+    expect(net.machine(3).members.voter).toBe(true);
+    net.acquire(3, 7, 'x');
+    expect([0, 1, 2].flatMap((p) => requestsFrom(net, 3, p))).toEqual([]);
+    while (net.pending(0, 1).length > 0) net.deliver(0, 1);
+    while (net.pending(1, 3).length > 0) net.deliver(1, 3);
+    expect([0, 1, 2].flatMap((p) => requestsFrom(net, 3, p))).toEqual([]);
+    while (net.pending(0, 2).length > 0) net.deliver(0, 2);
+    while (net.pending(2, 3).length > 0) net.deliver(2, 3);
+    expect(requestsFrom(net, 3, 2)).toEqual(['req']);
+    expect(net.settle()).toEqual(['p3 granted 7']);
   });
 
   it('removes a live member: its hold ends "removed", its release comes before its LEAVE, and the others stop waiting for it', () => {

@@ -60,8 +60,8 @@ const mutants = {
   'synced-on-handshake': [at('src/core/peer-view.js', '&& (this.#lastTs[p] ?? 0) !== 0;', ';')],
   /** Requests leave without a lease (seed 276422's bug). */
   'issue-without-lease': [
-    at(machine, 'if (this.synced && this.#leaseValid && this.#members.voter) this.#issue(own);', 'if (this.synced && this.#members.voter) this.#issue(own);'),
-    at(machine, 'if (!this.#leaseValid || this.#fenced || !this.#members.voter) return;', 'if (this.#fenced || !this.#members.voter) return;'),
+    at(machine, 'if (this.synced && this.#leaseValid && this.#mayRequest()) this.#issue(own);', 'if (this.synced && this.#mayRequest()) this.#issue(own);'),
+    at(machine, 'if (!this.#leaseValid || this.#fenced || !this.#mayRequest()) return;', 'if (this.#fenced || !this.#mayRequest()) return;'),
   ],
   /** A lease lapse ends holds but keeps waiting requests (seed 216761's bug). */
   'keep-waiters-on-lease-loss': [at(machine, ".filter((own) => own.state !== 'pending');", ".filter((own) => own.state !== 'pending' && own.state !== 'waiting');")],
