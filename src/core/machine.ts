@@ -346,9 +346,11 @@ export class Machine {
   /** State transfer: the joining peer learns our outstanding requests before anything else. */
   #transferState(peer: number): void {
     const requests = this.#locks.issuedRequests().map(({ request, noWait }) => toRequestMessage(request, noWait));
-    // A view changed since the config file's comes first: the joiner counts by it (rule P5).
+    // A view changed since the config file's comes first, and the leaving members that left:
+    // the joiner counts by it (rules P5, P6).
     const view = this.#changes.view;
-    this.#out.prepend(peer, view !== null && view.epoch > 0 ? [{ t: 'view', view }, ...requests] : requests);
+    const left: PeerMessage[] = this.#changes.leftPeers().map((p) => ({ t: 'left', peer: p }));
+    this.#out.prepend(peer, view !== null && view.epoch > 0 ? [{ t: 'view', view }, ...left, ...requests] : requests);
   }
 
   #issuePending(): void {

@@ -144,6 +144,8 @@ export class Membership {
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
   constructor(opts: {
     members: Members;
+    /** Leaving members of the view (docs/reconfiguration.md P6): tracked, so that a majority of the voters can evict one that dies (F64). */
+    leaving?: readonly number[] | undefined;
     evictMs: number;
     nowMs: number;
     clockRateMargin?: number;
@@ -152,13 +154,14 @@ export class Membership {
   }) {
     this.#self = opts.members.self;
     this.#incarnations = opts.incarnations ?? new IncarnationBook(opts.members.capacity);
-    assert(this.#incarnations.capacity === opts.members.capacity, 'one incarnation record per ordinal');
+    assert(this.#incarnations.capacity >= opts.members.capacity, 'one incarnation record per ordinal');
+    this.#incarnations.grow(Math.max(0, ...(opts.leaving ?? []).map((p) => p + 1)));
     this.#members = opts.members;
     this.#evictMs = opts.evictMs;
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
     this.#startMs = opts.nowMs;
-    for (const p of opts.members.all()) this.#peers.set(p, newTrack(opts.nowMs));
+    for (const p of [...opts.members.all(), ...(opts.leaving ?? [])]) if (!this.#peers.has(p)) this.#peers.set(p, newTrack(opts.nowMs));
     for (const promise of opts.promises ?? []) {
       const t = this.#track(promise.peer);
       if (t === undefined) continue;
@@ -300,7 +303,8 @@ export class Membership {
     const pair = this.#members.isPair;
     this.#peers.forEach((t, peer) => {
       if (peer === this.#self || this.isEvicted(peer, t.inc) || !this.#silent(t, nowMs)) return;
-      if (pair && !this.#alone(t)) return;
+      // A leaving member is no voter: both voters of a pair are a majority against it (F64).
+      if (pair && !this.#alone(t) && this.#members.has(peer)) return;
       // Only an incarnation we have heard may be suspected. Evicting the placeholder of a
       // peer nobody here has met would let us count it out of the view while its live
       // incarnation (met by no confirmer, so never refused) still grants on stale acks.
@@ -401,7 +405,7 @@ export class Membership {
     if (t === undefined) return null;
     const silentMs = Math.max(0, nowMs - t.lastHeardMs);
     const met = compareIncarnation(t.inc, unknownIncarnation) !== 0;
-    const pair = this.#members.isPair && !this.#alone(t);
+    const pair = this.#members.isPair && !this.#alone(t) && this.#members.has(peer);
     const suspects = met && !pair && !this.isEvicted(peer, t.inc);
     return { silentMs, suspectInMs: suspects ? Math.max(0, this.#evictMs - silentMs) : null };
   }

@@ -90,8 +90,18 @@ export interface LeaveMessage {
   readonly t: 'leave';
 }
 
+/**
+ * LEFT{peer}: `peer`, a leaving member, left (its LEAVE, after its releases, reached the
+ * sender): it holds nothing, so any member's word is enough (rule P6, finding F72). In a state
+ * transfer.
+ */
+export interface LeftMessage {
+  readonly t: 'left';
+  readonly peer: number;
+}
+
 /** A message about the view rather than one lock. */
-export type ViewChangeMessage = HeadAckMessage | AcceptMessage | AcceptedMessage | ViewMessage | LeaveMessage;
+export type ViewChangeMessage = HeadAckMessage | AcceptMessage | AcceptedMessage | ViewMessage | LeaveMessage | LeftMessage;
 
 /** Everything a packet may carry. */
 export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage | ViewChangeMessage;
@@ -205,6 +215,7 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   if (v['t'] === 'hack') return isTs(v['ts']) && isClusterView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted']));
   if (v['t'] === 'accept') return isTs(v['ts']) && isClusterView(v['view']);
   if (v['t'] === 'accepted') return isTs(v['ts']) && isTs(v['epoch']);
+  if (v['t'] === 'left') return isTs(v['peer']) && v['peer'] < limits.peersMax;
   if (v['t'] === 'view') return isClusterView(v['view']);
   return v['t'] === 'leave';
 }

@@ -22,7 +22,7 @@ import type { IncarnationBook } from './incarnations.js';
 import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
 import { Members } from './members.js';
-import { membersOf } from './view.js';
+import { membersOf, ordinalsIn } from './view.js';
 import type { Packet } from './messages.js';
 import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
 import { highestClockOf } from './protocol-io.js';
@@ -80,7 +80,7 @@ export class PeerProtocol {
     this.#machine = new Machine({ members, view: opts.view, speaks: opts.speaks, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ members, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
-      members, evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
+      members, leaving: opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'), evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
       promises: opts.promises, incarnations: opts.incarnations,
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);

@@ -51,6 +51,8 @@ export class ViewChanges {
   /** Our clock when our last view went out (as holder, or adopted from a head ack); null: none. */
   #sentAt: number | null = null;
   #removed = false;
+  /** Leaving members that left (their LEAVE, or a LEFT about them). */
+  readonly #left = new Set<number>();
   /** The newest view each peer sent us (VIEW): it counts by it from then on. */
   readonly #heardAt = new Map<number, number>();
   /** The epoch at which this peer became a voter while it ran, if it did (rule P3 ii). */
@@ -89,6 +91,25 @@ export class ViewChanges {
     if (epoch <= (this.#heardAt.get(peer) ?? -1)) return false;
     this.#heardAt.set(peer, epoch);
     return this.#promotedAt !== null && epoch >= this.#promotedAt;
+  }
+
+  /**
+   * `peer` left (rule P6): kept even while our view has it as a voter (its LEAVE can come before
+   * the view that removes it reaches us). True the first time, if it is leaving in our view.
+   */
+  left(peer: number): boolean {
+    if (this.#left.has(peer)) return false;
+    this.#left.add(peer);
+    return this.#isLeaving(peer);
+  }
+
+  #isLeaving(peer: number): boolean {
+    return this.#view?.members.some((m) => m.ordinal === peer && m.state === 'leaving') === true;
+  }
+
+  /** The leaving members of our view that left, for a state transfer (LEFT). */
+  leftPeers(): number[] {
+    return [...this.#left].filter((p) => this.#isLeaving(p));
   }
 
   /** This peer became a voter in the view of `epoch`. */

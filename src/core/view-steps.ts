@@ -80,12 +80,11 @@ export class ViewSteps {
   onMessage(from: number, msg: ViewChangeMessage, touched: Set<string>): void {
     if (this.#h.changes.view === null) return;
     for (const lock of this.#h.locks.waitingLocks()) touched.add(lock);
-    if (msg.t === 'leave') {
-      // Rule P6: a removed peer's releases came first; it leaves the ack set for good.
-      if (this.#h.members().has(from)) return;
-      this.#h.peers.leave(from);
-      this.#h.out.push({ type: 'left', peer: from });
-      this.#h.dropPeerRequests(from);
+    if (msg.t === 'leave' || msg.t === 'left') {
+      // Rule P6: a removed peer's releases came first (its LEAVE), or another member had them
+      // (LEFT, F72): it holds nothing, and leaves the ack set for good.
+      const peer = msg.t === 'leave' ? from : msg.peer;
+      if (this.#h.changes.left(peer)) this.#gone(peer);
     } else if (msg.t === 'view') {
       if (this.#h.changes.follows(msg.view)) {
         this.#applyView(msg.view);
@@ -120,9 +119,18 @@ export class ViewSteps {
     }
     this.#h.setMembers(membersOf(view, this.#h.self));
     this.#h.peers.setMembers(this.#h.members(), ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
+    // A member whose LEAVE came before the view that removes it: gone at once.
+    for (const p of this.#h.changes.leftPeers()) this.#gone(p);
     // A learner promoted requests once every member of its ack set counts it (rule P3 ii).
     if (me.state === 'voter' && !wasVoter) this.#h.changes.promoted(view.epoch);
     if (this.#h.synced()) this.#h.issuePending();
+  }
+
+  /** A leaving member that left holds nothing: out of the ack set for good. */
+  #gone(peer: number): void {
+    this.#h.peers.leave(peer);
+    this.#h.out.push({ type: 'left', peer });
+    this.#h.dropPeerRequests(peer);
   }
 
   /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */

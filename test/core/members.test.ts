@@ -128,3 +128,14 @@ describe('a view that changes', () => {
     expect(v.members()).toEqual([1, 3]);
   });
 });
+
+describe('a leaving member', () => {
+  it('is tracked from the start by a new incarnation, and evicted by a majority of the voters (F64)', () => {
+    const m = new Membership({ members: new Members(0, [0, 1]), leaving: [2], evictMs, nowMs: 0 });
+    m.heard(2, X, 0);
+    const tick = m.tick(evictMs);
+    expect(tick.flatMap((e) => (e.type === 'send' && e.msg.t === 'suspect' ? [[e.to, e.msg.peer]] : []))).toEqual([[1, 2]]);
+    const out = m.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs }, evictMs + 1);
+    expect(out.some((e) => e.type === 'evict' && e.peer === 2)).toBe(true);
+  });
+});

@@ -126,6 +126,26 @@ describe('changes of the view', () => {
     expect(net.settle()).toEqual(['p0 granted 2']);
   });
 
+  it('a LEAVE that comes before the view removing its sender counts once the view comes; a restarted member learns LEFT in the state transfer (F72)', () => {
+    const net = holding();
+    const v1 = next(v0, { op: 'remove', id: 'c' });
+    net.step(0, { type: 'propose', view: v1 });
+    net.deliver(0, 2); // ACCEPT
+    net.deliver(2, 0); // ACCEPTED: chosen, VIEW out
+    net.deliver(0, 2); // peer 2 applies its removal: releases, LEAVE
+    while (net.pending(2, 1).length > 0) net.deliver(2, 1); // its LEAVE reaches peer 1 before any view
+    expect(net.machine(1).view()).toEqual([0, 2]);
+    while (net.pending(0, 1).length > 0) net.deliver(0, 1);
+    expect(net.machine(1).view()).toEqual([0]);
+    net.settle();
+    net.restart(1, 50, 0, v1); // a new incarnation of peer 1 counts by v1: it would wait for peer 2
+    expect(net.machine(1).view()).toEqual([0, 2]);
+    net.join(0, 1);
+    net.settle();
+    expect(net.machine(1).view()).toEqual([0]);
+    expect(net.machine(1).synced).toBe(true);
+  });
+
   it('grants the view lock only once every peer head-acked: a peer that still has the previous holder at its head holds it back', () => {
     const net = holding(1);
     net.acquire(0, 100, viewLock);
