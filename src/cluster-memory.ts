@@ -10,8 +10,9 @@
  * a data dir keeps its level across restarts and binaries (`runningLevel`), so a binary that
  * speaks a range can replace an older one without a config change.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { replaceFileSync } from './data-dir.js';
 import type { ClusterShape } from './cluster-shape.js';
 import { fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
 import { ErrorCode, LockError } from './errors.js';
@@ -74,8 +75,7 @@ export function checkClusterMemory(dataDir: string, shape: ClusterShape, accept:
   }
   const path = clusterMemoryPath(dataDir);
   try {
-    writeFileSync(`${path}.tmp`, `${JSON.stringify({ fingerprint: fingerprintOf(shape), shape }, null, 2)}\n`, { mode: 0o600 });
-    renameSync(`${path}.tmp`, path);
+    replaceFileSync(dataDir, path, `${JSON.stringify({ fingerprint: fingerprintOf(shape), shape }, null, 2)}\n`);
   } catch (err) {
     throw new LockError(ErrorCode.ConfigInvalid, `cannot write ${path}: ${(err as Error).message}`);
   }

@@ -4,7 +4,7 @@
  * write. A directory that cannot (a file, /sys, /proc/1/...) is a config error (exit 2): the
  * peer would otherwise start and grant nothing (every write fails) or retry without end.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ErrorCode, LockError } from './errors.js';
 
@@ -26,6 +26,30 @@ function makeDirs(dir: string): void {
     if (code !== 'ENOENT' || parent === dir) throw err;
     makeDirs(parent);
     mkdirSync(dir);
+  }
+}
+
+/**
+ * Replaces `path` in `dir` with `text` atomically and durably: write a temp file, fsync it,
+ * rename it over `path`, fsync the directory (the rename is durable only once the directory
+ * entry is). A crash leaves the old file or the new one, never a torn one.
+ */
+export function replaceFileSync(dir: string, path: string, text: string): void {
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${path}.tmp`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  const dirFd = openSync(dir, 'r');
+  try {
+    fsyncSync(dirFd);
+  } finally {
+    closeSync(dirFd);
   }
 }
 

@@ -10,9 +10,10 @@
  * requests from leaving while the clock may pass what is on disk, retries, and lets them
  * leave again once a write succeeds.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { join } from 'node:path';
+import { replaceFileSync } from '../data-dir.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -144,23 +145,7 @@ export class FileClockStore implements ClockStore {
   }
 
   #replace(path: string, value: Record<string, number>): void {
-    mkdirSync(this.#dir, { recursive: true });
-    const tmp = `${path}.tmp`;
-    const fd = openSync(tmp, 'w');
-    try {
-      writeSync(fd, JSON.stringify(value));
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-    // The rename is durable only once the directory entry is: fsync the directory too.
-    const dirFd = openSync(this.#dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
+    replaceFileSync(this.#dir, path, JSON.stringify(value));
   }
 
   /** `#replace` off the event loop: the same steps through libuv's thread pool. */

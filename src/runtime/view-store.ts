@@ -1,0 +1,90 @@
+/**
+ * The agreed view in the data dir (docs/reconfiguration.md, "Terms", P2, P8): `view.json`,
+ * the chain of views this peer applied (oldest first, each the one after the last), its
+ * acceptor state for the epoch after the newest, and its acceptor id, made once with the data
+ * dir (F70: a voter whose id changed lost its disk and casts no vote). Written atomically
+ * (data-dir.ts `replaceFileSync`) before the peer acts on what it records.
+ *
+ * Not wired into the peer yet: nothing writes `view.json` today.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AcceptorState } from '../core/acceptor.js';
+import { freshAcceptor } from '../core/acceptor.js';
+import { isRecord } from '../core/types.js';
+import type { ClusterView } from '../core/view.js';
+import { isClusterView } from '../core/view.js';
+import { replaceFileSync } from '../data-dir.js';
+import { ErrorCode, LockError } from '../errors.js';
+
+/** What `view.json` holds. */
+export interface ViewRecord {
+  /** Random hex, made with the data dir. */
+  readonly acceptorId: string;
+  /** Views applied, oldest first; the last is the peer's view. */
+  readonly chain: readonly ClusterView[];
+  readonly acceptor: AcceptorState;
+}
+
+/** Views kept in the chain: enough to bring a peer that far behind up to date (P4). */
+export const chainViewsMax = 64;
+
+/** Where the record lives in a data dir. */
+export function viewRecordPath(dataDir: string): string {
+  return join(dataDir, 'view.json');
+}
+
+/** A record for a new data dir: `view` alone in the chain, nothing promised. */
+export function newViewRecord(acceptorId: string, view: ClusterView): ViewRecord {
+  return { acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1) };
+}
+
+/** The record with `view`, the one after its newest, appended (the oldest dropped past `chainViewsMax`), and nothing promised for the next epoch. */
+export function withView(record: ViewRecord, view: ClusterView): ViewRecord {
+  const last = record.chain[record.chain.length - 1];
+  if (last === undefined || view.epoch !== last.epoch + 1) throw new LockError(ErrorCode.Storage, `view ${view.epoch} does not follow view ${last?.epoch ?? 'none'}`);
+  return { ...record, chain: [...record.chain, view].slice(-chainViewsMax), acceptor: freshAcceptor(view.epoch + 1) };
+}
+
+function isAcceptorState(v: unknown): v is AcceptorState {
+  if (!isRecord(v) || !Number.isSafeInteger(v['epoch'])) return false;
+  const ballot = (b: unknown): boolean => isRecord(b) && Number.isSafeInteger(b['ts']) && Number.isSafeInteger(b['peer']);
+  const accepted = v['accepted'];
+  return (v['promised'] === null || ballot(v['promised'])) &&
+    (accepted === null || (isRecord(accepted) && ballot(accepted['ballot']) && isClusterView(accepted['view'])));
+}
+
+function isViewRecord(v: unknown): v is ViewRecord {
+  if (!isRecord(v) || typeof v['acceptorId'] !== 'string' || !/^[0-9a-f]{16,64}$/.test(v['acceptorId'])) return false;
+  const chain = v['chain'];
+  if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isClusterView)) return false;
+  const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as ClusterView).epoch + 1);
+  return linked && isAcceptorState(v['acceptor']);
+}
+
+/** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */
+export function loadViewRecord(dataDir: string): ViewRecord | null {
+  const path = viewRecordPath(dataDir);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new LockError(ErrorCode.ConfigInvalid, `cannot read ${path}: ${(err as Error).message}`);
+  }
+  let record: unknown;
+  try {
+    record = JSON.parse(text);
+  } catch {
+    record = undefined;
+  }
+  if (!isViewRecord(record)) {
+    throw new LockError(ErrorCode.ConfigInvalid, `${path} is damaged: this peer cannot know which view of the cluster it agreed to. Do not delete it to start: add this host again as a new member (docs/reconfiguration.md P2, finding F70)`);
+  }
+  return record;
+}
+
+/** Writes the record of `dataDir`, atomically and durably. */
+export function writeViewRecord(dataDir: string, record: ViewRecord): void {
+  replaceFileSync(dataDir, viewRecordPath(dataDir), `${JSON.stringify(record, null, 2)}\n`);
+}

@@ -1,0 +1,76 @@
+/**
+ * The agreed view in the data dir (src/runtime/view-store.ts): written atomically, read back,
+ * a damaged or torn file refused with what to do.
+ */
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { accept, promise } from '../../src/core/acceptor.js';
+import { applyChange, firstView } from '../../src/core/view.js';
+import type { ClusterView } from '../../src/core/view.js';
+import { chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'view-store-'));
+  dirs.push(d);
+  return d;
+}
+
+const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 9);
+
+function added(v: ClusterView, id: string, port: number): ClusterView {
+  const next = applyChange(v, { op: 'add', id, ws: `ws://127.0.0.1:${port}`, http: `127.0.0.1:${port + 1000}` });
+  if (typeof next === 'string') throw new Error(next);
+  return next;
+}
+
+describe('view store', () => {
+  it('has nothing for a new data dir, and reads back what it wrote, promise and acceptance included', () => {
+    const dir = dataDir();
+    expect(loadViewRecord(dir)).toBeNull();
+    const v1 = added(v0, 'd', 7003);
+    let record = withView(newViewRecord('0123456789abcdef', v0), v1);
+    const promised = promise(record.acceptor, 2, { ts: 40, peer: 1 });
+    const accepted = promised === null ? null : accept(promised, { ts: 40, peer: 1 }, added(v1, 'e', 7004));
+    if (accepted === null) throw new Error('refused');
+    record = { ...record, acceptor: accepted };
+    writeViewRecord(dir, record);
+    expect(loadViewRecord(dir)).toEqual(record);
+    expect(readdirSync(dir)).toEqual(['view.json']);
+  });
+
+  it('keeps the newest views only, each the one after the last', () => {
+    let record = newViewRecord('0123456789abcdef', v0);
+    let v = v0;
+    for (let i = 0; i < chainViewsMax + 3; i++) {
+      v = added(v, `n${i}`, 9000 + 2 * i);
+      record = withView(record, v);
+    }
+    expect(record.chain).toHaveLength(chainViewsMax);
+    expect(record.chain.at(-1)?.epoch).toBe(chainViewsMax + 3);
+    expect(() => withView(record, v0)).toThrow(/does not follow/);
+  });
+
+  it('refuses a damaged or torn file with what to do, never starting as if it had none', () => {
+    const dir = dataDir();
+    writeViewRecord(dir, newViewRecord('0123456789abcdef', v0));
+    const good = JSON.parse(JSON.stringify(newViewRecord('0123456789abcdef', v0))) as Record<string, unknown>;
+    const bad: string[] = [
+      '{"acceptorId": "0123456789abcdef", "chain": [', // torn
+      JSON.stringify({ ...good, acceptorId: 'x' }),
+      JSON.stringify({ ...good, chain: [] }),
+      JSON.stringify({ ...good, chain: [v0, v0] }),
+      JSON.stringify({ ...good, acceptor: { epoch: 1, promised: { ts: 'a' }, accepted: null } }),
+    ];
+    for (const text of bad) {
+      writeFileSync(viewRecordPath(dir), text);
+      expect(() => loadViewRecord(dir)).toThrow(/is damaged: this peer cannot know which view/);
+    }
+  });
+});
