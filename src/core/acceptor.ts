@@ -45,9 +45,11 @@ export function freshAcceptor(epoch: number): AcceptorState {
 
 /**
  * Phase 1: the state after promising `ballot` for `epoch`, or null when a higher ballot was
- * promised already (the promise is refused). A state of an older epoch is left behind.
+ * promised already, or the epoch is behind ours (the promise is refused). A state of an older
+ * epoch is left behind.
  */
 export function promise(state: AcceptorState, epoch: number, ballot: Ballot): AcceptorState | null {
+  if (epoch < state.epoch) return null; // An epoch behind ours: its view was chosen already.
   const s = state.epoch === epoch ? state : freshAcceptor(epoch);
   if (s.promised !== null && compareBallots(ballot, s.promised) < 0) return null;
   return { ...s, promised: ballot };

@@ -90,12 +90,12 @@ export class Machine {
   }
 
   /**
-   * True once every peer of the ack set sent a packet after our last view went out (FIFO: each
-   * applied it): the holder may release the view lock (rule P3).
+   * True once every peer of the ack set passed our view on to us (it applied it): the holder may
+   * release the view lock (rule P3 i). Not a later clock from each: that says our earlier
+   * messages' replies came, not that our VIEW arrived (finding F77).
    */
   get viewAcked(): boolean {
-    const sentAt = this.#changes.sentAt;
-    return sentAt !== null && this.#peers.minLastTs() > sentAt;
+    return this.#changes.sentAt !== null && this.#changes.heardFromAll(this.#peers.members());
   }
 
   /** What our proposal on the view lock came to (rule P2): null before one, or when too few voters promised. */

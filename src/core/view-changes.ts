@@ -112,6 +112,12 @@ export class ViewChanges {
     return [...this.#left].filter((p) => this.#isLeaving(p));
   }
 
+  /** Whether every peer of `ackSet` sent us our view, or a later one (it applied it). */
+  heardFromAll(ackSet: readonly number[]): boolean {
+    const epoch = this.#view?.epoch ?? 0;
+    return ackSet.every((p) => (this.#heardAt.get(p) ?? -1) >= epoch);
+  }
+
   /** This peer became a voter in the view of `epoch`. */
   promoted(epoch: number): void {
     this.#promotedAt = epoch;
@@ -197,7 +203,12 @@ export class ViewChanges {
     const epoch = own.epoch;
     const ballot = { ts, peer: voters.self };
     const mine = promise(this.#acceptor, epoch, ballot);
-    const promisers = voters.others().filter((p) => this.#headAcks.get(p)?.ts === ts && this.#headAcks.get(p)?.promised === true);
+    // Only promises made at our view count: one made at another is about another epoch (F77).
+    const current = this.#view;
+    const promisers = voters.others().filter((p) => {
+      const h = this.#headAcks.get(p);
+      return h !== undefined && h.ts === ts && h.promised && current !== null && sameView(h.view, current);
+    });
     if (mine === null || promisers.length + (voters.voter ? 1 : 0) < voters.majority) return null;
     const reports: (Accepted | null)[] = [mine.accepted, ...promisers.map((p) => this.#headAcks.get(p)?.accepted ?? null)];
     const view = valueToPropose(epoch, reports, own);

@@ -120,17 +120,22 @@ export class ViewSteps {
     this.#h.setMembers(membersOf(view, this.#h.self));
     this.#h.peers.setMembers(this.#h.members(), ordinalsIn(view, 'leaving'), ordinalsIn(view, 'learner'));
     // A member whose LEAVE came before the view that removes it: gone at once.
-    for (const p of this.#h.changes.leftPeers()) this.#gone(p);
+    for (const p of this.#h.changes.leftPeers()) if (this.#h.peers.members().includes(p)) this.#gone(p);
     // A learner promoted requests once every member of its ack set counts it (rule P3 ii).
     if (me.state === 'voter' && !wasVoter) this.#h.changes.promoted(view.epoch);
     if (this.#h.synced()) this.#h.issuePending();
   }
 
-  /** A leaving member that left holds nothing: out of the ack set for good. */
+  /**
+   * A leaving member that left holds nothing: out of the ack set for good, and every peer we
+   * met hears it from us once, as an eviction (F74: a peer that joined us after its LEAVE
+   * went out would wait for it otherwise).
+   */
   #gone(peer: number): void {
     this.#h.peers.leave(peer);
     this.#h.out.push({ type: 'left', peer });
     this.#h.dropPeerRequests(peer);
+    for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'left', peer });
   }
 
   /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */

@@ -146,6 +146,31 @@ describe('changes of the view', () => {
     expect(net.machine(1).synced).toBe(true);
   });
 
+  it('a member that hears a LEAVE passes LEFT on to every peer it met (F74)', () => {
+    const net = holding();
+    const v1 = next(v0, { op: 'remove', id: 'c' });
+    net.step(0, { type: 'propose', view: v1 });
+    net.deliver(0, 1);
+    net.deliver(1, 0); // chosen at peer 0
+    while (net.pending(0, 1).length > 0) net.deliver(0, 1); // peer 1 applies v1
+    while (net.pending(0, 2).length > 0) net.deliver(0, 2); // peer 2 applies its removal: LEAVE to 0 and 1
+    while (net.pending(2, 0).length > 0) net.deliver(2, 0); // its LEAVE reaches peer 0 only
+    expect(net.pending(0, 1).flatMap((p) => p.m.map((m) => m.t))).toContain('left');
+    while (net.pending(0, 1).length > 0) net.deliver(0, 1);
+    expect(net.machine(1).view()).toEqual([0]);
+  });
+
+  it('the holder counts its view applied by a peer only when the peer passed it back, never on a later clock alone (F77)', () => {
+    const net = holding();
+    net.step(0, { type: 'propose', view: next(v0, addD) });
+    net.deliver(0, 1);
+    net.deliver(1, 0); // chosen: VIEW queued to peers 1 and 2
+    for (const p of [1, 2]) net.step(0, { type: 'packet', from: p, inc: net.inc(p), packet: { c: 10_000 + p, m: [] } });
+    expect(net.machine(0).viewAcked).toBe(false);
+    net.settle();
+    expect(net.machine(0).viewAcked).toBe(true);
+  });
+
   it('grants the view lock only once every peer head-acked: a peer that still has the previous holder at its head holds it back', () => {
     const net = holding(1);
     net.acquire(0, 100, viewLock);
