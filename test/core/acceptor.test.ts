@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { AcceptorState, Ballot } from '../../src/core/acceptor.js';
+import type { Accepted, AcceptorState, Ballot } from '../../src/core/acceptor.js';
 import { accept, compareBallots, freshAcceptor, promise, valueToPropose } from '../../src/core/acceptor.js';
 import type { ClusterView } from '../../src/core/view.js';
 import { applyChange, firstView } from '../../src/core/view.js';
@@ -69,5 +69,49 @@ describe('acceptor', () => {
         if (acceptedBy >= 3 && chosen === null) chosen = id;
       });
     }), { numRuns: 2000 });
+  });
+});
+
+describe('acceptor, phases interleaved', () => {
+  it('two views are never both chosen, whatever the order of promises and acceptances of rival proposers', () => {
+    // Three acceptors, two proposers. Each event: a proposer (ballot by proposer and round) sends PREPARE to one acceptor,
+    // or, once it has a majority of promises, ACCEPT of its value to one acceptor. Events of
+    // rival proposers interleave freely, as messages arriving out of order do.
+    const event = fc.record({ proposer: fc.integer({ min: 0, max: 1 }), acceptor: fc.integer({ min: 0, max: 2 }), phase: fc.constantFrom(1, 2), retry: fc.boolean({ freq: 8 }) });
+    fc.assert(fc.property(fc.array(event, { minLength: 1, maxLength: 30 }), (events) => {
+      const acceptors: AcceptorState[] = Array.from({ length: 3 }, () => freshAcceptor(1));
+      const round = [1, 1];
+      const promises = [new Map<number, Accepted | null>(), new Map<number, Accepted | null>()];
+      const values: (ClusterView | null)[] = [null, null];
+      const acceptedBy = new Map<string, Set<number>>();
+      const chosen = new Set<string>();
+      for (const e of events) {
+        const p = e.proposer;
+        if (e.retry && values[p] === null) {
+          round[p] = (round[p] ?? 1) + 1; // a refused proposer asks again, higher
+          promises[p]?.clear();
+        }
+        const ballot: Ballot = { ts: (round[p] ?? 1) * 10, peer: p };
+        if (e.phase === 1) {
+          const next = promise(acceptors[e.acceptor]!, 1, ballot);
+          if (next === null) continue;
+          acceptors[e.acceptor] = next;
+          promises[p]?.set(e.acceptor, next.accepted);
+          if ((promises[p]?.size ?? 0) >= 2 && values[p] === null) values[p] = valueToPropose(1, [...(promises[p]?.values() ?? [])], proposalOf(p));
+          continue;
+        }
+        const value = values[p];
+        if (value === null || value === undefined) continue;
+        const next = accept(acceptors[e.acceptor]!, ballot, value);
+        if (next === null) continue;
+        acceptors[e.acceptor] = next;
+        const key = `${ballot.ts}.${ballot.peer}`;
+        const set = acceptedBy.get(key) ?? new Set<number>();
+        set.add(e.acceptor);
+        acceptedBy.set(key, set);
+        if (set.size >= 2) chosen.add(value.members.at(-1)?.id ?? '');
+      }
+      expect(chosen.size).toBeLessThanOrEqual(1);
+    }), { numRuns: 5000 });
   });
 });
