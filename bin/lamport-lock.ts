@@ -7,7 +7,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { dial, follow, formatMembers } from '../src/client/cli-peer.js';
+import { dial, follow, formatMemberList, formatMembers, memberListJson } from '../src/client/cli-peer.js';
 import { lockSpecs, runUnderLock } from '../src/client/cli-run.js';
 import { checkNames, checkNamesTogether, exitCodeOf, exitCodes, formatClusterHeader, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseCount, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
 import { LockClient, LockError } from '../src/client/lock-client.js';
@@ -251,6 +251,16 @@ await yargs(args)
       process.stdout.write(a.json === true ? `${JSON.stringify(cluster, null, 2)}\n` : formatMembers(cluster));
       client.close();
     })
+  .command('member', 'the members of the cluster as they agreed them (the agreed view): member list', (y) => y
+    .command('list', 'the agreed view: its epoch and level; each member\'s ordinal, state, addresses, and its link as the local peer sees it (GET /v1/members)', (z) => z.option('json', { type: 'boolean', describe: 'GET /v1/members as it is' }),
+      async (a) => {
+        const client = await clientOf(a);
+        const members = await client.members().catch(fail);
+        process.stdout.write(a.json === true ? `${JSON.stringify(memberListJson(members), null, 2)}\n` : formatMemberList(members));
+        client.close();
+      })
+    .demandCommand(1, 'give a member command: list'),
+  () => undefined)
   .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' })
     .option('watch', { type: 'boolean', describe: 'then print every change until interrupted (of NAME, or of every lock starting with --prefix); reconnects when the peer restarts' })
     .option('prefix', { type: 'string', describe: 'with --watch and no NAME: the locks whose name starts with this [default: every lock]' }),

@@ -1,10 +1,11 @@
 /**
  * The CLI's dealings with a local peer that comes and goes: waiting for it to answer
  * (--dial-timeout, etcdctl's habit) and following a stream across its restarts
- * (`status --watch`, `leader --watch`), and `members`' table of GET /v1/cluster.
+ * (`status --watch`, `leader --watch`), `members`' table of GET /v1/cluster and `member list`'s
+ * of GET /v1/members.
  */
 import { LockError } from '../errors.js';
-import type { LockClient } from './lock-client.js';
+import type { LockClient, Members } from './lock-client.js';
 
 /** The client's own "cannot connect" (no answer at all), as opposed to a peer's 503 ERR_UNREACHABLE. */
 function noAnswer(err: unknown): boolean {
@@ -90,6 +91,36 @@ export function formatMembers(cluster: Record<string, unknown>): string {
     const other = Object.entries(p).filter(([k]) => !(columns as readonly string[]).includes(k)).map(([k, v]) => `${k}=${cell(v)}`).join(' ');
     lines.push([cell(p['id']), state, heard, rtt, cell(p['incarnation']), other]);
   }
+  return head + table(lines);
+}
+
+/** Lines of cells, each column padded to its widest cell. */
+function table(lines: readonly (readonly string[])[]): string {
   const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
-  return head + lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+  return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
+}
+
+/**
+ * `lamport-lock member list`: the agreed view's epoch and level, then one line per member by
+ * ordinal: its state, addresses, and its link as the asked peer sees it (`self` for that peer).
+ */
+export function formatMemberList(m: Members): string {
+  const head = `view epoch ${m.epoch}, protocol level ${m.level}, next ordinal ${m.nextOrdinal}\n`;
+  const yesNo = (v: boolean | null): string => (v === null ? '-' : v ? 'yes' : 'no');
+  const lines = [['ID', 'ORDINAL', 'STATE', 'WS', 'HTTP', 'CONNECTED', 'EVICTED', 'NEWEST_LEVEL']];
+  for (const p of m.members) {
+    lines.push([p.id, String(p.ordinal), p.state, p.ws, p.http, p.self ? 'self' : yesNo(p.connected), yesNo(p.evicted), cell(p.newestLevel)]);
+  }
+  return head + table(lines);
+}
+
+/** `member list --json`: the typed view in the API's own names (GET /v1/members). */
+export function memberListJson(m: Members): Record<string, unknown> {
+  return {
+    epoch: m.epoch, level: m.level, next_ordinal: m.nextOrdinal,
+    members: m.members.map((p) => ({
+      id: p.id, ordinal: p.ordinal, state: p.state, ws: p.ws, http: p.http, self: p.self,
+      connected: p.connected, incarnation: p.incarnation, evicted: p.evicted, newest_level: p.newestLevel,
+    })),
+  };
 }

@@ -200,7 +200,8 @@ function evictionText(due: unknown): string {
 }
 
 /**
- * The protocol line of `lamport-lock status`: the level the peer runs at, the levels its binary
+ * The protocol line of `lamport-lock status`: the agreed view's epoch (`member list` shows the
+ * view), the level the peer runs at, the levels its binary
  * speaks, and the newest level each other peer's binary advertised (docs/operations.md,
  * "Protocol levels"); nothing when the peer does not say.
  */
@@ -210,7 +211,8 @@ function formatLevels(cluster: Record<string, unknown>): string {
   const range = levels as Record<string, unknown>;
   const peers = Array.isArray(cluster['peers']) ? cluster['peers'].filter((p): p is Record<string, unknown> => typeof p === 'object' && p !== null && p['self'] !== true) : [];
   const advertised = peers.map((p) => `${String(p['id'])} ${typeof p['newest_level'] === 'number' ? p['newest_level'] : 'not known yet'}`).join(', ');
-  return `protocol level ${cluster['protocol_level']} (this binary speaks ${String(range['oldest'])} to ${String(range['newest'])})` +
+  const epoch = typeof cluster['epoch'] === 'number' ? `view epoch ${cluster['epoch']}, ` : '';
+  return `${epoch}protocol level ${cluster['protocol_level']} (this binary speaks ${String(range['oldest'])} to ${String(range['newest'])})` +
     `${advertised === '' ? '' : `; newest level each peer's binary speaks: ${advertised}`}\n`;
 }
 

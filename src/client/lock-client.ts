@@ -13,12 +13,12 @@ import type { IncomingMessage, RequestOptions } from 'node:http';
 import { LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import { readTokenFile } from '../token-file.js';
-import type { AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, SignalOptions, Target, WatchEvent } from './wire.js';
-import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, signalOf, sseParser, targetOf, toError, toHold, toMultiHold } from './wire.js';
+import type { AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Members, MultiHold, SignalOptions, Target, WatchEvent } from './wire.js';
+import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, signalOf, sseParser, targetOf, toError, toHold, toMembers, toMultiHold } from './wire.js';
 
 export { LockError } from '../errors.js';
 export type { ErrorCode } from '../errors.js';
-export type { AcquireAllRequest, AcquireRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, MultiHold, SignalOptions, WatchEvent } from './wire.js';
+export type { AcquireAllRequest, AcquireRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Member, Members, MultiHold, SignalOptions, WatchEvent } from './wire.js';
 
 /** The caller's abort of a wait, as every acquire rejects with it. */
 function aborted(): LockError {
@@ -206,6 +206,13 @@ export class LockClient {
     const a = await this.#call('GET', '/v1/cluster');
     if (a.status !== 200) throw toError(a);
     return a.body;
+  }
+
+  /** The agreed view of the cluster as this peer holds it: its epoch, level and members, each with its link as this peer sees it. */
+  async members(): Promise<Members> {
+    const a = await this.#call('GET', '/v1/members');
+    if (a.status !== 200) throw toError(a);
+    return toMembers(a.body);
   }
 
   /**

@@ -165,6 +165,63 @@ export function toMultiHold(b: Record<string, unknown>): MultiHold {
   };
 }
 
+/** One member of the agreed view, with its link as the asked peer sees it (GET /v1/members). */
+export interface Member {
+  readonly id: string;
+  /** Given when it was added, never given again: the tie-break and the low bits of its tokens. */
+  readonly ordinal: number;
+  readonly state: 'voter' | 'learner' | 'leaving';
+  /** Where its peer links listen. */
+  readonly ws: string;
+  /** Where its local HTTP API listens. */
+  readonly http: string;
+  /** The asked peer itself. */
+  readonly self: boolean;
+  /** Whether its link is up; null for the asked peer. */
+  readonly connected: boolean | null;
+  readonly incarnation: string | null;
+  /** Out of the asked peer's protocol view (evicted, or not met yet); null for the asked peer. */
+  readonly evicted: boolean | null;
+  /** The newest protocol level its binary speaks; null before a handshake. */
+  readonly newestLevel: number | null;
+}
+
+/** The agreed view of the cluster as the asked peer holds it (GET /v1/members). */
+export interface Members {
+  /** 0 for the view a config file seeds, one more at each change. */
+  readonly epoch: number;
+  /** The protocol level every member runs at. */
+  readonly level: number;
+  readonly nextOrdinal: number;
+  /** Ascending ordinal. */
+  readonly members: readonly Member[];
+}
+
+const memberStates: ReadonlySet<string> = new Set(['voter', 'learner', 'leaving']);
+
+function orNull<T>(v: unknown, of: (x: unknown) => T): T | null {
+  return v === null || v === undefined ? null : of(v);
+}
+
+/** GET /v1/members's body, typed; ERR_PEER when it is not one (a peer too old to serve the route answers 404 before this). */
+export function toMembers(b: Record<string, unknown>): Members {
+  const list = b['members'];
+  if (typeof b['epoch'] !== 'number' || !Array.isArray(list)) throw new LockError('ERR_PEER', 'the peer\'s answer to GET /v1/members is not a list of members');
+  return {
+    epoch: b['epoch'], level: Number(b['level']), nextOrdinal: Number(b['next_ordinal']),
+    members: list.map((m: unknown) => {
+      const r = typeof m === 'object' && m !== null ? (m as Record<string, unknown>) : {};
+      const state = String(r['state']);
+      if (!memberStates.has(state)) throw new LockError('ERR_PEER', `the peer names a member state this client does not know: ${JSON.stringify(state)}`);
+      return {
+        id: String(r['id']), ordinal: Number(r['ordinal']), state: state as Member['state'], ws: String(r['ws']), http: String(r['http']),
+        self: r['self'] === true, connected: orNull(r['connected'], (x) => x === true), incarnation: orNull(r['incarnation'], String),
+        evicted: orNull(r['evicted'], (x) => x === true), newestLevel: orNull(r['newest_level'], Number),
+      };
+    }),
+  };
+}
+
 export function toError(a: Answer): LockError {
   const { error, message, ...details } = a.body;
   const code = (typeof error === 'string' ? error : 'ERR_PEER') as ErrorCode;

@@ -18,7 +18,7 @@ import type { PlainHeaders, PlainRequest, PlainResponse } from './plain.js';
 import { apiRoutes, matchRoute } from './routes.js';
 import type { RouteKey, RouteSpec } from './routes.js';
 import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
-import { clusterJson, errorDetailsJson, leaderJson, lockJson } from './views.js';
+import { clusterJson, errorDetailsJson, leaderJson, lockJson, membersJson } from './views.js';
 import type { WatchSelector } from './watch.js';
 
 /** The JSON a grant is answered with. */
@@ -223,6 +223,7 @@ export class ApiHandler<N> {
     'GET /readyz': ({ res }) => (this.#peer.ready() ? res.json(200, { ready: true }) : sendError(res, this.#peer.notReadyError())),
     'GET /v1/openapi.json': ({ res }) => res.json(200, openApiSpec),
     'GET /v1/cluster': ({ res }) => res.json(200, clusterJson(this.#peer.inspect.cluster())),
+    'GET /v1/members': ({ res }) => res.json(200, membersJson(this.#peer.inspect.members())),
     'GET /v1/locks': ({ res, query }) => {
       const prefix = checkPrefix(query?.get('prefix') ?? null);
       res.json(200, { locks: this.#peer.inspect.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });

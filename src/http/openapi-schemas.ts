@@ -49,6 +49,30 @@ const errorCodes = [
   'ERR_HOST_REFUSED', 'ERR_ORIGIN_REFUSED', 'ERR_UNAUTHORIZED', 'ERR_ADMIN_REQUIRED', 'ERR_WATCH_BEHIND', 'ERR_INTERNAL',
 ];
 
+/** A member of the agreed view (docs/reconfiguration.md, "Terms"). */
+const memberFields: Json = {
+  id: str(),
+  ordinal: int('given when the member was added, never given again: the tie-break and the low bits of its tokens', 0),
+  state: { type: 'string', enum: ['voter', 'learner', 'leaving'], description: 'a voter counts in majorities; a learner requests nothing yet; a leaving member is being removed' },
+};
+
+const members = obj({
+  epoch: int('the agreed view\'s epoch: 0 for the view the config file seeds, one more at each change', 0),
+  level: int('the protocol level every member runs at'),
+  next_ordinal: int('the ordinal the next added member gets', 0),
+  members: {
+    type: 'array',
+    description: 'ascending ordinal',
+    items: obj({
+      ...memberFields, ws: str('where its peer links listen'), http: str('where its local HTTP API listens'), self: bool,
+      connected: { type: ['boolean', 'null'], description: 'whether its link is up; null for this peer' },
+      incarnation: { type: ['string', 'null'], description: 'its incarnation as this peer knows it (its own, for this peer); null before a handshake' },
+      evicted: { type: ['boolean', 'null'], description: 'out of this peer\'s protocol view (evicted, or not met yet); null for this peer' },
+      newest_level: nullableInt('the newest protocol level its binary speaks, as advertised in its last handshake (this binary\'s, for this peer); null before one'),
+    }),
+  },
+});
+
 const queueEntry = obj({
   peer: str('the requester\'s peer'), owner: str(), meta, token, mode,
   limit: int(undefined, 1), permits: int(undefined, 1),
@@ -72,6 +96,7 @@ const cluster = obj({
   }),
   protocol_level: int('the protocol level this peer runs at: the one its data dir records (docs/operations.md, "Protocol levels")'),
   protocol_levels: obj({ oldest: int(), newest: int() }, ['oldest', 'newest'], 'the protocol levels this peer\'s binary speaks'),
+  epoch: int('the epoch of the agreed view (GET /v1/members)', 0),
   config_mismatch: { type: ['string', 'null'], description: 'while a peer\'s config differs from this one\'s: the sentence of ERR_CONFIG_MISMATCH (/readyz answers 503 with it); else null' },
   refused_links: {
     type: 'array',
@@ -106,9 +131,9 @@ const cluster = obj({
     type: 'array',
     items: {
       oneOf: [
-        obj({ id: str(), self: { const: true } }),
+        obj({ ...memberFields, self: { const: true } }),
         obj({
-          id: str(), connected: bool, last_heard_ms_ago: nullableInt('null: never heard'), rtt_ms: { type: ['number', 'null'] },
+          ...memberFields, connected: bool, last_heard_ms_ago: nullableInt('null: never heard'), rtt_ms: { type: ['number', 'null'] },
           incarnation: { type: ['string', 'null'] }, evicted: bool, last_ts: int('the highest Lamport timestamp heard from it'),
           newest_level: nullableInt('the newest protocol level its binary advertised in its last handshake with this peer; null before one'),
         }),
@@ -158,6 +183,7 @@ export const schemas: Json = {
   Lock: obj({ name: str(), holders: { type: 'array', items: ref('QueueEntry') }, waiters: { type: 'array', items: ref('QueueEntry') } }),
   Locks: obj({ locks: { type: 'array', items: ref('Lock') } }),
   Cluster: cluster,
+  Members: members,
   Leader: obj({
     peer: str(), owner: str(), value: { description: 'the campaign\'s value' }, term: token,
     requested_at: int('epoch ms'), granted_at: nullableInt('on the leader\'s own peer only'), local: bool,

@@ -93,6 +93,7 @@ const paths: Json = {
   },
   '/v1/openapi.json': { get: op('openapi', 'this description', { 200: json('OpenAPI 3.1 document', { type: 'object' }), ...errors() }) },
   '/v1/cluster': { get: op('cluster', 'this peer, its lease, its links, degraded and superseded state', { 200: json('the cluster as this peer sees it', ref('Cluster')), ...errors() }) },
+  '/v1/members': { get: op('members', 'the agreed view of the cluster: its epoch, level and members, each with its link as this peer sees it', { 200: json('the members', ref('Members')), ...errors() }) },
   '/v1/locks': {
     get: op('listLocks', 'every lock with holders or waiters (with prefix: those whose name starts with it)', { 200: json('locks', ref('Locks')), ...errors() }, { parameters: [prefixParam] }),
   },

@@ -16,6 +16,7 @@ export const apiRoutes = [
   { method: 'GET', path: '/readyz' },
   { method: 'GET', path: '/v1/openapi.json' },
   { method: 'GET', path: '/v1/cluster' },
+  { method: 'GET', path: '/v1/members' },
   { method: 'GET', path: '/v1/locks' },
   { method: 'GET', path: '/v1/watch' },
   { method: 'POST', path: '/v1/acquire' },

@@ -3,7 +3,7 @@
  * GET /v1/cluster, GET /v1/locks[/{name}] and the dashboard's feed answer with. The runtime
  * keeps its own names (`src/runtime/status-views.ts`); the wire names are chosen here alone.
  */
-import type { ClusterView, DegradedView, LockView, QueueView } from '../runtime/peer.js';
+import type { ClusterView, DegradedView, LockView, MembersView, QueueView } from '../runtime/peer.js';
 
 /** A holder or waiter. */
 export function queueJson(v: QueueView): Record<string, unknown> {
@@ -40,6 +40,7 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
     },
     protocol_level: c.protocolLevel,
     protocol_levels: { oldest: c.protocolLevels.oldest, newest: c.protocolLevels.newest },
+    epoch: c.epoch,
     config_mismatch: c.configMismatch,
     refused_links: c.refusedLinks.map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, ms_ago: r.msAgo, count: r.count })),
     incarnation: c.incarnation, clock: c.clock, synced: c.synced,
@@ -48,8 +49,22 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
     degraded: degradedJson(c.degraded),
     superseded: c.superseded,
     peers: c.peers.map((p) => ('self' in p
-      ? { id: p.id, self: true }
-      : { id: p.id, connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs, newest_level: p.newestLevel })),
+      ? { id: p.id, ordinal: p.ordinal, state: p.state, self: true }
+      : {
+        id: p.id, ordinal: p.ordinal, state: p.state,
+        connected: p.connected, last_heard_ms_ago: p.lastHeardMsAgo, rtt_ms: p.rttMs, incarnation: p.incarnation, evicted: p.evicted, last_ts: p.lastTs, newest_level: p.newestLevel,
+      })),
+  };
+}
+
+/** GET /v1/members: the agreed view, each member with its link as this peer sees it. */
+export function membersJson(v: MembersView): Record<string, unknown> {
+  return {
+    epoch: v.epoch, level: v.level, next_ordinal: v.nextOrdinal,
+    members: v.members.map((m) => ({
+      id: m.id, ordinal: m.ordinal, state: m.state, ws: m.ws, http: m.http, self: m.self,
+      connected: m.connected, incarnation: m.incarnation, evicted: m.evicted, newest_level: m.newestLevel,
+    })),
   };
 }
 

@@ -8,6 +8,7 @@
 import type { ClusterConfig } from '../config.js';
 import type { Explanation } from '../core/effects.js';
 import type { QueueEntry } from '../core/machine.js';
+import type { ClusterView as AgreedView } from '../core/view.js';
 import type { ProtocolReader } from '../core/protocol.js';
 import type { EndReason, Incarnation, QueuedRequest } from '../core/types.js';
 import { formatIncarnation, tokenOf } from '../core/types.js';
@@ -17,7 +18,7 @@ import type { MeshPeerStatus, MeshStats } from '../transport/mesh.js';
 import type { CurrentSession } from './current-session.js';
 import { addLinkStats } from './current-session.js';
 import type { LocalRequests } from './holds.js';
-import type { ClusterView, DegradedView, LockView, MinorityView, QueueView, WaitedPeer } from './status-views.js';
+import type { ClusterView, DegradedView, LockView, MembersView, MinorityView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
 
 /** What the inspector reads: the peer's place in the config, its current session, its local requests. */
 export interface InspectorSource {
@@ -28,6 +29,11 @@ export interface InspectorSource {
   readonly sessions: CurrentSession;
   /** The live local requests (ids, grant times and expiries of local entries). */
   readonly requests: LocalRequests;
+  /**
+   * The agreed view of the cluster (docs/reconfiguration.md, "Terms"), as PeerRuntime holds it:
+   * today epoch 0, seeded by the config file at the level this peer runs at.
+   */
+  readonly view: AgreedView;
 }
 
 /** The core's counts and its clock, for metrics. */
@@ -240,18 +246,22 @@ export class PeerInspector {
     return hears < majority ? { hears, peers, majority } : null;
   }
 
+  /** The agreed view of the cluster (docs/reconfiguration.md): its epoch, members by ordinal, next ordinal and level. */
+  view(): AgreedView {
+    return this.#src.view;
+  }
+
   /** This peer and its links, for GET /v1/cluster. */
   cluster(): ClusterView {
-    const { id, index, config } = this.#src;
+    const { id, config } = this.#src;
     const session = this.#src.sessions.get();
     const now = session.nowMs();
     const protocol = session.protocol;
     const machine = protocol.machine;
-    const view = new Set(machine.view());
-    const links = new Map(session.links.status().map((s) => [s.peer, s]));
+    const link = this.#linkReader();
     return {
       id, cluster: config.cluster, fingerprint: session.links.fingerprint, shape: session.shape,
-      protocolLevel: session.shape.protocol, protocolLevels: session.levels,
+      protocolLevel: session.shape.protocol, protocolLevels: session.levels, epoch: this.#src.view.epoch,
       refusedLinks: session.links.refusals().map((r) => ({
         peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences,
         msAgo: Math.round(now - r.atMs), count: r.count,
@@ -263,14 +273,46 @@ export class PeerInspector {
       stats: machine.stats(),
       degraded: this.degraded(),
       superseded: protocol.supersededError?.message ?? null,
-      peers: config.peers.map((p, i) => {
-        const s = links.get(i);
-        return i === index
-          ? { id: p.id, self: true as const }
-          : { id: p.id, connected: s?.connected ?? false, lastHeardMsAgo: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
-              rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !view.has(i),
-              lastTs: machine.lastTs(i), newestLevel: s?.newestLevel ?? null };
+      peers: this.#src.view.members.map((m) => {
+        const member = { id: m.id, ordinal: m.ordinal, state: m.state };
+        return m.ordinal === this.#src.index ? { ...member, self: true as const } : { ...member, ...link(m.ordinal) };
       }),
+    };
+  }
+
+  /** The members of the agreed view, each with its link as this peer sees it, for GET /v1/members. */
+  members(): MembersView {
+    const view = this.#src.view;
+    const link = this.#linkReader();
+    const own = { incarnation: formatIncarnation(this.incarnation), newestLevel: this.#src.sessions.get().levels.newest };
+    return {
+      epoch: view.epoch, level: view.level, nextOrdinal: view.nextOrdinal,
+      members: view.members.map((m) => {
+        const member = { id: m.id, ordinal: m.ordinal, state: m.state, ws: m.ws, http: m.http };
+        if (m.ordinal === this.#src.index) return { ...member, self: true, connected: null, evicted: null, ...own };
+        const l = link(m.ordinal);
+        return { ...member, self: false, connected: l.connected, evicted: l.evicted, incarnation: l.incarnation, newestLevel: l.newestLevel };
+      }),
+    };
+  }
+
+  /**
+   * The link to the member of `ordinal` as this peer sees it, now. Today's peer indexes are
+   * the ordinals of epoch 0 (the config file's order).
+   */
+  #linkReader(): (ordinal: number) => Omit<PeerLinkView, 'id' | 'ordinal' | 'state'> {
+    const session = this.#src.sessions.get();
+    const now = session.nowMs();
+    const machine = session.protocol.machine;
+    const inView = new Set(machine.view());
+    const links = new Map(session.links.status().map((s) => [s.peer, s]));
+    return (i) => {
+      const s = links.get(i);
+      return {
+        connected: s?.connected ?? false, lastHeardMsAgo: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
+        rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !inView.has(i),
+        lastTs: machine.lastTs(i), newestLevel: s?.newestLevel ?? null,
+      };
     };
   }
 }

@@ -31,7 +31,7 @@ const handleWalkingMetrics = [
 ] as const;
 
 /** What the collectors read of a peer: its inspector (runtime/inspector.ts), or a test's stand-in. */
-export type MetricsSource = Pick<PeerInspector, 'linkStats' | 'links' | 'coreStats' | 'ready' | 'configMismatch' | 'degraded' | 'superseded' | 'nowMs' | 'protocolLevel'>;
+export type MetricsSource = Pick<PeerInspector, 'linkStats' | 'links' | 'coreStats' | 'ready' | 'configMismatch' | 'degraded' | 'superseded' | 'nowMs' | 'protocolLevel' | 'view'>;
 
 /** Reasons a hold ends other than a failed wait; pre-set to 0 so dashboards see every series. */
 const holdEndReasons: readonly EndReason[] = ['released', 'expired', 'lease_lost', 'evicted', 'removed', 'shutdown'];
@@ -124,6 +124,7 @@ export class PeerMetrics {
     gauge('lamport_lock_holders', 'Holds of local clients.', () => source.coreStats().granted);
     gauge('lamport_lock_queued_requests', 'Requests in this peer\'s queues, all peers\' (held and waiting).', () => source.coreStats().queued);
     gauge('lamport_protocol_level', 'The protocol level this peer runs at: the one its data dir records (docs/operations.md, "Protocol levels").', () => source.protocolLevel());
+    gauge('lamport_view_epoch', 'The epoch of the agreed view of the cluster (GET /v1/members): 0 for the view the config file seeds, one more at each change.', () => source.view().epoch);
     gauge('lamport_lock_names', 'Lock names with a non-empty queue.', () => source.coreStats().locks);
     new Gauge({
       name: 'lamport_peer_connected', help: '1 while the link to a peer is up.', labelNames: ['peer'], registers,

@@ -18,6 +18,7 @@ import { QueueLog } from '../core/queue-log.js';
 
 import type { EndReason, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
+import { firstView } from '../core/view.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -38,7 +39,7 @@ import { protocolLevels } from '../transport/codec.js';
 import type { SessionWorld } from './session.js';
 import type { LocalEffect, RejoinReason } from '../core/protocol-io.js';
 
-export type { ClusterView, DegradedView, LockView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
+export type { ClusterView, DegradedView, LockView, MembersView, MemberView, PeerLinkView, QueueView, WaitedPeer } from './status-views.js';
 
 /**
  * What the HTTP API asks of a peer (docs/architecture.md section 1): `PeerRuntime` is the one
@@ -64,7 +65,7 @@ export interface LockService {
   /** Announces new meta for a live hold on every peer (a leader's new value). */
   setMeta(lock: string, id: string, meta: Meta | null): void;
   /** What the API reads of the peer: its locks' queues and its cluster view. */
-  readonly inspect: Pick<PeerInspector, 'lock' | 'locks' | 'cluster'>;
+  readonly inspect: Pick<PeerInspector, 'lock' | 'locks' | 'cluster' | 'members'>;
 }
 
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
@@ -175,7 +176,10 @@ export class PeerRuntime implements LockService {
     // registry of local requests, the inspector over both, the metrics over it, the holds.
     const sessions = new CurrentSession();
     const requests = new LocalRequests(limits.endedIdsMax);
-    const inspect = new PeerInspector({ id: this.id, index, config: this.config, sessions, requests });
+    // The agreed view (docs/reconfiguration.md): today the one the config file seeds, at the
+    // level this peer runs at; once views are changed it comes from the data dir, here alone.
+    const view = firstView(this.config.peers, this.#protocolLevel);
+    const inspect = new PeerInspector({ id: this.id, index, config: this.config, sessions, requests, view });
     const metrics = new PeerMetrics(inspect, opts.processMetrics ?? true);
     this.#sessions = sessions;
     this.inspect = inspect;

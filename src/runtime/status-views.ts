@@ -5,6 +5,7 @@
  * the API answers with is shaped from these by src/http/views.ts.
  */
 import type { ClusterShape } from '../cluster-shape.js';
+import type { MemberState } from '../core/view.js';
 import type { ProtocolLevels } from '../transport/codec.js';
 
 /** A holder or waiter, cluster-wide, as this peer knows it. */
@@ -85,9 +86,16 @@ export interface LockView {
   readonly queued: number;
 }
 
-/** Another peer and its link, as this peer sees them. */
-export interface PeerLinkView {
+/** A member of the agreed view (docs/reconfiguration.md, "Terms"): its id, ordinal and state. */
+export interface MemberIdentity {
   readonly id: string;
+  /** Given at its addition, never given again: the tie-break and the low bits of its tokens. */
+  readonly ordinal: number;
+  readonly state: MemberState;
+}
+
+/** Another peer and its link, as this peer sees them. */
+export interface PeerLinkView extends MemberIdentity {
   readonly connected: boolean;
   /** Ms since anything was heard on its link (lease clock); null if never. */
   readonly lastHeardMsAgo: number | null;
@@ -124,6 +132,8 @@ export interface ClusterView {
   /** The protocol level this peer runs at (the shape's, its data dir's), and the levels its binary speaks. */
   readonly protocolLevel: number;
   readonly protocolLevels: ProtocolLevels;
+  /** The epoch of the agreed view (0: the one the config file seeds). */
+  readonly epoch: number;
   /** Links refused either way in the last limits.refusalShownMs, most recent first. */
   readonly refusedLinks: readonly RefusedLinkView[];
   /** ERR_CONFIG_MISMATCH's sentence while a peer's configuration differs of late; else null. */
@@ -136,6 +146,34 @@ export interface ClusterView {
   readonly degraded: DegradedView;
   /** Once this process is a zombie (a newer process runs with its id): why, as its clients hear it (ERR_SUPERSEDED); else null. */
   readonly superseded: string | null;
-  /** Every configured peer in config order: this one as `{id, self: true}`. */
-  readonly peers: ReadonlyArray<{ readonly id: string; readonly self: true } | PeerLinkView>;
+  /** Every member of the agreed view by ordinal: this one as `{id, ordinal, state, self: true}`. */
+  readonly peers: ReadonlyArray<(MemberIdentity & { readonly self: true }) | PeerLinkView>;
+}
+
+/** One member of the agreed view and its link as this peer sees it (GET /v1/members). */
+export interface MemberView extends MemberIdentity {
+  /** Where its peer links listen (`ws://host:port`). */
+  readonly ws: string;
+  /** Where its local HTTP API listens (`host:port`). */
+  readonly http: string;
+  readonly self: boolean;
+  /** Whether its link is up; null for this peer. */
+  readonly connected: boolean | null;
+  /** The incarnation this peer knows of it (its own, for this peer); null before a handshake. */
+  readonly incarnation: string | null;
+  /** Out of this peer's protocol view (evicted, or not met yet); null for this peer. */
+  readonly evicted: boolean | null;
+  /** The newest protocol level its binary speaks, as advertised in its last handshake (this binary's, for this peer); null before one. */
+  readonly newestLevel: number | null;
+}
+
+/** The agreed view of the cluster and each member's link (GET /v1/members). */
+export interface MembersView {
+  readonly epoch: number;
+  /** The protocol level every member runs at. */
+  readonly level: number;
+  /** The ordinal the next added member will get. */
+  readonly nextOrdinal: number;
+  /** Ascending ordinal. */
+  readonly members: readonly MemberView[];
 }

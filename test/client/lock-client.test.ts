@@ -191,6 +191,17 @@ describe('LockClient against a peer', () => {
   it('reads the peer\'s view of the cluster', async () => {
     expect(await client.cluster()).toMatchObject({ id: 'a', cluster: 'client-test', synced: true, lease: { valid: true } });
   });
+
+  it('reads the agreed view as typed members: epoch 0 from the config file, at the level the peer runs at', async () => {
+    const cluster = await client.cluster();
+    expect(await client.members()).toEqual({
+      epoch: 0, level: cluster['protocol_level'], nextOrdinal: 1,
+      members: [{
+        id: 'a', ordinal: 0, state: 'voter', ws: 'ws://127.0.0.1:0', http: '127.0.0.1:0', self: true,
+        connected: null, evicted: null, incarnation: cluster['incarnation'], newestLevel: (cluster['protocol_levels'] as Record<string, unknown>)['newest'],
+      }],
+    });
+  });
 });
 
 describe('LockClient without a working peer', () => {
@@ -242,6 +253,13 @@ describe('LockClient without a working peer', () => {
     expect(err).toMatchObject({ code: 'ERR_PEER', details: { status: 502 } });
     expect(err.message).toContain('not JSON');
     expect(seen[0]?.['authorization']).toBe('Bearer a-token-of-sixteen-chars');
+    c.close();
+  });
+
+  it('turns a members answer that is not a view into ERR_PEER', async () => {
+    const { url } = await serve(200, '{"epoch": "zero", "members": []}');
+    const c = new LockClient({ peer: url });
+    expect(await refusal(c.members())).toMatchObject({ code: 'ERR_PEER', message: 'the peer\'s answer to GET /v1/members is not a list of members' });
     c.close();
   });
 });

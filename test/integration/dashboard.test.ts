@@ -68,6 +68,14 @@ describe.skipIf(!hasChromium)('dashboard in headless chromium', () => {
     expect(await page.getAttribute('#lease', 'class')).toContain('ok');
   });
 
+  it('shows the view\'s epoch and each peer\'s ordinal and state in the agreed view', async () => {
+    await waitFor('the epoch shown', async () => (await page.textContent('#view-epoch')) === '(view epoch 0)', 3000);
+    for (const [i, id] of ['a', 'b', 'c'].entries()) {
+      expect(await page.textContent(`#peers tr[data-peer=${q(id)}] td.ordinal`)).toBe(String(i));
+      expect(await page.textContent(`#peers tr[data-peer=${q(id)}] td.member-state`)).toBe('voter');
+    }
+  });
+
   it('shows clocks as the counters they are and incarnations as their ids, never as times of day', async () => {
     const before = (await call(cluster().url('a'), '/v1/cluster')).body;
     await waitFor('every incarnation known', async () => !(await page.locator('#peers td.inc').allTextContents()).includes('\u2014'), 3000);

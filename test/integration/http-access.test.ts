@@ -203,6 +203,13 @@ describe('a peer with a token and an admin token', () => {
     await waitFor('a log line per refusal', () => logLinesWith(cluster, 'a', 'ERR_UNAUTHORIZED').length >= 4, 2000);
   });
 
+  it('guards GET /v1/members as GET /v1/cluster: the client token is enough, none is not', async () => {
+    for (const path of ['/v1/cluster', '/v1/members']) {
+      expect((await raw(a, path)).status, path).toBe(401);
+      expect((await raw(a, path, { headers: { authorization: `Bearer ${token}` } })).status, path).toBe(200);
+    }
+  });
+
   it('lets the typed client in with its token file, and refuses it without', async () => {
     const client = new LockClient({ peer: a, tokenFile: join(cluster.dir, 'api-token') });
     const hold = await client.acquire('with-token', { ttlMs: 5000 });

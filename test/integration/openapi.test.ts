@@ -54,10 +54,11 @@ describe('OpenAPI description against real answers', () => {
     expect(served.body['openapi']).toBe('3.1.0');
   });
 
-  it('describes the health, cluster and metrics answers', async () => {
+  it('describes the health, cluster, members and metrics answers', async () => {
     expect((await api(a(), 'GET', '/healthz', '/healthz')).status).toBe(200);
     expect((await api(a(), 'GET', '/readyz', '/readyz')).status).toBe(200);
     expect((await api(a(), 'GET', '/v1/cluster', '/v1/cluster')).status).toBe(200);
+    expect((await api(a(), 'GET', '/v1/members', '/v1/members')).status).toBe(200);
     const metrics = await fetch(`${a()}/metrics`);
     expect(metrics.status).toBe(200);
     expect(check.json('GET', '/metrics', 200, await metrics.text(), 'text/plain')).toEqual([]);

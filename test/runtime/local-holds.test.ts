@@ -10,6 +10,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { Machine } from '../../src/core/machine.js';
 import type { MachineEvent } from '../../src/core/machine.js';
 import type { EndReason, Incarnation } from '../../src/core/types.js';
+import { firstView } from '../../src/core/view.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
@@ -50,6 +51,7 @@ class Harness {
       degraded: () => ({ active: false, waitingFor: [], minority: null }),
       superseded: () => null,
       nowMs: () => this.env.monoMs(),
+      view: () => firstView(Array.from({ length: peerCount }, (_, i) => ({ id: `p${i}`, ws: `ws://127.0.0.1:${7100 + i}`, http: `127.0.0.1:${7000 + i}` })), 9),
     }, false);
     const host: HoldsHost = {
       id: 'a',

@@ -39,9 +39,9 @@ export const dashboardHtml = `<!doctype html>
 </div>
 <main>
   <section id="peers-section">
-    <h2>Peers</h2>
+    <h2>Peers <span id="view-epoch" class="dim"></span></h2>
     <table id="peers">
-      <thead><tr><th>peer</th><th>link</th><th>RTT</th><th>last heard</th><th>incarnation</th><th>lease</th><th>last ts</th></tr></thead>
+      <thead><tr><th>peer</th><th title="given when the member was added, never given again: the low bits of its tokens">ordinal</th><th title="voter, learner (requests nothing yet) or leaving">state</th><th>link</th><th>RTT</th><th>last heard</th><th>incarnation</th><th>lease</th><th>last ts</th></tr></thead>
       <tbody></tbody>
     </table>
   </section>

@@ -126,12 +126,19 @@ export const dashboardScript = String.raw`'use strict';
     byId('degraded').hidden = items.length === 0;
   }
 
+  // A member of the agreed view (GET /v1/members): its ordinal and its state.
+  function memberCells(tr, p) {
+    cell(tr, String(p.ordinal), 'mono ordinal');
+    cell(tr, p.state, 'member-state');
+  }
+
   function peerRow(c, p, now) {
     var tr = el('tr');
     tr.dataset.peer = p.id;
     if (p.self) {
       tr.className = 'self';
       cell(tr, p.id + ' (this peer)');
+      memberCells(tr, p);
       cell(tr, '').appendChild(badge('self', 'ok'));
       cell(tr, '\u2014');
       cell(tr, '\u2014');
@@ -142,6 +149,7 @@ export const dashboardScript = String.raw`'use strict';
       return tr;
     }
     cell(tr, p.id);
+    memberCells(tr, p);
     var link = p.evicted ? badge('evicted', 'bad') : p.connected ? badge('up', 'ok') : badge('down', 'bad');
     link.dataset.role = 'link';
     cell(tr, '').appendChild(link);
@@ -184,6 +192,7 @@ export const dashboardScript = String.raw`'use strict';
     renderRefused(c.refused_links);
     renderDegraded(c.degraded);
     renderRates(rates);
+    byId('view-epoch').textContent = '(view epoch ' + c.epoch + ')';
     var body = byId('peers').tBodies[0];
     var rows = [];
     for (var i = 0; i < c.peers.length; i++) rows.push(peerRow(c, c.peers[i], now));
