@@ -77,7 +77,7 @@ describe('acceptor, phases interleaved', () => {
     // Three acceptors, two proposers. Each event: a proposer (ballot by proposer and round) sends PREPARE to one acceptor,
     // or, once it has a majority of promises, ACCEPT of its value to one acceptor. Events of
     // rival proposers interleave freely, as messages arriving out of order do.
-    const event = fc.record({ proposer: fc.integer({ min: 0, max: 1 }), acceptor: fc.integer({ min: 0, max: 2 }), phase: fc.constantFrom(1, 2), retry: fc.boolean({ freq: 8 }) });
+    const event = fc.record({ proposer: fc.integer({ min: 0, max: 1 }), acceptor: fc.integer({ min: 0, max: 2 }), phase: fc.constantFrom(1, 2), retry: fc.integer({ min: 0, max: 7 }).map((n) => n === 0) });
     fc.assert(fc.property(fc.array(event, { minLength: 1, maxLength: 30 }), (events) => {
       const acceptors: AcceptorState[] = Array.from({ length: 3 }, () => freshAcceptor(1));
       const round = [1, 1];
