@@ -10,7 +10,7 @@
  * highest ballot any head ack reported, else its own change; once a majority of the voters of
  * the current view accepted it, it is chosen, and the holder commits it.
  */
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 
 /** A ballot: the timestamp and ordinal of a request on the view lock. */
 export interface Ballot {
@@ -26,7 +26,7 @@ export function compareBallots(a: Ballot, b: Ballot): number {
 /** A view accepted under a ballot. */
 export interface Accepted {
   readonly ballot: Ballot;
-  readonly view: ClusterView;
+  readonly view: AgreedView;
 }
 
 /** What one member must keep on disk for the epoch after its committed view. */
@@ -59,7 +59,7 @@ export function promise(state: AcceptorState, epoch: number, ballot: Ballot): Ac
  * Phase 2: the state after accepting `view` under `ballot`, or null when it is refused: a view
  * that is not of `state.epoch`, or a ballot below the one promised.
  */
-export function accept(state: AcceptorState, ballot: Ballot, view: ClusterView): AcceptorState | null {
+export function accept(state: AcceptorState, ballot: Ballot, view: AgreedView): AcceptorState | null {
   if (view.epoch !== state.epoch) return null;
   if (state.promised !== null && compareBallots(ballot, state.promised) < 0) return null;
   return { epoch: state.epoch, promised: ballot, accepted: { ballot, view } };
@@ -70,7 +70,7 @@ export function accept(state: AcceptorState, ballot: Ballot, view: ClusterView):
  * `reports` (its own acceptor state among them), else `own` (its own change). Paxos's rule: a
  * view a majority may have accepted is never replaced.
  */
-export function valueToPropose(epoch: number, reports: readonly (Accepted | null)[], own: ClusterView): ClusterView {
+export function valueToPropose(epoch: number, reports: readonly (Accepted | null)[], own: AgreedView): AgreedView {
   let best: Accepted | null = null;
   for (const r of reports) {
     if (r === null || r.view.epoch !== epoch) continue;

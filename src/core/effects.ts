@@ -7,7 +7,7 @@ import type { OwnState } from './lock-table.js';
 import type { Packet, PeerMessage } from './messages.js';
 import type { Incarnation, Meta, Mode, RequestPart } from './types.js';
 import type { AcceptorState } from './acceptor.js';
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 
 /** Everything that can happen to a peer's protocol state. */
 export type MachineEvent =
@@ -33,7 +33,7 @@ export type MachineEvent =
   | { readonly type: 'fence' }
   | { readonly type: 'lease'; readonly valid: boolean }
   /** Our request on the view lock was granted: propose `view`, our change on top of our view (docs/reconfiguration.md, rule P2). */
-  | { readonly type: 'propose'; readonly view: ClusterView };
+  | { readonly type: 'propose'; readonly view: AgreedView };
 
 /** What the runtime must do after a step, in order. */
 export type Effect =
@@ -46,7 +46,7 @@ export type Effect =
   | { readonly type: 'full'; readonly ref: number; readonly lock: string }
   | { readonly type: 'ended'; readonly ref: number; readonly lock: string; readonly reason: 'lease_lost' | 'removed' }
   /** Our view is this one from now on (to write to disk before the packets of this step leave). */
-  | { readonly type: 'view'; readonly view: ClusterView }
+  | { readonly type: 'view'; readonly view: AgreedView }
   /** Our promise or acceptance (rule P2), to write to disk before the packets of this step leave. */
   | { readonly type: 'acceptor'; readonly state: AcceptorState }
   /** A removed peer left: it is in no ack set any more (rule P6). */

@@ -21,7 +21,7 @@ import { ViewChanges } from './view-changes.js';
 import { ViewSteps } from './view-steps.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 import { ordinalsIn } from './view.js';
 
 export type { Effect, Explanation, MachineEvent } from './effects.js';
@@ -35,7 +35,7 @@ export interface MachineOptions {
    * The view they come from, for a machine that takes part in changes of it
    * (docs/reconfiguration.md): none, and it ignores every message about views.
    */
-  readonly view?: ClusterView | undefined;
+  readonly view?: AgreedView | undefined;
   /** The newest protocol level this binary speaks, told in head acks (rule P9). */
   readonly speaks?: number | undefined;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
@@ -85,7 +85,7 @@ export class Machine {
   }
 
   /** The view this machine counts, if it takes part in changes. */
-  get clusterView(): ClusterView | null {
+  get clusterView(): AgreedView | null {
     return this.#changes.view;
   }
 

@@ -8,8 +8,8 @@ import { limits } from '../limits.js';
 import type { Meta, QueuedRequest, RequestSpec } from './types.js';
 import { isRecord, lockNameProblem, modes, utf8Length } from './types.js';
 import type { Accepted } from './acceptor.js';
-import type { ClusterView } from './view.js';
-import { isClusterView } from './view.js';
+import type { AgreedView } from './view.js';
+import { isAgreedView } from './view.js';
 
 /**
  * The lock that serialises changes of the view (docs/reconfiguration.md, rules P2 and P3). A control
@@ -58,7 +58,7 @@ export interface MetaMessage {
 export interface HeadAckMessage {
   readonly t: 'hack';
   readonly ts: number;
-  readonly view: ClusterView;
+  readonly view: AgreedView;
   readonly speaks: number;
   /** Paxos phase 1 (rule P2): whether the sender promised ballot `(ts, receiver)`, and what it accepted for the next epoch. */
   readonly promised: boolean;
@@ -69,7 +69,7 @@ export interface HeadAckMessage {
 export interface AcceptMessage {
   readonly t: 'accept';
   readonly ts: number;
-  readonly view: ClusterView;
+  readonly view: AgreedView;
 }
 
 /** ACCEPTED{ts, epoch}: the sender accepted the view of ballot `(ts, receiver)` for `epoch`. */
@@ -82,7 +82,7 @@ export interface AcceptedMessage {
 /** VIEW{view}: the next view, from the holder of the view lock (rule P3) or in a state transfer. */
 export interface ViewMessage {
   readonly t: 'view';
-  readonly view: ClusterView;
+  readonly view: AgreedView;
 }
 
 /** LEAVE: the sender applied its own removal; its releases came before (rule P6). */
@@ -203,7 +203,7 @@ function isRequestMessage(v: Record<string, unknown>): boolean {
 }
 
 function isAccepted(v: unknown): v is Accepted {
-  return isRecord(v) && isRecord(v['ballot']) && isTs(v['ballot']['ts']) && isTs(v['ballot']['peer']) && isClusterView(v['view']);
+  return isRecord(v) && isRecord(v['ballot']) && isTs(v['ballot']['ts']) && isTs(v['ballot']['peer']) && isAgreedView(v['view']);
 }
 
 /** Shape guard for one message decoded from the network. */
@@ -212,11 +212,11 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   if (v['t'] === 'req') return isRequestMessage(v);
   if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
   if (v['t'] === 'meta') return isLockName(v['lock']) && isTs(v['ts']) && (v['meta'] === null || isRecord(v['meta']));
-  if (v['t'] === 'hack') return isTs(v['ts']) && isClusterView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted']));
-  if (v['t'] === 'accept') return isTs(v['ts']) && isClusterView(v['view']);
+  if (v['t'] === 'hack') return isTs(v['ts']) && isAgreedView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted']));
+  if (v['t'] === 'accept') return isTs(v['ts']) && isAgreedView(v['view']);
   if (v['t'] === 'accepted') return isTs(v['ts']) && isTs(v['epoch']);
   if (v['t'] === 'left') return isTs(v['peer']) && v['peer'] < limits.peersMax;
-  if (v['t'] === 'view') return isClusterView(v['view']);
+  if (v['t'] === 'view') return isAgreedView(v['view']);
   return v['t'] === 'leave';
 }
 

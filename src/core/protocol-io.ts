@@ -4,7 +4,7 @@
  * with, and the outputs an input answers, in the order the runtime must carry them out.
  */
 import type { AcceptorState } from './acceptor.js';
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 import type { EchoPromise, Membership, MembershipMessage } from './membership.js';
 import { isMembershipMessage } from './membership.js';
 import type { Effect } from './effects.js';
@@ -61,7 +61,7 @@ export type ProtocolOutput =
    * Our view is this one from now on (docs/reconfiguration.md): on disk before anything after
    * this output is carried out, the packets of its step among them.
    */
-  | { readonly type: 'view'; readonly view: ClusterView }
+  | { readonly type: 'view'; readonly view: AgreedView }
   /** Our promise or acceptance of the next view (rule P2): on disk before anything after this output. */
   | { readonly type: 'acceptor'; readonly state: AcceptorState }
   /** The clock after a core step: the high-water mark on disk must stay above it. */
@@ -103,7 +103,7 @@ export interface ProtocolOptions {
   readonly joinsHeldForMs?: number | undefined;
   readonly queueLog?: QueueLog | undefined;
   /** The view, for a protocol that takes part in changes of it (docs/reconfiguration.md); its members then are `self`'s majorities. */
-  readonly view?: ClusterView | undefined;
+  readonly view?: AgreedView | undefined;
   /** The newest protocol level this binary speaks. */
   readonly speaks?: number | undefined;
 }

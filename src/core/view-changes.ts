@@ -9,7 +9,7 @@ import type { Accepted, AcceptorState, Ballot } from './acceptor.js';
 import { accept, freshAcceptor, promise, valueToPropose } from './acceptor.js';
 import type { Members } from './members.js';
 import type { AcceptMessage, AcceptedMessage, HeadAckMessage } from './messages.js';
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 import { sameView } from './view.js';
 
 /** The head of the view lock's queue: who asks, at which timestamp. */
@@ -29,7 +29,7 @@ export interface HeadAck {
 export interface Proposal {
   readonly ts: number;
   /** The view proposed: the highest accepted one the promises named, else the holder's own. */
-  readonly view: ClusterView;
+  readonly view: AgreedView;
   /** Whether it is the holder's own change (else a predecessor's, to finish first). */
   readonly own: boolean;
   /** Voters that accepted it. */
@@ -39,7 +39,7 @@ export interface Proposal {
 
 /** The view and the state of its changes, for one machine. */
 export class ViewChanges {
-  #view: ClusterView | null;
+  #view: AgreedView | null;
   /** The newest protocol level this binary speaks. */
   readonly speaks: number;
   /** This member's promise and acceptance for the epoch after its view (on disk before they are sent). */
@@ -57,16 +57,16 @@ export class ViewChanges {
   readonly #heardAt = new Map<number, number>();
   /** The epoch at which this peer became a voter while it ran, if it did (rule P3 ii). */
   #promotedAt: number | null = null;
-  #proposal: { ts: number; view: ClusterView; own: boolean; acceptedBy: Set<number>; chosen: boolean } | null = null;
+  #proposal: { ts: number; view: AgreedView; own: boolean; acceptedBy: Set<number>; chosen: boolean } | null = null;
 
   /** `acceptor`: what the data dir kept of this member's promise and acceptance, if anything. */
-  constructor(view: ClusterView | null, speaks: number, acceptor?: AcceptorState) {
+  constructor(view: AgreedView | null, speaks: number, acceptor?: AcceptorState) {
     this.#view = view;
     this.speaks = speaks;
     this.#acceptor = acceptor ?? freshAcceptor((view?.epoch ?? 0) + 1);
   }
 
-  get view(): ClusterView | null {
+  get view(): AgreedView | null {
     return this.#view;
   }
 
@@ -164,7 +164,7 @@ export class ViewChanges {
   }
 
   /** A head ack arrived for our request `msg.ts`: kept. The view after ours in it is returned, to catch up on (rule P4). */
-  onHeadAck(from: number, msg: HeadAckMessage): ClusterView | null {
+  onHeadAck(from: number, msg: HeadAckMessage): AgreedView | null {
     this.#headAcks.set(from, msg);
     const view = this.#view;
     return view !== null && msg.view.epoch === view.epoch + 1 ? msg.view : null;
@@ -199,7 +199,7 @@ export class ViewChanges {
    * again, above every ballot it heard of. Else our own acceptance (to write to disk first) and
    * the ACCEPT for the other voters.
    */
-  propose(ts: number, own: ClusterView, voters: Members): { readonly persist: AcceptorState; readonly msg: AcceptMessage } | null {
+  propose(ts: number, own: AgreedView, voters: Members): { readonly persist: AcceptorState; readonly msg: AcceptMessage } | null {
     const epoch = own.epoch;
     const ballot = { ts, peer: voters.self };
     const mine = promise(this.#acceptor, epoch, ballot);
@@ -228,7 +228,7 @@ export class ViewChanges {
   }
 
   /** ACCEPTED from `from`: the view proposed, once a majority of `voters` accepted it (chosen), else null. */
-  onAccepted(from: number, msg: AcceptedMessage, voters: Members): ClusterView | null {
+  onAccepted(from: number, msg: AcceptedMessage, voters: Members): AgreedView | null {
     const p = this.#proposal;
     if (p === null || p.chosen || p.ts !== msg.ts || p.view.epoch !== msg.epoch || !voters.has(from)) return null;
     p.acceptedBy.add(from);
@@ -241,12 +241,12 @@ export class ViewChanges {
    * Whether `view` follows ours (epoch + 1): only then is it applied. Older or equal ones are
    * ours or behind us; one further ahead is caught up on view by view (rule P4).
    */
-  follows(view: ClusterView): boolean {
+  follows(view: AgreedView): boolean {
     return this.#view !== null && view.epoch === this.#view.epoch + 1;
   }
 
   /** `view`, chosen, is ours from now on; every head gets a head ack with it again, and the acceptor moves to the next epoch. */
-  apply(view: ClusterView): void {
+  apply(view: AgreedView): void {
     this.#view = view;
     this.#headAcked = null;
     if (this.#acceptor.epoch <= view.epoch) this.#acceptor = freshAcceptor(view.epoch + 1);

@@ -13,7 +13,7 @@ import type { ViewChangeMessage } from './messages.js';
 import { viewLock } from './messages.js';
 import type { PeerView } from './peer-view.js';
 import type { ViewChanges } from './view-changes.js';
-import type { ClusterView } from './view.js';
+import type { AgreedView } from './view.js';
 import { membersOf, ordinalsIn } from './view.js';
 
 /** What of a Machine the view's steps read and move. */
@@ -54,7 +54,7 @@ export class ViewSteps {
    * Rule P2, phase 2: our request on the view lock was granted; `view` is our change on top of
    * ours. The promises name what to propose; our acceptance goes to disk before any ACCEPT.
    */
-  propose(view: ClusterView): void {
+  propose(view: AgreedView): void {
     const own = this.#h.locks.ownRequests().find((o) => o.state === 'granted' && firstLock(o) === viewLock);
     assert(own !== undefined && this.#h.changes.follows(view), 'a proposal by the holder of the view lock, on top of its view');
     const proposal = this.#h.changes.propose(own.ts, view, this.#h.members());
@@ -65,14 +65,14 @@ export class ViewSteps {
   }
 
   /** A view the voters chose: ours from now on, and every peer's after it (rule P3). */
-  #chosen(view: ClusterView | null): void {
+  #chosen(view: AgreedView | null): void {
     if (view === null) return;
     this.#applyView(view);
     this.#sendView(view);
   }
 
   /** Our view goes to every peer we met, after everything we sent them (FIFO). */
-  #sendView(view: ClusterView): void {
+  #sendView(view: AgreedView): void {
     this.#h.changes.sent(this.#h.tick());
     for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'view', view });
   }
@@ -108,7 +108,7 @@ export class ViewSteps {
   }
 
   /** `view`, chosen, is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */
-  #applyView(view: ClusterView): void {
+  #applyView(view: AgreedView): void {
     const wasVoter = this.#h.members().voter;
     this.#h.changes.apply(view);
     this.#h.out.push({ type: 'view', view });

@@ -33,7 +33,7 @@ export interface ViewMember {
 }
 
 /** The cluster as its members agreed it. */
-export interface ClusterView {
+export interface AgreedView {
   /** 0 for the view a config file seeds; each change makes the next one. */
   readonly epoch: number;
   /** Ascending ordinal. */
@@ -53,7 +53,7 @@ export type ViewChange =
   | { readonly op: 'level'; readonly level: number };
 
 /** The view a config file seeds: its peers, in file order, are ordinals 0..N-1 (today's indexes). */
-export function firstView(peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number): ClusterView {
+export function firstView(peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number): AgreedView {
   return {
     epoch: 0,
     members: peers.map((p, ordinal) => ({ id: p.id, ordinal, ws: p.ws, http: p.http, state: 'voter' })),
@@ -63,7 +63,7 @@ export function firstView(peers: readonly { readonly id: string; readonly ws: st
 }
 
 /** The member of `view` with this id, if any. */
-export function memberById(view: ClusterView, id: string): ViewMember | undefined {
+export function memberById(view: AgreedView, id: string): ViewMember | undefined {
   return view.members.find((m) => m.id === id);
 }
 
@@ -71,7 +71,7 @@ export function memberById(view: ClusterView, id: string): ViewMember | undefine
  * The view after `change`, or why it cannot be made (a sentence for the operator). `speaks`:
  * the newest level every member's binary advertised, which a level may not pass.
  */
-export function applyChange(view: ClusterView, change: ViewChange, speaks = view.level): ClusterView | string {
+export function applyChange(view: AgreedView, change: ViewChange, speaks = view.level): AgreedView | string {
   const next = { ...view, epoch: view.epoch + 1 };
   switch (change.op) {
     case 'add': {
@@ -106,7 +106,7 @@ export function applyChange(view: ClusterView, change: ViewChange, speaks = view
 }
 
 /** `next` with member `id`, now `from`, made `to`; or why not. */
-function withState(next: ClusterView, view: ClusterView, id: string, from: MemberState, to: MemberState): ClusterView | string {
+function withState(next: AgreedView, view: AgreedView, id: string, from: MemberState, to: MemberState): AgreedView | string {
   const m = memberById(view, id);
   if (m === undefined) return `${id} is not a member`;
   if (m.state !== from) return `${id} is ${m.state === 'voter' ? 'a voter' : m.state === 'learner' ? 'a learner' : 'leaving'}`;
@@ -114,27 +114,27 @@ function withState(next: ClusterView, view: ClusterView, id: string, from: Membe
 }
 
 /** The ordinals of the members of `view` in `state`, ascending. */
-export function ordinalsIn(view: ClusterView, state: MemberState): number[] {
+export function ordinalsIn(view: AgreedView, state: MemberState): number[] {
   return view.members.filter((m) => m.state === state).map((m) => m.ordinal);
 }
 
 /** The voters of `view`. */
-export function voters(view: ClusterView): readonly ViewMember[] {
+export function voters(view: AgreedView): readonly ViewMember[] {
   return view.members.filter((m) => m.state === 'voter');
 }
 
 /** The majorities `self` counts in `view`: its voters' (core/members.ts). */
-export function membersOf(view: ClusterView, self: number): Members {
+export function membersOf(view: AgreedView, self: number): Members {
   return new Members(self, voters(view).map((m) => m.ordinal));
 }
 
 /** Equal views: same epoch, members, next ordinal and level. */
-export function sameView(a: ClusterView, b: ClusterView): boolean {
+export function sameView(a: AgreedView, b: AgreedView): boolean {
   return canonicalView(a) === canonicalView(b);
 }
 
 /** A fixed text of a view, for comparing and hashing (key order never matters). */
-export function canonicalView(v: ClusterView): string {
+export function canonicalView(v: AgreedView): string {
   return JSON.stringify([v.epoch, v.nextOrdinal, v.level, v.members.map((m) => [m.ordinal, m.id, m.ws, m.http, m.state])]);
 }
 
@@ -150,7 +150,7 @@ function isViewMember(v: unknown): v is ViewMember {
  * Shape guard for a view from the network or the disk: members by ascending ordinal, ids
  * distinct, every ordinal below the next one, within the limits.
  */
-export function isClusterView(v: unknown): v is ClusterView {
+export function isAgreedView(v: unknown): v is AgreedView {
   if (!isRecord(v) || !count(v['epoch']) || !count(v['nextOrdinal']) || !count(v['level'])) return false;
   const members = v['members'];
   if (!Array.isArray(members) || members.length === 0 || members.length > limits.peersMax || !members.every(isViewMember)) return false;

@@ -8,7 +8,7 @@
 import type { ClusterConfig } from '../config.js';
 import type { Explanation } from '../core/effects.js';
 import type { QueueEntry } from '../core/machine.js';
-import type { ClusterView as AgreedView } from '../core/view.js';
+import type { AgreedView } from '../core/view.js';
 import type { ProtocolReader } from '../core/protocol.js';
 import type { EndReason, Incarnation, QueuedRequest } from '../core/types.js';
 import { formatIncarnation, tokenOf } from '../core/types.js';

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import type { AcceptorState } from '../core/acceptor.js';
 import { freshAcceptor } from '../core/acceptor.js';
 import { isRecord } from '../core/types.js';
-import type { ClusterView } from '../core/view.js';
-import { isClusterView } from '../core/view.js';
+import type { AgreedView } from '../core/view.js';
+import { isAgreedView } from '../core/view.js';
 import { replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
 
@@ -22,7 +22,7 @@ export interface ViewRecord {
   /** Random hex, made with the data dir. */
   readonly acceptorId: string;
   /** Views applied, oldest first; the last is the peer's view. */
-  readonly chain: readonly ClusterView[];
+  readonly chain: readonly AgreedView[];
   readonly acceptor: AcceptorState;
 }
 
@@ -35,12 +35,12 @@ export function viewRecordPath(dataDir: string): string {
 }
 
 /** A record for a new data dir: `view` alone in the chain, nothing promised. */
-export function newViewRecord(acceptorId: string, view: ClusterView): ViewRecord {
+export function newViewRecord(acceptorId: string, view: AgreedView): ViewRecord {
   return { acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1) };
 }
 
 /** The record with `view`, the one after its newest, appended (the oldest dropped past `chainViewsMax`), and nothing promised for the next epoch. */
-export function withView(record: ViewRecord, view: ClusterView): ViewRecord {
+export function withView(record: ViewRecord, view: AgreedView): ViewRecord {
   const last = record.chain[record.chain.length - 1];
   if (last === undefined || view.epoch !== last.epoch + 1) throw new LockError(ErrorCode.Storage, `view ${view.epoch} does not follow view ${last?.epoch ?? 'none'}`);
   return { ...record, chain: [...record.chain, view].slice(-chainViewsMax), acceptor: freshAcceptor(view.epoch + 1) };
@@ -51,14 +51,14 @@ function isAcceptorState(v: unknown): v is AcceptorState {
   const ballot = (b: unknown): boolean => isRecord(b) && Number.isSafeInteger(b['ts']) && Number.isSafeInteger(b['peer']);
   const accepted = v['accepted'];
   return (v['promised'] === null || ballot(v['promised'])) &&
-    (accepted === null || (isRecord(accepted) && ballot(accepted['ballot']) && isClusterView(accepted['view'])));
+    (accepted === null || (isRecord(accepted) && ballot(accepted['ballot']) && isAgreedView(accepted['view'])));
 }
 
 function isViewRecord(v: unknown): v is ViewRecord {
   if (!isRecord(v) || typeof v['acceptorId'] !== 'string' || !/^[0-9a-f]{16,64}$/.test(v['acceptorId'])) return false;
   const chain = v['chain'];
-  if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isClusterView)) return false;
-  const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as ClusterView).epoch + 1);
+  if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isAgreedView)) return false;
+  const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as AgreedView).epoch + 1);
   return linked && isAcceptorState(v['acceptor']);
 }
 

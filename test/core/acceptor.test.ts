@@ -7,12 +7,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Accepted, AcceptorState, Ballot } from '../../src/core/acceptor.js';
 import { accept, compareBallots, freshAcceptor, promise, valueToPropose } from '../../src/core/acceptor.js';
-import type { ClusterView } from '../../src/core/view.js';
+import type { AgreedView } from '../../src/core/view.js';
 import { applyChange, firstView } from '../../src/core/view.js';
 
 const v0 = firstView(['a', 'b', 'c', 'd', 'e'].map((id, i) => ({ id, ws: `ws://h:${7000 + i}`, http: `h:${8000 + i}` })), 10);
 
-function proposalOf(i: number): ClusterView {
+function proposalOf(i: number): AgreedView {
   const v = applyChange(v0, { op: 'add', id: `n${i}`, ws: `ws://n:${9000 + i}`, http: `n:${9500 + i}` });
   if (typeof v === 'string') throw new Error(v);
   return v;
@@ -33,7 +33,7 @@ describe('acceptor', () => {
   });
 
   it('a holder proposes the view accepted under the highest ballot it heard of, else its own', () => {
-    const r = (ts: number, i: number): { ballot: Ballot; view: ClusterView } => ({ ballot: { ts, peer: 0 }, view: proposalOf(i) });
+    const r = (ts: number, i: number): { ballot: Ballot; view: AgreedView } => ({ ballot: { ts, peer: 0 }, view: proposalOf(i) });
     expect(valueToPropose(1, [null, r(3, 1), r(7, 2), r(5, 3)], proposalOf(9)).members.at(-1)?.id).toBe('n2');
     expect(valueToPropose(1, [null, null], proposalOf(9)).members.at(-1)?.id).toBe('n9');
     expect(valueToPropose(2, [r(3, 1)], proposalOf(9)).members.at(-1)?.id).toBe('n9');
@@ -82,7 +82,7 @@ describe('acceptor, phases interleaved', () => {
       const acceptors: AcceptorState[] = Array.from({ length: 3 }, () => freshAcceptor(1));
       const round = [1, 1];
       const promises = [new Map<number, Accepted | null>(), new Map<number, Accepted | null>()];
-      const values: (ClusterView | null)[] = [null, null];
+      const values: (AgreedView | null)[] = [null, null];
       const acceptedBy = new Map<string, Set<number>>();
       const chosen = new Set<string>();
       for (const e of events) {

@@ -9,7 +9,7 @@ import { Machine } from '../../src/core/machine.js';
 import type { Packet } from '../../src/core/messages.js';
 import { mergePackets } from '../../src/core/messages.js';
 import type { Incarnation, Mode, RequestSpec } from '../../src/core/types.js';
-import type { ClusterView } from '../../src/core/view.js';
+import type { AgreedView } from '../../src/core/view.js';
 import { membersOf } from '../../src/core/view.js';
 
 /** A request spec with defaults: exclusive, one permit. */
@@ -33,7 +33,7 @@ export class Net {
   readonly machines: Machine[];
   readonly incs: Incarnation[];
   readonly #queues = new Map<string, Packet[]>();
-  readonly #opts: { clockFloor: number; merge: boolean; view: ClusterView | undefined };
+  readonly #opts: { clockFloor: number; merge: boolean; view: AgreedView | undefined };
   readonly #peers: number;
 
   /**
@@ -41,7 +41,7 @@ export class Net {
    * links do within a turn (core/messages.ts `mergePackets`). `view`: every machine takes part
    * in changes of this view (docs/reconfiguration.md), its binary speaking level 10.
    */
-  constructor(peers: number, opts: { clockFloor?: number; merge?: boolean; view?: ClusterView } = {}) {
+  constructor(peers: number, opts: { clockFloor?: number; merge?: boolean; view?: AgreedView } = {}) {
     this.#opts = { clockFloor: opts.clockFloor ?? 0, merge: opts.merge ?? false, view: opts.view };
     this.#peers = peers;
     this.machines = [];

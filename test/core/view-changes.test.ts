@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { viewLock } from '../../src/core/messages.js';
-import type { ClusterView, ViewChange } from '../../src/core/view.js';
+import type { AgreedView, ViewChange } from '../../src/core/view.js';
 import { ViewChanges } from '../../src/core/view-changes.js';
 import { applyChange, firstView, membersOf } from '../../src/core/view.js';
 import { Net, outcomes, spec } from './harness.js';
@@ -13,7 +13,7 @@ import { Net, outcomes, spec } from './harness.js';
 const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 10);
 const addD: ViewChange = { op: 'add', id: 'd', ws: 'ws://127.0.0.1:7003', http: '127.0.0.1:8003' };
 
-function next(v: ClusterView, change: ViewChange): ClusterView {
+function next(v: AgreedView, change: ViewChange): AgreedView {
   const out = applyChange(v, change);
   if (typeof out === 'string') throw new Error(out);
   return out;

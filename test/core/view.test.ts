@@ -2,23 +2,23 @@
  * The agreed view and its one-step changes (src/core/view.ts; docs/reconfiguration.md rule M1).
  */
 import { describe, expect, it } from 'vitest';
-import type { ClusterView } from '../../src/core/view.js';
-import { applyChange, canonicalView, firstView, isClusterView, membersOf, sameView } from '../../src/core/view.js';
+import type { AgreedView } from '../../src/core/view.js';
+import { applyChange, canonicalView, firstView, isAgreedView, membersOf, sameView } from '../../src/core/view.js';
 
 const peers = ['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` }));
 
-function changed(v: ClusterView | string): ClusterView {
+function changed(v: AgreedView | string): AgreedView {
   if (typeof v === 'string') throw new Error(v);
   return v;
 }
 
-describe('ClusterView', () => {
+describe('AgreedView', () => {
   it('a config file seeds epoch 0 with its peers as ordinals 0..N-1', () => {
     const v = firstView(peers, 9);
     expect(v.epoch).toBe(0);
     expect(v.members.map((m) => [m.id, m.ordinal])).toEqual([['a', 0], ['b', 1], ['c', 2]]);
     expect(v.nextOrdinal).toBe(3);
-    expect(isClusterView(v)).toBe(true);
+    expect(isAgreedView(v)).toBe(true);
   });
 
   it('changes one voter at a time and never gives an ordinal twice', () => {
@@ -35,7 +35,7 @@ describe('ClusterView', () => {
     expect(v.epoch).toBe(6);
     expect(v.members.map((m) => [m.id, m.ordinal, m.state])).toEqual([['a', 0, 'voter'], ['c', 2, 'voter'], ['b', 4, 'voter']]);
     expect(v.nextOrdinal).toBe(5);
-    expect(isClusterView(v)).toBe(true);
+    expect(isAgreedView(v)).toBe(true);
     const m = membersOf(v, 4);
     expect([m.size, m.majority, m.capacity, m.voter]).toEqual([3, 2, 5, true]);
   });
@@ -56,7 +56,7 @@ describe('ClusterView', () => {
 
   it('compares views by content, whatever the key order', () => {
     const v = firstView(peers, 9);
-    const shuffled = JSON.parse(JSON.stringify({ level: v.level, members: v.members, nextOrdinal: v.nextOrdinal, epoch: v.epoch })) as ClusterView;
+    const shuffled = JSON.parse(JSON.stringify({ level: v.level, members: v.members, nextOrdinal: v.nextOrdinal, epoch: v.epoch })) as AgreedView;
     expect(sameView(v, shuffled)).toBe(true);
     expect(sameView(v, { ...v, epoch: 1 })).toBe(false);
     expect(canonicalView(v)).not.toBe(canonicalView(changed(applyChange(v, { op: 'remove', id: 'c' }))));
@@ -76,6 +76,6 @@ describe('ClusterView', () => {
       { ...v, members: [{ ...v.members[0], state: 'boss' }] },
       { ...v, members: [{ ...v.members[0], state: 'learner' }] },
     ];
-    for (const b of bad) expect(isClusterView(b)).toBe(false);
+    for (const b of bad) expect(isAgreedView(b)).toBe(false);
   });
 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { accept, promise } from '../../src/core/acceptor.js';
 import { applyChange, firstView } from '../../src/core/view.js';
-import type { ClusterView } from '../../src/core/view.js';
+import type { AgreedView } from '../../src/core/view.js';
 import { chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
 
 const dirs: string[] = [];
@@ -24,7 +24,7 @@ function dataDir(): string {
 
 const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 9);
 
-function added(v: ClusterView, id: string, port: number): ClusterView {
+function added(v: AgreedView, id: string, port: number): AgreedView {
   const next = applyChange(v, { op: 'add', id, ws: `ws://127.0.0.1:${port}`, http: `127.0.0.1:${port + 1000}` });
   if (typeof next === 'string') throw new Error(next);
   return next;
