@@ -10,9 +10,9 @@
  * a data dir keeps its level across restarts and binaries (`runningLevel`), so a binary that
  * speaks a range can replace an older one without a config change.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { replaceFileSync } from './data-dir.js';
+import { readDataFile, replaceFileSync } from './data-dir.js';
+import { isRecord } from './core/types.js';
 import type { ClusterShape } from './cluster-shape.js';
 import { fingerprintOf, isClusterShape, shapeDifferences } from './cluster-shape.js';
 import { ErrorCode, LockError } from './errors.js';
@@ -27,19 +27,9 @@ export function clusterMemoryPath(dataDir: string): string {
 /** The shape this data dir last ran with; null when none was recorded (a new data dir, or one of an older version). */
 export function loadClusterMemory(dataDir: string): ClusterShape | null {
   const path = clusterMemoryPath(dataDir);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new LockError(ErrorCode.ConfigInvalid, `cannot read ${path}: ${(err as Error).message}`);
-  }
-  let shape: unknown;
-  try {
-    shape = (JSON.parse(text) as Record<string, unknown>)['shape'];
-  } catch {
-    shape = undefined;
-  }
+  const file = readDataFile(path);
+  if (file === null) return null;
+  const shape = isRecord(file.value) ? file.value['shape'] : undefined;
   if (!isClusterShape(shape)) throw new LockError(ErrorCode.ConfigInvalid, `${path} is corrupt: remove it to start with the config file's cluster as it is`);
   return shape;
 }

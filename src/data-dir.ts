@@ -4,7 +4,7 @@
  * write. A directory that cannot (a file, /sys, /proc/1/...) is a config error (exit 2): the
  * peer would otherwise start and grant nothing (every write fails) or retry without end.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ErrorCode, LockError } from './errors.js';
 
@@ -50,6 +50,26 @@ export function replaceFileSync(dir: string, path: string, text: string): void {
     fsyncSync(dirFd);
   } finally {
     closeSync(dirFd);
+  }
+}
+
+/**
+ * The JSON value of `path` in a data dir: null when the file does not exist, `undefined` as the
+ * value when it is not JSON (the caller's guard refuses it with what to do), ERR_CONFIG_INVALID
+ * when it cannot be read.
+ */
+export function readDataFile(path: string): { readonly value: unknown } | null {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new LockError(ErrorCode.ConfigInvalid, `cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    return { value: JSON.parse(text) as unknown };
+  } catch {
+    return { value: undefined };
   }
 }
 

@@ -7,14 +7,13 @@
  *
  * Not wired into the peer yet: nothing writes `view.json` today.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AcceptorState } from '../core/acceptor.js';
 import { freshAcceptor } from '../core/acceptor.js';
 import { isRecord } from '../core/types.js';
 import type { AgreedView } from '../core/view.js';
 import { isAgreedView } from '../core/view.js';
-import { replaceFileSync } from '../data-dir.js';
+import { readDataFile, replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
 
 /** What `view.json` holds. */
@@ -65,19 +64,9 @@ function isViewRecord(v: unknown): v is ViewRecord {
 /** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */
 export function loadViewRecord(dataDir: string): ViewRecord | null {
   const path = viewRecordPath(dataDir);
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new LockError(ErrorCode.ConfigInvalid, `cannot read ${path}: ${(err as Error).message}`);
-  }
-  let record: unknown;
-  try {
-    record = JSON.parse(text);
-  } catch {
-    record = undefined;
-  }
+  const file = readDataFile(path);
+  if (file === null) return null;
+  const record = file.value;
   if (!isViewRecord(record)) {
     throw new LockError(ErrorCode.ConfigInvalid, `${path} is damaged: this peer cannot know which view of the cluster it agreed to. Do not delete it to start: add this host again as a new member (docs/reconfiguration.md P2, finding F70)`);
   }
