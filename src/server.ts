@@ -3,6 +3,7 @@
  * together. The binary and the integration tests both start peers through this.
  */
 import { checkClusterMemory, runningLevel } from './cluster-memory.js';
+import { agreedViewOf } from './runtime/view-store.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
@@ -69,6 +70,9 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
   const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels);
   if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolLevel), opts.acceptConfigChange === true);
+  // The agreed view the data dir keeps (docs/reconfiguration.md), made from the config on a new one.
+  const newId = (): string => Buffer.from(nodeEnv.randomBytes(8)).toString('hex');
+  const view = opts.dataDir === undefined ? undefined : agreedViewOf(opts.dataDir, opts.config.peers, protocolLevel, newId);
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
@@ -79,7 +83,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   let runtime: PeerRuntime;
   try {
     const levels = opts.levels === undefined ? {} : { levels: opts.levels };
-    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, ...levels, world: { env: nodeEnv, network, listener, clockStore } });
+    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, view, ...levels, world: { env: nodeEnv, network, listener, clockStore } });
     runtime.start();
   } catch (err) {
     await listener.close();

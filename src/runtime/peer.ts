@@ -18,6 +18,7 @@ import { QueueLog } from '../core/queue-log.js';
 
 import type { EndReason, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
+import type { AgreedView } from '../core/view.js';
 import { firstView } from '../core/view.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -97,6 +98,8 @@ export interface PeerOptions {
    * binary speaks (transport/codec.ts `protocolLevels`).
    */
   readonly protocolLevel?: number;
+  /** The agreed view its data dir keeps (server.ts, runtime/view-store.ts `agreedViewOf`); default the config file's. */
+  readonly view?: AgreedView | undefined;
   /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`; tests inject ranges). */
   readonly levels?: ProtocolLevels;
 }
@@ -176,9 +179,9 @@ export class PeerRuntime implements LockService {
     // registry of local requests, the inspector over both, the metrics over it, the holds.
     const sessions = new CurrentSession();
     const requests = new LocalRequests(limits.endedIdsMax);
-    // The agreed view (docs/reconfiguration.md): today the one the config file seeds, at the
-    // level this peer runs at; once views are changed it comes from the data dir, here alone.
-    const view = firstView(this.config.peers, this.#protocolLevel);
+    // The agreed view (docs/reconfiguration.md): the data dir's (runtime/view-store.ts), else the
+    // one the config file seeds, at the level this peer runs at.
+    const view = opts.view ?? firstView(this.config.peers, this.#protocolLevel);
     const inspect = new PeerInspector({ id: this.id, index, config: this.config, sessions, requests, view });
     const metrics = new PeerMetrics(inspect, opts.processMetrics ?? true);
     this.#sessions = sessions;

@@ -5,14 +5,16 @@
  * dir (F70: a voter whose id changed lost its disk and casts no vote). Written atomically
  * (data-dir.ts `replaceFileSync`) before the peer acts on what it records.
  *
- * Not wired into the peer yet: nothing writes `view.json` today.
+ * A peer with a data dir keeps it from its first start (`agreedViewOf`): the view its config
+ * file seeds, epoch 0, mirrored from the config at every start while no change was made (none
+ * can be yet: docs/reconfiguration.md).
  */
 import { join } from 'node:path';
 import type { AcceptorState } from '../core/acceptor.js';
 import { freshAcceptor } from '../core/acceptor.js';
 import { isRecord } from '../core/types.js';
 import type { AgreedView } from '../core/view.js';
-import { isAgreedView } from '../core/view.js';
+import { canonicalView, firstView, isAgreedView } from '../core/view.js';
 import { readDataFile, replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
 
@@ -71,6 +73,26 @@ export function loadViewRecord(dataDir: string): ViewRecord | null {
     throw new LockError(ErrorCode.ConfigInvalid, `${path} is damaged: this peer cannot know which view of the cluster it agreed to. Do not delete it to start: add this host again as a new member (docs/reconfiguration.md P2, finding F70)`);
   }
   return record;
+}
+
+/**
+ * The agreed view of the peer of `dataDir` at start: the record's newest view, made from the
+ * config file on a new data dir (with a new acceptor id from `newId`). At epoch 0 the record
+ * mirrors the config (its peers were checked equal by the cluster memory, addresses and level
+ * are refreshed); a later epoch was made by a binary that changes views, which this one cannot
+ * run with, and refuses the start.
+ */
+export function agreedViewOf(dataDir: string, peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number, newId: () => string): AgreedView {
+  const seeded = firstView(peers, level);
+  const record = loadViewRecord(dataDir);
+  const last = record?.chain[record.chain.length - 1];
+  if (record !== null && last !== undefined && last.epoch > 0) {
+    throw new LockError(ErrorCode.ConfigInvalid, `${viewRecordPath(dataDir)} records view epoch ${last.epoch}: the cluster's members were changed by a binary that changes them, and this one cannot run with that view. Run the binary that made it`);
+  }
+  if (record === null) writeViewRecord(dataDir, newViewRecord(newId(), seeded));
+  // Refreshed, not replaced: the acceptor id and state stay (a promise must survive restarts).
+  else if (last === undefined || canonicalView(last) !== canonicalView(seeded)) writeViewRecord(dataDir, { ...record, chain: [seeded] });
+  return seeded;
 }
 
 /** Writes the record of `dataDir`, atomically and durably. */

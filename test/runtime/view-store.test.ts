@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { accept, promise } from '../../src/core/acceptor.js';
 import { applyChange, firstView } from '../../src/core/view.js';
 import type { AgreedView } from '../../src/core/view.js';
-import { chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
+import { agreedViewOf, chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -72,5 +72,40 @@ describe('view store', () => {
       writeFileSync(viewRecordPath(dir), text);
       expect(() => loadViewRecord(dir)).toThrow(/is damaged: this peer cannot know which view/);
     }
+  });
+});
+
+describe('the agreed view at start', () => {
+  const peers = v0.members.map((m) => ({ id: m.id, ws: m.ws, http: m.http }));
+  let ids = 0;
+  const newId = (): string => `00000000000000${String(++ids).padStart(2, '0')}`;
+
+  it('is made from the config on a new data dir, with an acceptor id kept across starts', () => {
+    const dir = dataDir();
+    expect(agreedViewOf(dir, peers, 9, newId)).toEqual(v0);
+    const first = loadViewRecord(dir);
+    expect(first?.chain).toEqual([v0]);
+    expect(agreedViewOf(dir, peers, 9, newId)).toEqual(v0);
+    expect(loadViewRecord(dir)?.acceptorId).toBe(first?.acceptorId);
+  });
+
+  it('at epoch 0, mirrors the addresses in the config and keeps the acceptor id and state', () => {
+    const dir = dataDir();
+    agreedViewOf(dir, peers, 9, newId);
+    const before = loadViewRecord(dir);
+    if (before === null) throw new Error('no record');
+    const promised = promise(before.acceptor, 1, { ts: 5, peer: 2 });
+    writeViewRecord(dir, { ...before, acceptor: promised ?? before.acceptor });
+    const moved = peers.map((p, i) => (i === 2 ? { ...p, http: '127.0.0.1:9999' } : p));
+    expect(agreedViewOf(dir, moved, 9, newId).members[2]?.http).toBe('127.0.0.1:9999');
+    const after = loadViewRecord(dir);
+    expect(after?.acceptorId).toBe(before.acceptorId);
+    expect(after?.acceptor.promised).toEqual({ ts: 5, peer: 2 });
+  });
+
+  it('refuses a view changed by a binary that changes views', () => {
+    const dir = dataDir();
+    writeViewRecord(dir, withView(newViewRecord('0123456789abcdef', v0), added(v0, 'd', 7003)));
+    expect(() => agreedViewOf(dir, peers, 9, newId)).toThrow(/records view epoch 1: .* Run the binary that made it/);
   });
 });
