@@ -4,10 +4,9 @@
  * that data dir's level, without --accept-config-change, and refuses a data dir whose level it
  * does not speak, with a sentence. Ranges are injected: this build speaks one level.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { useTempDirs } from '../support/temp-dirs.js';
 import { clusterMemoryPath } from '../../src/cluster-memory.js';
 import type { ClusterConfig } from '../../src/config.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
@@ -20,16 +19,7 @@ const config: ClusterConfig = {
   heartbeatMs: 1000, leaseMs: 5000, evictMs: 15000, tls: undefined,
 };
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function dataDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'levels-'));
-  dirs.push(d);
-  return d;
-}
+const dataDir = useTempDirs('levels');
 
 /** Starts a peer on `dir` with a binary that speaks `levels`, and stops it: the level it ran at. */
 async function runOnce(dir: string, levels: ProtocolLevels, acceptConfigChange = false): Promise<number> {

@@ -2,25 +2,15 @@
  * The agreed view in the data dir (src/runtime/view-store.ts): written atomically, read back,
  * a damaged or torn file refused with what to do.
  */
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { useTempDirs } from '../support/temp-dirs.js';
 import { accept, promise } from '../../src/core/acceptor.js';
 import { applyChange, firstView } from '../../src/core/view.js';
 import type { AgreedView } from '../../src/core/view.js';
 import { agreedViewOf, chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function dataDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'view-store-'));
-  dirs.push(d);
-  return d;
-}
+const dataDir = useTempDirs('view-store');
 
 const v0 = firstView(['a', 'b', 'c'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 9);
 
