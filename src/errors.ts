@@ -23,6 +23,7 @@ export const ErrorCode = {
   LeaseLost: 'ERR_LEASE_LOST',
   Superseded: 'ERR_SUPERSEDED',
   Removed: 'ERR_REMOVED',
+  ChangeRefused: 'ERR_CHANGE_REFUSED',
   Storage: 'ERR_STORAGE',
   UnsupportedMediaType: 'ERR_UNSUPPORTED_MEDIA_TYPE',
   BodyTooLarge: 'ERR_BODY_TOO_LARGE',
@@ -72,6 +73,8 @@ export const httpStatusOf: Readonly<Record<ErrorCode, number>> = {
   ERR_LEASE_LOST: 503,
   ERR_SUPERSEDED: 503,
   ERR_REMOVED: 503,
+  // 409 Conflict: the change does not apply to the agreed view as it is, or the cluster cannot take it now.
+  ERR_CHANGE_REFUSED: 409,
   ERR_STORAGE: 503,
   ERR_UNSUPPORTED_MEDIA_TYPE: 415,
   ERR_BODY_TOO_LARGE: 413,

@@ -18,7 +18,7 @@ import { QueueLog } from '../core/queue-log.js';
 
 import type { EndReason, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
-import type { AgreedView } from '../core/view.js';
+import type { AgreedView, ViewChange } from '../core/view.js';
 import { firstView } from '../core/view.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
@@ -35,6 +35,8 @@ import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
+import type { ChangeOptions } from './view-change.js';
+import { checkChange } from './view-change.js';
 import type { ProtocolLevels } from '../transport/codec.js';
 import { protocolLevels } from '../transport/codec.js';
 import type { SessionWorld } from './session.js';
@@ -65,6 +67,13 @@ export interface LockService {
   refresh(lock: string | null, id: string, ttlMs?: number): number | null;
   /** Announces new meta for a live hold on every peer (a leader's new value). */
   setMeta(lock: string, id: string, meta: Meta | null): void;
+  /**
+   * Proposes one change of the agreed view (docs/reconfiguration.md, rules P1 and P2) and
+   * resolves with the view that has it, once chosen and passed back by every member. Rejects
+   * with ERR_CHANGE_REFUSED (the change does not apply to the view, or the cluster cannot take
+   * changes now), ERR_TIMEOUT, ERR_NOT_READY or ERR_SHUTTING_DOWN.
+   */
+  changeView(change: ViewChange, opts: ChangeOptions): Promise<AgreedView>;
   /** What the API reads of the peer: its locks' queues and its cluster view. */
   readonly inspect: Pick<PeerInspector, 'lock' | 'locks' | 'cluster' | 'members'>;
 }
@@ -417,6 +426,11 @@ export class PeerRuntime implements LockService {
   refresh(lock: string | null, id: string, ttlMs?: number): number | null {
     this.#checkLease();
     return this.#holds.refresh(lock, id, ttlMs);
+  }
+
+  async changeView(change: ViewChange, _opts: ChangeOptions): Promise<AgreedView> {
+    checkChange(this.inspect.view(), change);
+    throw new LockError(ErrorCode.ChangeRefused, 'this peer takes no part in changes of the view yet (docs/reconfiguration.md, "What is built")');
   }
 
   /**

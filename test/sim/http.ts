@@ -158,6 +158,7 @@ export class SimHttp {
       release: (lock, id) => r.release(lock, id),
       refresh: (lock, id, ttlMs) => r.refresh(lock, id, ttlMs),
       setMeta: (lock, id, meta) => r.setMeta(lock, id, meta),
+      changeView: (change, opts) => r.changeView(change, opts),
       inspect: r.inspect,
     };
   }
