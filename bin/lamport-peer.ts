@@ -15,6 +15,7 @@ import { createLogger, logLevels } from '../src/log.js';
 import { readableSecretWarning } from '../src/secret.js';
 import { peerExitCodes, startFailureExitCode } from '../src/peer-exit-codes.js';
 import { startPeerServer } from '../src/server.js';
+import { decodeJoinTicket } from '../src/runtime/view-store.js';
 
 const argv = yargs(hideBin(process.argv))
   .scriptName('lamport-peer')
@@ -36,6 +37,7 @@ const argv = yargs(hideBin(process.argv))
   .option('token-file', { type: 'string', describe: 'file with the API token required on every request (mode 0600); needed to listen beyond loopback' })
   .option('admin-token-file', { type: 'string', describe: 'file with the admin token for administrative operations (mode 0600)' })
   .option('data-dir', { type: 'string', describe: 'directory for the persisted clock high-water mark and the bound of the confirmation promises given' })
+  .option('join', { type: 'string', describe: 'join a running cluster as the member that `lamport-lock member add` added, with the ticket it printed (needs --data-dir; ignored once joined)' })
   .option('accept-config-change', { type: 'boolean', describe: 'start though the config differs from the one --data-dir last ran with (a change made on purpose, with every peer stopped: docs/operations.md)' })
   .option('log-level', { choices: logLevels, default: 'info' as const })
   .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
@@ -81,7 +83,8 @@ async function main(): Promise<void> {
     socketGroup: argv['http-socket-group'],
     allowHosts: argv['http-allow-host'],
   };
-  const server = await startPeerServer({ config, id: argv.id ?? '', http: argv.http, access, dataDir: argv['data-dir'], acceptConfigChange: argv['accept-config-change'], logger });
+  const join = argv.join === undefined ? undefined : decodeJoinTicket(argv.join);
+  const server = await startPeerServer({ config, id: argv.id ?? '', http: argv.http, access, dataDir: argv['data-dir'], acceptConfigChange: argv['accept-config-change'], join, logger });
   let signals = 0;
   const stop = (signal: string): void => {
     signals += 1;

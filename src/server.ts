@@ -3,7 +3,8 @@
  * together. The binary and the integration tests both start peers through this.
  */
 import { checkClusterMemory, runningLevel } from './cluster-memory.js';
-import { agreedViewOf } from './runtime/view-store.js';
+import type { JoinTicket } from './runtime/view-store.js';
+import { FileViewStore, foundersOf, prepareViewRecord } from './runtime/view-store.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
@@ -38,6 +39,8 @@ export interface PeerServerOptions {
   readonly acceptConfigChange?: boolean | undefined;
   /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`; tests inject ranges). */
   readonly levels?: ProtocolLevels | undefined;
+  /** A host added to a running cluster starts from the ticket `lamport-lock member add` printed (needs a data dir). */
+  readonly join?: JoinTicket | undefined;
   readonly logger: Logger;
 }
 
@@ -67,12 +70,17 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
   const target = parseListenTarget(opts.http ?? self.http);
   if (opts.dataDir !== undefined) checkDataDir(opts.dataDir);
+  else if (opts.join !== undefined) throw new LockError(ErrorCode.ConfigInvalid, '--join needs --data-dir: a member keeps the agreed view and its promises on disk');
+  if (opts.join !== undefined && opts.join.cluster !== opts.config.cluster) throw new LockError(ErrorCode.ConfigInvalid, `this join ticket is for cluster ${JSON.stringify(opts.join.cluster)}; the config names ${JSON.stringify(opts.config.cluster)}`);
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
-  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels);
-  if (opts.dataDir !== undefined) checkClusterMemory(opts.dataDir, clusterShapeOf(opts.config, protocolLevel), opts.acceptConfigChange === true);
-  // The agreed view the data dir keeps (docs/reconfiguration.md), made from the config on a new one.
-  const newId = (): string => Buffer.from(nodeEnv.randomBytes(8)).toString('hex');
-  const view = opts.dataDir === undefined ? undefined : agreedViewOf(opts.dataDir, opts.config.peers, protocolLevel, newId);
+  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level);
+  // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
+  const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);
+  if (opts.dataDir !== undefined) {
+    const founders = foundersOf(opts.dataDir, opts.config.peers, opts.join);
+    checkClusterMemory(opts.dataDir, clusterShapeOf({ ...opts.config, peers: founders.map((id) => ({ id })) }, protocolLevel), opts.acceptConfigChange === true);
+    prepareViewRecord(opts.dataDir, opts.id, opts.config.peers, protocolLevel, () => Buffer.from(nodeEnv.randomBytes(8)).toString('hex'), opts.join);
+  }
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);
   const access = await prepareHttp(target, opts.access ?? {});
   const tls = opts.config.tls === undefined ? null : readTlsMaterial(opts.config.tls);
@@ -83,7 +91,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   let runtime: PeerRuntime;
   try {
     const levels = opts.levels === undefined ? {} : { levels: opts.levels };
-    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, view, ...levels, world: { env: nodeEnv, network, listener, clockStore } });
+    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, ...levels, world: { env: nodeEnv, network, listener, clockStore, viewStore } });
     runtime.start();
   } catch (err) {
     await listener.close();

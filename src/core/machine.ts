@@ -21,6 +21,7 @@ import { ViewChanges } from './view-changes.js';
 import { ViewSteps } from './view-steps.js';
 import type { Incarnation, Meta, RequestPart } from './types.js';
 import { tokenOf } from './types.js';
+import type { AcceptorState } from './acceptor.js';
 import type { AgreedView } from './view.js';
 import { ordinalsIn } from './view.js';
 
@@ -38,6 +39,8 @@ export interface MachineOptions {
   readonly view?: AgreedView | undefined;
   /** The newest protocol level this binary speaks, told in head acks (rule P9). */
   readonly speaks?: number | undefined;
+  /** The acceptor state kept on disk for the epoch after the view's (rule P2): promises survive restarts. */
+  readonly acceptor?: AcceptorState | undefined;
   /** Lowest clock this incarnation may use: wall-clock ms or a persisted high-water mark. */
   readonly clockFloor: number;
   /** Where the changes of the queues are told (the watches), if anywhere. */
@@ -65,7 +68,7 @@ export class Machine {
     this.#clock = opts.clockFloor;
     this.#locks = new LockTable(opts.members.self, (p) => p, opts.queueLog);
     this.#peers = new PeerView(opts.members, opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'));
-    this.#changes = new ViewChanges(opts.view ?? null, opts.speaks ?? 0);
+    this.#changes = new ViewChanges(opts.view ?? null, opts.speaks ?? 0, opts.acceptor);
     this.#viewSteps = new ViewSteps({
       self: this.self, changes: this.#changes, locks: this.#locks, peers: this.#peers, out: this.#out,
       members: () => this.#members,

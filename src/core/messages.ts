@@ -107,6 +107,13 @@ export type ViewChangeMessage = HeadAckMessage | AcceptMessage | AcceptedMessage
 export type PeerMessage = RequestMessage | ReleaseMessage | MetaMessage | ViewChangeMessage;
 
 /** One batch from one core to another: the sender's clock and its messages, in order. */
+/**
+ * The protocol level from which peers take part in changes of the view (transport/codec.ts
+ * `protocolLevels`): a cluster that runs below it never sends a message about the view, which
+ * a binary that speaks only lower levels takes for a broken frame (rule P9, F63).
+ */
+export const viewFramesLevel = 10;
+
 export interface Packet {
   readonly c: number;
   readonly m: readonly PeerMessage[];

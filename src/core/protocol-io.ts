@@ -33,7 +33,7 @@ export function highestClockOf(payload: Payload): number {
 export type LocalEffect = Exclude<Effect, { type: 'send' | 'view' | 'acceptor' | 'left' }>;
 
 /** Why an incarnation ends before its process does. */
-export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation';
+export type RejoinReason = 'evicted' | 'link_overflow' | 'stale_incarnation' | 'storage';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -106,4 +106,6 @@ export interface ProtocolOptions {
   readonly view?: AgreedView | undefined;
   /** The newest protocol level this binary speaks. */
   readonly speaks?: number | undefined;
+  /** The acceptor state kept on disk for the epoch after `view`'s (core/acceptor.ts). */
+  readonly acceptor?: AcceptorState | undefined;
 }

@@ -77,7 +77,7 @@ export class PeerProtocol {
     this.incarnation = opts.incarnation;
     this.#peerIds = opts.peerIds;
     this.#incarnations = opts.incarnations;
-    this.#machine = new Machine({ members, view: opts.view, speaks: opts.speaks, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
+    this.#machine = new Machine({ members, view: opts.view, speaks: opts.speaks, acceptor: opts.acceptor, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ members, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
       members, leaving: opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'), evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
@@ -180,7 +180,7 @@ export class PeerProtocol {
   // ---- what views, the next incarnation and the simulator's checker read -------------------
 
   /** The Lamport core, for read-only queries. */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'clusterView' | 'viewAcked' | 'proposal' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 

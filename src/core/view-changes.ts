@@ -63,7 +63,8 @@ export class ViewChanges {
   constructor(view: AgreedView | null, speaks: number, acceptor?: AcceptorState) {
     this.#view = view;
     this.speaks = speaks;
-    this.#acceptor = acceptor ?? freshAcceptor((view?.epoch ?? 0) + 1);
+    const next = (view?.epoch ?? 0) + 1;
+    this.#acceptor = acceptor !== undefined && acceptor.epoch >= next ? acceptor : freshAcceptor(next);
   }
 
   get view(): AgreedView | null {

@@ -30,10 +30,10 @@ export interface InspectorSource {
   /** The live local requests (ids, grant times and expiries of local entries). */
   readonly requests: LocalRequests;
   /**
-   * The agreed view of the cluster (docs/reconfiguration.md, "Terms"), as PeerRuntime holds it:
-   * today epoch 0, seeded by the config file at the level this peer runs at.
+   * The agreed view of the cluster (docs/reconfiguration.md, "Terms"), as PeerRuntime holds it
+   * now: its data dir's, else the one the config file seeds.
    */
-  readonly view: AgreedView;
+  view(): AgreedView;
 }
 
 /** The core's counts and its clock, for metrics. */
@@ -248,7 +248,7 @@ export class PeerInspector {
 
   /** The agreed view of the cluster (docs/reconfiguration.md): its epoch, members by ordinal, next ordinal and level. */
   view(): AgreedView {
-    return this.#src.view;
+    return this.#src.view();
   }
 
   /** This peer and its links, for GET /v1/cluster. */
@@ -261,7 +261,7 @@ export class PeerInspector {
     const link = this.#linkReader();
     return {
       id, cluster: config.cluster, fingerprint: session.links.fingerprint, shape: session.shape,
-      protocolLevel: session.shape.protocol, protocolLevels: session.levels, epoch: this.#src.view.epoch,
+      protocolLevel: session.shape.protocol, protocolLevels: session.levels, epoch: this.#src.view().epoch,
       refusedLinks: session.links.refusals().map((r) => ({
         peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences,
         msAgo: Math.round(now - r.atMs), count: r.count,
@@ -273,7 +273,7 @@ export class PeerInspector {
       stats: machine.stats(),
       degraded: this.degraded(),
       superseded: protocol.supersededError?.message ?? null,
-      peers: this.#src.view.members.map((m) => {
+      peers: this.#src.view().members.map((m) => {
         const member = { id: m.id, ordinal: m.ordinal, state: m.state };
         return m.ordinal === this.#src.index ? { ...member, self: true as const } : { ...member, ...link(m.ordinal) };
       }),
@@ -282,7 +282,7 @@ export class PeerInspector {
 
   /** The members of the agreed view, each with its link as this peer sees it, for GET /v1/members. */
   members(): MembersView {
-    const view = this.#src.view;
+    const view = this.#src.view();
     const link = this.#linkReader();
     const own = { incarnation: formatIncarnation(this.incarnation), newestLevel: this.#src.sessions.get().levels.newest };
     return {

@@ -35,8 +35,11 @@ import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
+import { viewFramesLevel } from '../core/messages.js';
+import type { JoinTicket, ViewRecord, ViewStore } from './view-store.js';
+import { withView } from './view-store.js';
 import type { ChangeOptions } from './view-change.js';
-import { checkChange } from './view-change.js';
+import { startChange } from './view-change.js';
 import type { ProtocolLevels } from '../transport/codec.js';
 import { protocolLevels } from '../transport/codec.js';
 import type { SessionWorld } from './session.js';
@@ -81,6 +84,12 @@ export interface LockService {
 /** The world a peer process runs in: a session's, plus the disk of its clock store. */
 export interface PeerWorld extends SessionWorld {
   readonly clockStore: ClockStore;
+  /**
+   * Where the agreed view and the acceptor state are kept (a data dir's view.json,
+   * runtime/view-store.ts). None: this peer takes no part in changes of the view, since a
+   * voter's promises must survive its restarts (docs/reconfiguration.md P2).
+   */
+  readonly viewStore?: ViewStore | undefined;
 }
 
 /** How a peer process is started. */
@@ -107,8 +116,6 @@ export interface PeerOptions {
    * binary speaks (transport/codec.ts `protocolLevels`).
    */
   readonly protocolLevel?: number;
-  /** The agreed view its data dir keeps (server.ts, runtime/view-store.ts `agreedViewOf`); default the config file's. */
-  readonly view?: AgreedView | undefined;
   /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`; tests inject ranges). */
   readonly levels?: ProtocolLevels;
 }
@@ -157,6 +164,9 @@ export class PeerRuntime implements LockService {
   readonly #bounds: PersistedBounds;
   readonly #sessions: CurrentSession;
   readonly #holds: LocalHolds;
+  /** The agreed view and the acceptor state as the view store keeps them; null without one (then `#seeded` is the view). */
+  #record: ViewRecord | null;
+  readonly #seeded: AgreedView;
   #stopping = false;
   #rejoining = false;
   /**
@@ -166,10 +176,19 @@ export class PeerRuntime implements LockService {
   #startedAboveStaleMs: number | null = null;
 
   constructor(opts: PeerOptions) {
-    const index = opts.config.peers.findIndex((p) => p.id === opts.id);
-    if (index < 0) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config`);
+    if (!opts.config.peers.some((p) => p.id === opts.id)) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config`);
+    this.#levels = opts.levels ?? protocolLevels;
+    this.#protocolLevel = opts.protocolLevel ?? this.#levels.newest;
+    // The agreed view (docs/reconfiguration.md): the store's, else the one the config file seeds.
+    this.#seeded = firstView(opts.config.peers, this.#protocolLevel);
+    this.#record = opts.world.viewStore?.load(this.#seeded) ?? null;
+    const view = this.view;
+    const me = view.members.find((m) => m.id === opts.id);
+    if (me === undefined || me.state === 'leaving') {
+      throw new LockError(ErrorCode.Removed, `the agreed view of this peer's data dir (epoch ${view.epoch}) ${me === undefined ? 'no longer has' : 'removes'} ${opts.id}: it was removed from the cluster. To bring this host back, empty its data dir and add it again as a new member (docs/operations.md, "Changing the members")`);
+    }
     this.id = opts.id;
-    this.index = index;
+    this.index = me.ordinal;
     this.config = opts.config;
     this.#rootLog = opts.logger;
     this.#log = opts.logger.child({ component: 'runtime' });
@@ -177,8 +196,6 @@ export class PeerRuntime implements LockService {
     this.#env = opts.world.env;
     this.#linkUnackedBytesMax = opts.linkUnackedBytesMax;
     this.#frameBytesMax = opts.frameBytesMax;
-    this.#levels = opts.levels ?? protocolLevels;
-    this.#protocolLevel = opts.protocolLevel ?? this.#levels.newest;
     this.#reservation = new ClockReservation({ store: opts.world.clockStore, env: this.#env, log: this.#log });
     this.#bounds = new PersistedBounds({
       store: opts.world.clockStore, env: this.#env, log: this.#log, aheadMs: (kind) => this.#boundAheadMs(kind),
@@ -188,15 +205,46 @@ export class PeerRuntime implements LockService {
     // registry of local requests, the inspector over both, the metrics over it, the holds.
     const sessions = new CurrentSession();
     const requests = new LocalRequests(limits.endedIdsMax);
-    // The agreed view (docs/reconfiguration.md): the data dir's (runtime/view-store.ts), else the
-    // one the config file seeds, at the level this peer runs at.
-    const view = opts.view ?? firstView(this.config.peers, this.#protocolLevel);
-    const inspect = new PeerInspector({ id: this.id, index, config: this.config, sessions, requests, view });
+    const inspect = new PeerInspector({ id: this.id, index: this.index, config: this.config, sessions, requests, view: () => this.view });
     const metrics = new PeerMetrics(inspect, opts.processMetrics ?? true);
     this.#sessions = sessions;
     this.inspect = inspect;
     this.metrics = metrics;
     this.#holds = new LocalHolds(holdsHost({ id: this.id, env: this.#env, log: this.#log, sessions, requests, inspect, metrics, events: this.events }));
+  }
+
+  /** The agreed view as this peer holds it now. */
+  get view(): AgreedView {
+    const chain = this.#record?.chain;
+    return chain?.[chain.length - 1] ?? this.#seeded;
+  }
+
+  /**
+   * Whether this peer's core takes part in changes of the view: it keeps its promises on disk
+   * (a view store), and its cluster runs at a level whose binaries all read messages about the
+   * view (`viewFramesLevel`).
+   */
+  #takesPart(): boolean {
+    return this.#record !== null && this.view.level >= viewFramesLevel;
+  }
+
+  /** Persists a view the core applied (docs/reconfiguration.md P2): false when it could not be. */
+  #saveView(view: AgreedView): boolean {
+    return this.#save((record) => withView(record, view));
+  }
+
+  #save(change: (record: ViewRecord) => ViewRecord): boolean {
+    const store = this.#world.viewStore;
+    if (this.#record === null || store === undefined) return false;
+    try {
+      const next = change(this.#record);
+      store.save(next);
+      this.#record = next;
+      return true;
+    } catch (err) {
+      this.#log.error({ code: ErrorCode.Storage, err: (err as Error).message }, 'cannot write the agreed view');
+      return false;
+    }
   }
 
   /**
@@ -279,8 +327,10 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
+    const acceptor = this.#takesPart() && this.#record !== null ? { acceptor: this.#record.acceptor } : {};
     return new Session({
-      config: this.config, index: this.index, clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
+      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, ...acceptor,
+      clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
     }, {
@@ -293,6 +343,8 @@ export class PeerRuntime implements LockService {
       onClock: (clock) => this.#reservation.reserve(clock),
       onPromise: () => this.#bounds.ensure('promise'),
       onEchoing: () => this.#onEchoing(),
+      onView: (view) => this.#saveView(view),
+      onAcceptor: (state) => this.#save((record) => ({ ...record, acceptor: state })),
     });
   }
 
@@ -428,9 +480,38 @@ export class PeerRuntime implements LockService {
     return this.#holds.refresh(lock, id, ttlMs);
   }
 
-  async changeView(change: ViewChange, _opts: ChangeOptions): Promise<AgreedView> {
-    checkChange(this.inspect.view(), change);
-    throw new LockError(ErrorCode.ChangeRefused, 'this peer takes no part in changes of the view yet (docs/reconfiguration.md, "What is built")');
+  changeView(change: ViewChange, opts: ChangeOptions): Promise<AgreedView> {
+    return new Promise((resolve, reject) => this.startChange(change, opts, (result) => (result instanceof LockError ? reject(result) : resolve(result))));
+  }
+
+  /** `changeView` by callback, as the simulator drives it (runtime/view-change.ts `startChange`). */
+  startChange(change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void): void {
+    startChange({
+      env: this.#env, log: this.#log,
+      view: () => this.view,
+      refusal: () => this.#changeRefusal(),
+      machine: () => this.inspect.protocol.machine,
+      request: (lock, o, cb) => this.request(lock, o, cb),
+      release: (lock, id) => void this.release(lock, id),
+      step: (event) => this.#sessions.get().step(event),
+      onChanged: (fn) => {
+        this.events.on('changed', fn);
+        return () => void this.events.off('changed', fn);
+      },
+    }, change, opts, done);
+  }
+
+  /** What a host added to the cluster starts from (`lamport-peer --join`): the cluster's name and founders, and the view now. */
+  joinTicket(): JoinTicket {
+    return { cluster: this.config.cluster, founders: this.#record?.founders ?? this.config.peers.map((p) => p.id), view: this.view };
+  }
+
+  /** Why this peer cannot run a change of the view now (ChangeHost.refusal). */
+  #changeRefusal(): LockError | null {
+    if (this.#record === null) return new LockError(ErrorCode.ChangeRefused, 'this peer runs without --data-dir: a peer that changes the members keeps its promises on disk. Ask a peer with a data dir, or give this one a data dir');
+    const level = this.view.level;
+    if (level < viewFramesLevel) return new LockError(ErrorCode.ChangeRefused, `this cluster runs at protocol level ${level}; changes of the members need level ${viewFramesLevel} (docs/operations.md, "Protocol levels")`);
+    return this.#refusal();
   }
 
   /**

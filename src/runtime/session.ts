@@ -25,7 +25,9 @@ import { PeerProtocol } from '../core/protocol.js';
 import { isPayload } from '../core/protocol-io.js';
 import type { ProtocolReader } from '../core/protocol.js';
 import type { LocalEffect, Payload, ProtocolOutput, RejoinReason } from '../core/protocol-io.js';
+import type { AcceptorState } from '../core/acceptor.js';
 import type { Incarnation } from '../core/types.js';
+import type { AgreedView } from '../core/view.js';
 import { clockCeiling, formatIncarnation } from '../core/types.js';
 import type { Env, Timer } from '../env.js';
 import { ErrorCode, isLockError } from '../errors.js';
@@ -64,6 +66,13 @@ export interface SessionHooks {
    * that failed: the echo is not sent.
    */
   onEchoing(): boolean;
+  /**
+   * The core applied a view, or its acceptor state moved (docs/reconfiguration.md, P2): persist
+   * it before the packets that depend on it leave. False when that failed: they do not leave,
+   * and this incarnation ends (the next one starts from what the disk holds).
+   */
+  onView(view: AgreedView): boolean;
+  onAcceptor(state: AcceptorState): boolean;
 }
 
 /** The world a session runs in: production's or the simulator's. */
@@ -77,7 +86,17 @@ export interface SessionWorld {
 /** Construction parameters of a session. */
 export interface SessionOptions {
   readonly config: ClusterConfig;
+  /** This peer's ordinal in `view`. */
   readonly index: number;
+  /**
+   * The agreed view (docs/reconfiguration.md): the members linked to, by ordinal. The core
+   * takes part in its changes only when `acceptor` is given too (a data dir keeps both).
+   */
+  readonly view: AgreedView;
+  /** The ids the cluster was founded with (`ViewRecord.founders`): with the name and timings, the identity every link checks. */
+  readonly founders: readonly string[];
+  /** The acceptor state the data dir keeps for the epoch after `view`'s; none: this incarnation takes no part in changes of the view. */
+  readonly acceptor?: AcceptorState | undefined;
   /** The protocol level this peer runs at (PeerOptions.protocolLevel): the shape's `protocol`, which every link checks. */
   readonly protocolLevel: number;
   /** The protocol levels this binary speaks (PeerOptions.levels). */
@@ -161,6 +180,10 @@ export class Session {
   readonly #protocol: PeerProtocol;
   readonly #mesh: Mesh<Payload>;
   readonly #timers: Timer[] = [];
+  /** The other peers' incarnations, shared by the protocol and the mesh; it grows with the view. */
+  readonly #incarnations: IncarnationBook;
+  /** Each member's id by ordinal (gaps: members removed), as the protocol names them. */
+  readonly #ids: string[] = [];
   #closed = false;
 
   constructor(opts: SessionOptions, hooks: SessionHooks) {
@@ -173,16 +196,19 @@ export class Session {
     let protocol: PeerProtocol | null = null;
     // The other peers' incarnations, admitted, evicted and refused (src/core/incarnations.ts):
     // one book, shared by the protocol, which evicts in it, and the mesh, which admits and refuses in it.
-    const incarnations = new IncarnationBook(opts.config.peers.length, () => clockCeiling(this.#env.wallMs(), protocol?.machine.clock ?? 0));
+    const incarnations = new IncarnationBook(opts.view.nextOrdinal, () => clockCeiling(this.#env.wallMs(), protocol?.machine.clock ?? 0));
+    this.#incarnations = incarnations;
+    for (const m of opts.view.members) this.#ids[m.ordinal] = m.id;
+    const changes = opts.acceptor === undefined ? {} : { view: opts.view, acceptor: opts.acceptor, speaks: opts.levels.newest };
     protocol = new PeerProtocol({
-      self: opts.index, peerIds: opts.config.peers.map((p) => p.id), leaseMs: opts.config.leaseMs, evictMs: opts.config.evictMs, clockRateMargin,
+      self: opts.index, peerIds: this.#ids, ...changes, leaseMs: opts.config.leaseMs, evictMs: opts.config.evictMs, clockRateMargin,
       incarnation: this.incarnation, clockFloor: opts.clockFloor, nowMs: this.#now(), incarnations,
       promises: opts.promises, quietForMs: opts.quietForMs, joinsHeldForMs: opts.joinsHeldForMs, queueLog: opts.queueLog,
     });
     this.#protocol = protocol;
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
-    this.shape = clusterShapeOf(opts.config, opts.protocolLevel);
+    this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);
     this.levels = opts.levels;
     this.#mesh = this.#createMesh(opts, incarnations);
   }
@@ -192,9 +218,9 @@ export class Session {
   }
 
   #createMesh(opts: SessionOptions, incarnations: IncarnationBook): Mesh<Payload> {
-    const peers = opts.config.peers.map((p, index) => ({ id: p.id, index, ws: p.ws }));
-    const self = peers[opts.index];
-    assert(self !== undefined, 'self is configured');
+    const peers = opts.view.members.map((m) => ({ id: m.id, index: m.ordinal, ws: m.ws }));
+    const self = peers.find((p) => p.index === opts.index);
+    assert(self !== undefined, 'self is a member of the view');
     // The mesh stamps heartbeats and watches silence on the lease clock, so an echo's send
     // time and the lease it extends are on one clock that counts suspends. Every event that
     // enters this incarnation (a timer, a socket's) re-checks the lease first: a process
@@ -345,10 +371,36 @@ export class Session {
         this.#log[o.level](o.fields, o.msg);
         return;
       case 'view':
+        if (!this.#hooks.onView(o.view)) {
+          this.#storageFailed();
+          return;
+        }
+        this.#followView(o.view);
+        return;
       case 'acceptor':
-        // Only a protocol given a view takes part in its changes, and the runtime gives it none yet (docs/reconfiguration.md).
-        assert(false, 'the runtime takes no part in changes of the view yet');
+        if (!this.#hooks.onAcceptor(o.state)) this.#storageFailed();
+        return;
     }
+  }
+
+  /** The links follow the view applied: a member added is linked to (docs/reconfiguration.md P5). */
+  #followView(view: AgreedView): void {
+    this.#incarnations.grow(view.nextOrdinal);
+    for (const m of view.members) {
+      this.#ids[m.ordinal] = m.id;
+      this.#mesh.addPeer({ id: m.id, index: m.ordinal, ws: m.ws });
+    }
+  }
+
+  /**
+   * A view or an acceptor state could not be written: what depends on it must not leave
+   * (rule P2: on disk before it is sent). The rest of this step is dropped and the incarnation
+   * ends; the next starts from the disk, which never held it.
+   */
+  #storageFailed(): void {
+    this.#log.error({ code: ErrorCode.Storage }, 'the agreed view or a promise about it could not be written: ending this incarnation before anything that depends on it leaves');
+    this.close();
+    this.#env.soon(() => this.#hooks.onRejoin('storage', this.incarnation.startMs + 1));
   }
 
   /** The timer that checks the lease when it would lapse (`#armLeaseTimer`), and the lease-clock instant it is armed for. */

@@ -4,9 +4,14 @@
  * lock like any lock, proposes the change on top of the view it holds when granted, waits until
  * the view is chosen and every member passed it back, then releases the lock.
  */
+import type { Machine, MachineEvent } from '../core/machine.js';
+import { viewLock } from '../core/messages.js';
 import type { AgreedView, ViewChange } from '../core/view.js';
 import { applyChange } from '../core/view.js';
+import type { Env, Timer } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AcquireOptions, RequestCallbacks, RequestHandle } from './holds.js';
 
 /** How long a change may take, and who may give up on it. */
 export interface ChangeOptions {
@@ -20,4 +25,154 @@ export function checkChange(view: AgreedView, change: ViewChange): AgreedView {
   const next = applyChange(view, change);
   if (typeof next === 'string') throw new LockError(ErrorCode.ChangeRefused, `${next} (the view at epoch ${view.epoch})`, { epoch: view.epoch });
   return next;
+}
+
+/** What a change reads and moves of its peer (PeerRuntime lends it). */
+export interface ChangeHost {
+  readonly env: Env;
+  readonly log: Logger;
+  /** The view as this peer holds it now. */
+  view(): AgreedView;
+  /** Why this peer cannot take part in a change now, if it cannot (no data dir, a level below 10). */
+  refusal(): LockError | null;
+  /** The core's view of its proposal. */
+  machine(): Pick<Machine, 'proposal' | 'viewAcked' | 'clusterView'>;
+  request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
+  release(lock: string, id: string): void;
+  /** Steps the current incarnation's core (`propose`). */
+  step(event: MachineEvent): void;
+  /** Calls `fn` after every step of the core until the returned function is called. */
+  onChanged(fn: () => void): () => void;
+}
+
+/** Waits between two tries when too few voters promised (a rival's ballot was higher). */
+const retryMs = 50;
+
+/**
+ * Runs `change` to its end (docs/reconfiguration.md P1-P3): takes the view lock, proposes the
+ * change on top of the view held at the grant (or finishes a predecessor's first, then tries
+ * again), waits until the view is chosen and every member of the ack set passed it back,
+ * releases. `done` hears the view that has the change, or why there is none. Driven by the
+ * core's steps and the env's timers alone, so the simulator runs it as production does.
+ */
+export function startChange(host: ChangeHost, change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void): void {
+  const refused = host.refusal();
+  if (refused !== null) return done(refused);
+  try {
+    checkChange(host.view(), change);
+  } catch (err) {
+    return done(err as LockError);
+  }
+  new ChangeRun(host, change, opts, done).ask();
+}
+
+/** One change under way: its view lock requests, one after another, and what it waits for. */
+class ChangeRun {
+  readonly #host: ChangeHost;
+  readonly #change: ViewChange;
+  readonly #opts: ChangeOptions;
+  readonly #done: (result: AgreedView | LockError) => void;
+  readonly #deadline: number;
+  /** The view lock as held now: its id, and whether the hold still lives. */
+  #hold: { readonly id: string; live: boolean } | null = null;
+  #timer: Timer | null = null;
+  #stopWatching: (() => void) | null = null;
+  #finished = false;
+
+  constructor(host: ChangeHost, change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void) {
+    this.#host = host;
+    this.#change = change;
+    this.#opts = opts;
+    this.#done = done;
+    this.#deadline = host.env.monoMs() + opts.timeoutMs;
+  }
+
+  /** Asks for the view lock, for at most what is left of the time. */
+  ask(): void {
+    const left = Math.ceil(this.#deadline - this.#host.env.monoMs());
+    if (left <= 0 || this.#opts.signal?.aborted === true) return this.#finish(this.#timedOut());
+    const handle = this.#host.request(viewLock, {
+      mode: 'exclusive', limit: 1, permits: 1, owner: 'lamport-lock member change', meta: null,
+      timeoutMs: left, ttlMs: left, hold: 'ttl', expectedMs: null,
+    }, {
+      // Proposed at the next turn: the grant comes inside a step of the core, which takes no other.
+      granted: (grant) => {
+        const hold = { id: grant.id, live: true };
+        this.#hold = hold;
+        this.#host.env.soon(() => this.#propose(hold));
+      },
+      failed: (err) => this.#finish(err.code === ErrorCode.Timeout ? this.#timedOut() : err),
+      ended: () => {
+        if (this.#hold !== null) this.#hold.live = false;
+      },
+    });
+    this.#opts.signal?.addEventListener('abort', () => handle.clientGone(), { once: true });
+  }
+
+  /** With the view lock held: proposes the change on top of the core's view, then waits for its end. */
+  #propose(hold: { readonly id: string; live: boolean }): void {
+    const view = this.#host.machine().clusterView;
+    // The incarnation that was granted the lock ended meanwhile (its holds ended with it).
+    if (!hold.live || view === null || this.#finished) return this.#again();
+    const target = applyChange(view, this.#change);
+    if (typeof target === 'string') return this.#finish(new LockError(ErrorCode.ChangeRefused, `${target} (the view at epoch ${view.epoch})`, { epoch: view.epoch }));
+    this.#host.step({ type: 'propose', view: target });
+    const proposal = this.#host.machine().proposal;
+    if (proposal === null) return this.#again(); // Too few promises: a rival's ballot was higher.
+    const ready = (): boolean => {
+      const m = this.#host.machine();
+      return (m.clusterView?.epoch ?? -1) >= proposal.view.epoch && m.viewAcked;
+    };
+    const settled = (): void => {
+      if (!proposal.own) {
+        this.#host.log.warn({ epoch: proposal.view.epoch }, 'finished the change a previous holder of the view lock had begun; proposing ours next');
+        return this.#again();
+      }
+      this.#host.log.warn({ epoch: proposal.view.epoch, change: this.#change }, 'the members of the cluster changed');
+      this.#finish(this.#host.view());
+    };
+    if (ready()) return settled();
+    this.#timer = this.#host.env.after(Math.max(1, Math.ceil(this.#deadline - this.#host.env.monoMs())), () => this.#finish(this.#timedOut()));
+    this.#stopWatching = this.#host.onChanged(() => {
+      if (!this.#finished && ready()) {
+        this.#unwatch();
+        settled();
+      } else if (hold.live === false) {
+        this.#unwatch();
+        this.#again();
+      }
+    });
+  }
+
+  /** Lets go of the view lock and asks again a little later. */
+  #again(): void {
+    this.#letGo();
+    this.#host.env.after(retryMs, () => this.ask());
+  }
+
+  #unwatch(): void {
+    this.#stopWatching?.();
+    this.#stopWatching = null;
+    this.#host.env.clear(this.#timer);
+    this.#timer = null;
+  }
+
+  #letGo(): void {
+    const hold = this.#hold;
+    this.#hold = null;
+    if (hold?.live === true) this.#host.release(viewLock, hold.id);
+  }
+
+  #finish(result: AgreedView | LockError): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#unwatch();
+    this.#letGo();
+    this.#done(result);
+  }
+
+  #timedOut(): LockError {
+    const epoch = this.#host.view().epoch;
+    return new LockError(ErrorCode.Timeout, `the change (${this.#change.op}) did not complete within ${this.#opts.timeoutMs} ms; the view is at epoch ${epoch}. Every member must be up and synced for a change (GET /v1/members)`, { epoch });
+  }
 }

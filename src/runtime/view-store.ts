@@ -6,9 +6,10 @@
  * (data-dir.ts `replaceFileSync`) before the peer acts on what it records.
  *
  * A peer with a data dir keeps it from its first start (`agreedViewOf`): the view its config
- * file seeds, epoch 0, mirrored from the config at every start while no change was made (none
- * can be yet: docs/reconfiguration.md).
+ * file seeds, epoch 0, mirrored from the config at every start while no change was made; the
+ * runtime appends each view its core applies and each acceptor state (`ViewStore`).
  */
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { AcceptorState } from '../core/acceptor.js';
 import { freshAcceptor } from '../core/acceptor.js';
@@ -17,6 +18,7 @@ import type { AgreedView } from '../core/view.js';
 import { canonicalView, firstView, isAgreedView } from '../core/view.js';
 import { readDataFile, replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
+import { limits } from '../limits.js';
 
 /** What `view.json` holds. */
 export interface ViewRecord {
@@ -25,6 +27,20 @@ export interface ViewRecord {
   /** Views applied, oldest first; the last is the peer's view. */
   readonly chain: readonly AgreedView[];
   readonly acceptor: AcceptorState;
+  /**
+   * The ids of the cluster's first view in ordinal order: with the name and the timings, the
+   * cluster's identity that every link checks (src/cluster-shape.ts), whoever the members are
+   * now (docs/reconfiguration.md P4, F75). A host added later is given them (`JoinTicket`).
+   */
+  readonly founders: readonly string[];
+}
+
+/** What a host added to the cluster starts from (`lamport-peer --join`): printed by `lamport-lock member add`. */
+export interface JoinTicket {
+  readonly cluster: string;
+  readonly founders: readonly string[];
+  /** The view that added it, as a learner. */
+  readonly view: AgreedView;
 }
 
 /** Views kept in the chain: enough to bring a peer that far behind up to date (P4). */
@@ -36,8 +52,33 @@ export function viewRecordPath(dataDir: string): string {
 }
 
 /** A record for a new data dir: `view` alone in the chain, nothing promised. */
-export function newViewRecord(acceptorId: string, view: AgreedView): ViewRecord {
-  return { acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1) };
+export function newViewRecord(acceptorId: string, view: AgreedView, founders: readonly string[] = view.members.map((m) => m.id)): ViewRecord {
+  return { acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1), founders };
+}
+
+const isIdList = (v: unknown): v is string[] => Array.isArray(v) && v.length >= 1 && v.length <= limits.peersMax &&
+  v.every((id) => typeof id === 'string' && id.length >= 1 && id.length <= limits.peerIdCharsMax);
+
+/** The ticket as one word for a command line (`lamport-peer --join TICKET`): base64url of its JSON. */
+export function encodeJoinTicket(ticket: JoinTicket): string {
+  return Buffer.from(JSON.stringify(ticket)).toString('base64url');
+}
+
+/** The ticket of `--join`; ERR_CONFIG_INVALID with a sentence when it is not one. */
+export function decodeJoinTicket(text: string): JoinTicket {
+  let value: unknown = null;
+  try {
+    value = JSON.parse(Buffer.from(text.trim(), 'base64url').toString('utf8'));
+  } catch {
+    // Not JSON: refused below.
+  }
+  if (!isJoinTicket(value)) throw new LockError(ErrorCode.ConfigInvalid, '--join takes the ticket `lamport-lock member add` printed, whole: this is not one');
+  return value;
+}
+
+/** Shape guard for a join ticket from the command line. */
+export function isJoinTicket(v: unknown): v is JoinTicket {
+  return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isAgreedView(v['view']);
 }
 
 /** The record with `view`, the one after its newest, appended (the oldest dropped past `chainViewsMax`), and nothing promised for the next epoch. */
@@ -60,7 +101,7 @@ function isViewRecord(v: unknown): v is ViewRecord {
   const chain = v['chain'];
   if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isAgreedView)) return false;
   const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as AgreedView).epoch + 1);
-  return linked && isAcceptorState(v['acceptor']);
+  return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']);
 }
 
 /** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */
@@ -76,23 +117,89 @@ export function loadViewRecord(dataDir: string): ViewRecord | null {
 }
 
 /**
- * The agreed view of the peer of `dataDir` at start: the record's newest view, made from the
- * config file on a new data dir (with a new acceptor id from `newId`). At epoch 0 the record
- * mirrors the config (its peers were checked equal by the cluster memory, addresses and level
- * are refreshed); a later epoch was made by a binary that changes views, which this one cannot
- * run with, and refuses the start.
+ * The ids the cluster of `dataDir` was founded with (`ViewRecord.founders`): the record's once
+ * the members changed or the host joined; else those the config file (or the join ticket) gives.
  */
-export function agreedViewOf(dataDir: string, peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number, newId: () => string): AgreedView {
-  const seeded = firstView(peers, level);
+export function foundersOf(dataDir: string, peers: readonly { readonly id: string }[], join: JoinTicket | undefined): readonly string[] {
   const record = loadViewRecord(dataDir);
   const last = record?.chain[record.chain.length - 1];
-  if (record !== null && last !== undefined && last.epoch > 0) {
-    throw new LockError(ErrorCode.ConfigInvalid, `${viewRecordPath(dataDir)} records view epoch ${last.epoch}: the cluster's members were changed by a binary that changes them, and this one cannot run with that view. Run the binary that made it`);
+  if (record !== null && last !== undefined && (last.epoch > 0 || join !== undefined)) return record.founders;
+  return join?.founders ?? peers.map((p) => p.id);
+}
+
+/**
+ * Makes or refreshes the record of `dataDir` at start (P8): `startRecord` on what it holds,
+ * written when that differs.
+ */
+export function prepareViewRecord(
+  dataDir: string, self: string, peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number, newId: () => string, join?: JoinTicket,
+): void {
+  const record = loadViewRecord(dataDir);
+  const next = startRecord(record, self, peers, level, newId, join);
+  if (next !== record) writeViewRecord(dataDir, next);
+}
+
+/**
+ * The record a peer starts with, from the one its data dir holds (null: a new data dir). A new
+ * one gets the view its config file seeds (epoch 0), or, with `join`, the view that added
+ * `self` (a new acceptor id from `newId` either way). At epoch 0 the record mirrors the config
+ * file (its peers were checked equal by the cluster memory; addresses and level are
+ * refreshed); from epoch 1 on, or once joined, the record alone says who the members are.
+ * Returns `record` itself when nothing changes.
+ */
+export function startRecord(
+  record: ViewRecord | null, self: string, peers: readonly { readonly id: string; readonly ws: string; readonly http: string }[], level: number, newId: () => string, join?: JoinTicket,
+): ViewRecord {
+  const last = record?.chain[record.chain.length - 1];
+  if (join !== undefined) {
+    if (record !== null) return record; // Joined before: the record is ahead of the ticket.
+    if (!join.view.members.some((m) => m.id === self)) {
+      throw new LockError(ErrorCode.ConfigInvalid, `this join ticket adds ${join.view.members.filter((m) => m.state === 'learner').map((m) => m.id).join(', ') || 'no learner'}, not ${self}: run \`lamport-lock member add ${self} ...\` on a member and use the ticket it prints`);
+    }
+    return newViewRecord(newId(), join.view, join.founders);
   }
-  if (record === null) writeViewRecord(dataDir, newViewRecord(newId(), seeded));
+  if (record !== null && last !== undefined && last.epoch > 0) return record;
+  const seeded = firstView(peers, level);
+  if (record === null) return newViewRecord(newId(), seeded);
   // Refreshed, not replaced: the acceptor id and state stay (a promise must survive restarts).
-  else if (last === undefined || canonicalView(last) !== canonicalView(seeded)) writeViewRecord(dataDir, { ...record, chain: [seeded] });
-  return seeded;
+  if (last === undefined || canonicalView(last) !== canonicalView(seeded)) return { ...record, chain: [seeded], founders: seeded.members.map((m) => m.id) };
+  return record;
+}
+
+/**
+ * Where a runtime keeps its record (PeerWorld.viewStore): the data dir's file in production, a
+ * host's virtual disk in the simulator. `save` returns only once the record is durable, and
+ * throws a LockError (ERR_STORAGE) when it cannot be.
+ */
+export interface ViewStore {
+  /** The record; a new one (`seeded` alone in the chain, a new acceptor id, nothing promised), saved, when none was kept. */
+  load(seeded: AgreedView): ViewRecord;
+  save(record: ViewRecord): void;
+}
+
+/** The record in `dataDir/view.json`. */
+export class FileViewStore implements ViewStore {
+  readonly #dataDir: string;
+
+  constructor(dataDir: string) {
+    this.#dataDir = dataDir;
+  }
+
+  load(seeded: AgreedView): ViewRecord {
+    const found = loadViewRecord(this.#dataDir);
+    if (found !== null) return found;
+    const record = newViewRecord(randomBytes(8).toString('hex'), seeded);
+    this.save(record);
+    return record;
+  }
+
+  save(record: ViewRecord): void {
+    try {
+      writeViewRecord(this.#dataDir, record);
+    } catch (err) {
+      throw new LockError(ErrorCode.Storage, `cannot write ${viewRecordPath(this.#dataDir)}: ${(err as Error).message}`);
+    }
+  }
 }
 
 /** Writes the record of `dataDir`, atomically and durably. */

@@ -44,9 +44,12 @@ export type { DataFrame } from './link.js';
  * differing configuration carries the refuser's cluster shape (src/cluster-shape.ts).
  * Since level 9 a hello may advertise the newest level its dialer's binary speaks
  * (`HelloFrame.newest`, with its proof in `AuthFrame.newestMac`): optional fields, which a
- * build that speaks only level 9 and knows nothing of them ignores.
+ * build that speaks only level 9 and knows nothing of them ignores. 10: the peers of a
+ * cluster running at 10 change its members through the view lock (docs/reconfiguration.md):
+ * HEAD-ACK, ACCEPT, ACCEPTED, VIEW, LEAVE and LEFT, and requests on the view lock, none of
+ * which a binary of level 9 reads. Frames are as at 9.
  */
-export const protocolLevels: ProtocolLevels = { oldest: 9, newest: 9 };
+export const protocolLevels: ProtocolLevels = { oldest: 9, newest: 10 };
 
 /** A range of protocol levels, `oldest <= newest`. */
 export interface ProtocolLevels {

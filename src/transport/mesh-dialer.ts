@@ -52,13 +52,23 @@ export class MeshDialer<P> {
     this.#events = events;
     this.#mesh = mesh;
     this.#log = opts.logger;
-    const random = (): number => opts.env.randomInt(2 ** 30) / 2 ** 30;
-    for (const link of links) this.#redials.set(link, { timer: null, backoff: new Backoff(random, limits.backoffMsMin, redialMsMax(opts.heartbeatMs)) });
+    for (const link of links) this.#track(link);
+  }
+
+  #track(link: PeerLink<P>): void {
+    const random = (): number => this.#opts.env.randomInt(2 ** 30) / 2 ** 30;
+    this.#redials.set(link, { timer: null, backoff: new Backoff(random, limits.backoffMsMin, redialMsMax(this.#opts.heartbeatMs)) });
   }
 
   /** Starts dialing every peer. */
   start(): void {
     for (const link of this.#redials.keys()) this.#dial(link);
+  }
+
+  /** A peer added to the mesh after the start (a member the view added): dialed from now on. */
+  add(link: PeerLink<P>, started: boolean): void {
+    this.#track(link);
+    if (started && !this.#mesh.closing()) this.#dial(link);
   }
 
   /** Stops redialing (mesh closing). */

@@ -37,7 +37,7 @@ import { MeshAcceptor } from './mesh-acceptor.js';
 import type { MeshContext } from './mesh-context.js';
 import { MeshDialer } from './mesh-dialer.js';
 import { MeshFlusher } from './mesh-flush.js';
-import type { MeshEvents, MeshOptions } from './mesh-options.js';
+import type { MeshEvents, MeshOptions, MeshPeer } from './mesh-options.js';
 import { validateMeshOptions } from './mesh-options.js';
 import type { MeshStats } from './mesh-stats.js';
 import { MeshCounters } from './mesh-stats.js';
@@ -98,12 +98,7 @@ export class Mesh<P> {
     this.#book = opts.incarnations ?? new IncarnationBook(size);
     assert(this.#book.capacity >= size, 'the incarnation book covers every peer');
     this.#links = new Array<PeerLink<P> | undefined>(size).fill(undefined);
-    const unackedBytesMax = opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax;
-    for (const peer of opts.peers) {
-      this.#links[peer.index] = new PeerLink<P>({ peer, unackedBytesMax, counters: this.#counters, logger: this.#log, merge: opts.mergePayloads,
-        split: opts.splitPayload, frameBytesMax: opts.frameBytesMax });
-      this.#indexOfId.set(peer.id, peer.index);
-    }
+    for (const peer of opts.peers) this.#newLink(peer);
     this.fingerprint = fingerprintOf(opts.shape);
     this.#refusals = new LinkRefusals(opts.shape, this.#log);
     const identity: HandshakeIdentity = {
@@ -135,6 +130,26 @@ export class Mesh<P> {
     };
     this.#acceptor = new MeshAcceptor<P>(opts, events, context);
     this.#dialer = new MeshDialer<P>(opts, events, context, this.#links.filter((link) => link !== undefined));
+  }
+
+  #newLink(peer: MeshPeer): PeerLink<P> {
+    const opts = this.#opts;
+    const link = new PeerLink<P>({ peer, unackedBytesMax: opts.linkUnackedBytesMax ?? limits.linkUnackedBytesMax, counters: this.#counters, logger: this.#log,
+      merge: opts.mergePayloads, split: opts.splitPayload, frameBytesMax: opts.frameBytesMax });
+    this.#links[peer.index] = link;
+    this.#indexOfId.set(peer.id, peer.index);
+    return link;
+  }
+
+  /**
+   * Links to `peer` from now on (a member the agreed view added, docs/reconfiguration.md P5):
+   * its handshakes are accepted and it is dialed. A peer linked already, or this one, is left
+   * as it is. The incarnation book grows with the view first (core/membership.ts setMembers).
+   */
+  addPeer(peer: MeshPeer): void {
+    if (peer.index === this.#opts.self.index || this.#links[peer.index] !== undefined || this.#indexOfId.has(peer.id)) return;
+    assert(Number.isSafeInteger(peer.index) && peer.index >= 0 && peer.index < limits.peersMax && this.#book.capacity > peer.index, 'an added peer has an ordinal the book covers');
+    this.#dialer.add(this.#newLink(peer), this.#acceptor.started);
   }
 
   /** Takes the listener's connections, then starts dialing every peer. */

@@ -15,6 +15,7 @@ import type { Incarnation, RequestSpec } from '../../src/core/types.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import { Session } from '../../src/runtime/session.js';
+import { firstView } from '../../src/core/view.js';
 import type { LocalEffect } from '../../src/core/protocol-io.js';
 import type { SessionHooks, SessionOptions } from '../../src/runtime/session.js';
 import { decodeFrame, protocolLevels } from '../../src/transport/codec.js';
@@ -131,6 +132,8 @@ function hooksOf(h: Hooks): SessionHooks {
     onSent: () => undefined,
     onLinkFailure: () => undefined, onRtt: (peer) => void h.echoesFrom.push(peer),
     onClock: () => undefined,
+    onView: () => true,
+    onAcceptor: () => true,
     onPromise: () => {
       h.promiseAsked++;
       return h.promising;
@@ -171,7 +174,7 @@ function startWorld(opts: readonly PeerOptions[], timing: { leaseMs?: number } =
     const sent: SentFrame[] = [];
     const hooks: Hooks = { echoing: true, promising: true, echoingAsked: 0, promiseAsked: 0, echoesFrom: [], rejoins: [], effects: [] };
     const { network, listener } = recordingWorld(net.networkOf(proc), env, sent);
-    const session = new Session({ config, index, protocolLevel: protocolLevels.newest, levels: protocolLevels, clockFloor: 1, startFloorMs: 0, logger: silentLogger(), world: { env: proc.env, network, listener }, ...o }, hooksOf(hooks));
+    const session = new Session({ config, index, view: firstView(config.peers, protocolLevels.newest), founders: config.peers.map((p) => p.id), protocolLevel: protocolLevels.newest, levels: protocolLevels, clockFloor: 1, startFloorMs: 0, logger: silentLogger(), world: { env: proc.env, network, listener }, ...o }, hooksOf(hooks));
     session.start();
     const peer = { session, proc, hooks, sent };
     peers.push(peer);

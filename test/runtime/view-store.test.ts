@@ -8,7 +8,8 @@ import { useTempDirs } from '../support/temp-dirs.js';
 import { accept, promise } from '../../src/core/acceptor.js';
 import { applyChange, firstView } from '../../src/core/view.js';
 import type { AgreedView } from '../../src/core/view.js';
-import { agreedViewOf, chainViewsMax, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
+import { chainViewsMax, foundersOf, prepareViewRecord, loadViewRecord, newViewRecord, viewRecordPath, withView, writeViewRecord } from '../../src/runtime/view-store.js';
+import type { JoinTicket, ViewRecord } from '../../src/runtime/view-store.js';
 
 const dataDir = useTempDirs('view-store');
 
@@ -70,32 +71,50 @@ describe('the agreed view at start', () => {
   let ids = 0;
   const newId = (): string => `00000000000000${String(++ids).padStart(2, '0')}`;
 
+  const prepare = (dir: string, p = peers, join?: JoinTicket): ViewRecord | null => {
+    prepareViewRecord(dir, 'c', p, 9, newId, join);
+    return loadViewRecord(dir);
+  };
+
   it('is made from the config on a new data dir, with an acceptor id kept across starts', () => {
     const dir = dataDir();
-    expect(agreedViewOf(dir, peers, 9, newId)).toEqual(v0);
-    const first = loadViewRecord(dir);
+    const first = prepare(dir);
     expect(first?.chain).toEqual([v0]);
-    expect(agreedViewOf(dir, peers, 9, newId)).toEqual(v0);
-    expect(loadViewRecord(dir)?.acceptorId).toBe(first?.acceptorId);
+    expect(first?.founders).toEqual(['a', 'b', 'c']);
+    expect(prepare(dir)?.acceptorId).toBe(first?.acceptorId);
   });
 
   it('at epoch 0, mirrors the addresses in the config and keeps the acceptor id and state', () => {
     const dir = dataDir();
-    agreedViewOf(dir, peers, 9, newId);
-    const before = loadViewRecord(dir);
+    const before = prepare(dir);
     if (before === null) throw new Error('no record');
     const promised = promise(before.acceptor, 1, { ts: 5, peer: 2 });
     writeViewRecord(dir, { ...before, acceptor: promised ?? before.acceptor });
     const moved = peers.map((p, i) => (i === 2 ? { ...p, http: '127.0.0.1:9999' } : p));
-    expect(agreedViewOf(dir, moved, 9, newId).members[2]?.http).toBe('127.0.0.1:9999');
-    const after = loadViewRecord(dir);
+    const after = prepare(dir, moved);
+    expect(after?.chain[0]?.members[2]?.http).toBe('127.0.0.1:9999');
     expect(after?.acceptorId).toBe(before.acceptorId);
     expect(after?.acceptor.promised).toEqual({ ts: 5, peer: 2 });
   });
 
-  it('refuses a view changed by a binary that changes views', () => {
+  it('from epoch 1 on, keeps the record whatever the config file lists, and names the cluster by its founders', () => {
     const dir = dataDir();
-    writeViewRecord(dir, withView(newViewRecord('0123456789abcdef', v0), added(v0, 'd', 7003)));
-    expect(() => agreedViewOf(dir, peers, 9, newId)).toThrow(/records view epoch 1: .* Run the binary that made it/);
+    const v1 = added(v0, 'd', 7003);
+    writeViewRecord(dir, withView(newViewRecord('0123456789abcdef', v0), v1));
+    const moved = peers.slice(1);
+    expect(prepare(dir, moved)?.chain.at(-1)).toEqual(v1);
+    expect(foundersOf(dir, moved, undefined)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('a host that joins starts from its ticket once, and refuses a ticket made for another host', () => {
+    const v1 = added(v0, 'd', 7003);
+    const ticket: JoinTicket = { cluster: 'test', founders: ['a', 'b', 'c'], view: v1 };
+    const dir = dataDir();
+    prepareViewRecord(dir, 'd', [], 9, newId, ticket);
+    const record = loadViewRecord(dir);
+    expect(record?.chain).toEqual([v1]);
+    expect(record?.founders).toEqual(['a', 'b', 'c']);
+    expect(foundersOf(dir, [{ id: 'd' }], ticket)).toEqual(['a', 'b', 'c']);
+    expect(() => prepareViewRecord(dataDir(), 'e', [], 9, newId, ticket)).toThrow(/this join ticket adds d, not e/);
   });
 });

@@ -10,6 +10,9 @@ import type { ClusterConfig } from '../../src/config.js';
 import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
+import type { ViewRecord, ViewStore } from '../../src/runtime/view-store.js';
+import { newViewRecord, startRecord } from '../../src/runtime/view-store.js';
+import { protocolLevels } from '../../src/transport/codec.js';
 import type { ProtocolReader } from '../../src/core/protocol.js';
 import type { Logger } from '../../src/log.js';
 import type { Incarnation } from '../../src/core/types.js';
@@ -27,6 +30,25 @@ import { transcriptLogger } from './transcript.js';
 /** The data dir of a host: the clock high-water mark, which may be lost or fail to write. */
 export class SimDisk implements ClockStore {
   hwm = 0;
+  /** The agreed view's record (runtime/view-store.ts), as the host's data dir keeps it across its processes. */
+  viewRecord: ViewRecord | null = null;
+  /** Acceptor ids made on this disk so far: a disk lost and made again gets a new one. */
+  #acceptorIds = 0;
+  newAcceptorId(): string {
+    return (++this.#acceptorIds).toString(16).padStart(16, '0');
+  }
+
+  /** The record's store, for PeerWorld.viewStore: a write fails while the disk does. */
+  readonly views: ViewStore = {
+    load: (seeded) => {
+      this.viewRecord ??= newViewRecord(this.newAcceptorId(), seeded);
+      return this.viewRecord;
+    },
+    save: (record) => {
+      if (this.failing) throw new Error('EROFS: read-only file system');
+      this.viewRecord = record;
+    },
+  };
   /** The bounds the last process left (ClockStore.loadBound). */
   readonly bounds: Record<Bound, number> = { promise: 0, echo: 0 };
   /** While true, every write throws (disk full, read-only file system). */
@@ -81,6 +103,7 @@ export class SimDisk implements ClockStore {
     this.hwm = 0;
     this.bounds.promise = 0;
     this.bounds.echo = 0;
+    this.viewRecord = null;
   }
 }
 
@@ -281,8 +304,11 @@ export class Cluster {
     const proc = new SimProcess({ id: this.#nextProcId++, peer, host: h.clock, time, rng: rng.fork(), schedule });
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
+    // What lamport-peer does with the data dir before the runtime starts (server.ts).
+    const config = opts.config ?? this.#config;
+    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, protocolLevels.newest, () => h.disk.newAcceptorId());
     const runtime = new PeerRuntime({
-      config: opts.config ?? this.#config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk }, processMetrics: false,
+      config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
       ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
       ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
     });

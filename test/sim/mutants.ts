@@ -165,9 +165,9 @@ const mutants = {
   /** A refresh does not cancel the hold's earlier expiry: a refreshed hold ends at its old TTL. */
   'refresh-keeps-old-expiry': [at('src/runtime/local-holds.js', "const ttl = ttlMs ?? req.opts.ttlMs; this.#clearTimer(req, 'ttlTimer');", 'const ttl = ttlMs ?? req.opts.ttlMs;')],
   /** The cluster fingerprint leaves out the order of the peers: a host that lists them in another order is let in. */
-  'fingerprint-ignores-order': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, opts.protocolLevel);', 'const shape = clusterShapeOf(opts.config, opts.protocolLevel); this.shape = { ...shape, peers: [...shape.peers].sort() };')],
+  'fingerprint-ignores-order': [at('src/runtime/session.js', 'this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);', 'const shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel); this.shape = { ...shape, peers: [...shape.peers].sort() };')],
   /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
-  'fingerprint-ignores-timings': [at('src/runtime/session.js', 'this.shape = clusterShapeOf(opts.config, opts.protocolLevel);', 'this.shape = { ...clusterShapeOf(opts.config, opts.protocolLevel), heartbeatMs: 0, leaseMs: 0, evictMs: 0 };')],
+  'fingerprint-ignores-timings': [at('src/runtime/session.js', 'this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);', 'this.shape = { ...clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel), heartbeatMs: 0, leaseMs: 0, evictMs: 0 };')],
   /** A META from another peer is dropped: receivers keep the meta its REQUEST brought. */
   'meta-ignored': [at(machine, 'this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);', '')],
   /** A holder's new meta changes its own queue only: no META leaves (the state transfer to a later joiner still carries it). */

@@ -19,9 +19,9 @@ import { drawScenario } from './scenario.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
- * unless `clockRates` (local ms per virtual ms) says otherwise.
+ * unless `clockRates` (local ms per virtual ms) says otherwise; started unless `start` is false.
  */
-function quietWorld(peers: number, clockRates?: readonly number[]): Parts {
+export function quietWorld(peers: number, clockRates?: readonly number[], start = true): Parts {
   const rng = new Prng(1);
   const drawn = drawScenario(rng.fork(), { peers });
   const same = <T>(v: T): T[] => Array.from({ length: peers }, () => v);
@@ -33,7 +33,7 @@ function quietWorld(peers: number, clockRates?: readonly number[]): Parts {
     linkBufferBytes: null, frameBytes: null, lostDiskChance: 0, failingDiskChance: 0, wallStepBackChance: 0,
   };
   const parts = build({ seed: 1, transcript: true }, scenario, rng);
-  parts.cluster.start();
+  if (start) parts.cluster.start();
   return parts;
 }
 

@@ -1,0 +1,89 @@
+/**
+ * Scripted changes of the view on the production runtime in the simulated world
+ * (docs/reconfiguration.md): each step chosen by hand, the invariants checked after every event
+ * as in the seed runs.
+ */
+import type { AgreedView, ViewChange } from '../../src/core/view.js';
+import type { LockError } from '../../src/errors.js';
+import type { Parts } from './run.js';
+import { runUntil } from './run.js';
+import { quietWorld } from './scenarios.js';
+import { startRecord } from '../../src/runtime/view-store.js';
+import { protocolLevels } from '../../src/transport/codec.js';
+
+/** What one change came to: the view, or the error's code and sentence; null while it runs. */
+export type ChangeOutcome = { readonly epoch: number; readonly members: string } | { readonly code: string; readonly message: string } | null;
+
+/** Starts `change` at peer `at` now; the returned function reads its outcome. */
+export function change(parts: Parts, at: number, c: ViewChange, timeoutMs = 10_000): () => ChangeOutcome {
+  let outcome: ChangeOutcome = null;
+  const p = parts.cluster.current(at);
+  if (p === undefined) throw new Error(`p${at} is not running`);
+  p.proc.run(() => p.runtime.startChange(c, { timeoutMs }, (r: AgreedView | LockError) => {
+    outcome = 'code' in r ? { code: r.code, message: r.message } : { epoch: r.epoch, members: membersText(r) };
+  }));
+  return () => outcome;
+}
+
+/** `p0:voter,p1:voter,...` */
+export function membersText(v: AgreedView): string {
+  return v.members.map((m) => `${m.id}:${m.state}`).join(',');
+}
+
+/** Each peer's view as its runtime holds it. */
+export function views(parts: Parts, peers: number): string[] {
+  return Array.from({ length: peers }, (_, i) => {
+    const v = parts.cluster.current(i)?.runtime.view;
+    return v === undefined ? 'down' : `${v.epoch} ${membersText(v)}`;
+  });
+}
+
+/** Three peers; p0 removes p2, then retires it once it left. */
+export function removeThenRetire(): { removed: ChangeOutcome; retired: ChangeOutcome; views: string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(3);
+  runUntil(parts, 3000);
+  const removed = change(parts, 0, { op: 'remove', id: 'p2' });
+  runUntil(parts, 6000);
+  const retired = change(parts, 1, { op: 'retire', id: 'p2' });
+  runUntil(parts, 9000);
+  return { removed: removed(), retired: retired(), views: views(parts, 3), violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/**
+ * A cluster founded by p0..p(founders-1) of `hosts` hosts; the others are spare hosts, started
+ * only when they join (`joinHost`).
+ */
+export function foundedBy(founders: number, hosts: number): Parts {
+  const parts = quietWorld(hosts, undefined, false);
+  const config = { ...parts.cluster.config, peers: parts.cluster.config.peers.slice(0, founders) };
+  for (let i = 0; i < founders; i++) parts.cluster.restart(i, { config });
+  return parts;
+}
+
+/** Starts spare host `peer` with the ticket a member gives it after its add, as `lamport-peer --join` does. */
+export function joinHost(parts: Parts, from: number, peer: number): void {
+  const member = parts.cluster.current(from);
+  if (member === undefined) throw new Error(`p${from} is not running`);
+  const disk = parts.cluster.hostOf(peer).disk;
+  disk.viewRecord = startRecord(null, `p${peer}`, [], protocolLevels.newest, () => disk.newAcceptorId(), member.runtime.joinTicket());
+  parts.cluster.restart(peer);
+}
+
+/** Three founders add p3, which joins as a learner, is promoted, and is granted a lock. */
+export function addJoinPromote(): { added: ChangeOutcome; promoted: ChangeOutcome; p3Granted: boolean; views: string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 4);
+  runUntil(parts, 3000);
+  const added = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
+  runUntil(parts, 4000);
+  joinHost(parts, 0, 3);
+  runUntil(parts, 7000);
+  const promoted = change(parts, 1, { op: 'promote', id: 'p3' });
+  runUntil(parts, 10_000);
+  let p3Granted = false;
+  const p3 = parts.cluster.current(3);
+  p3?.proc.run(() => void p3.runtime.request('x', {
+    mode: 'exclusive', limit: 1, permits: 1, owner: 'test', meta: null, timeoutMs: 5000, ttlMs: 5000, hold: 'ttl', expectedMs: null,
+  }, { granted: () => (p3Granted = true), failed: () => undefined, ended: () => undefined }));
+  runUntil(parts, 13_000);
+  return { added: added(), promoted: promoted(), p3Granted, views: views(parts, 4), violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
