@@ -7,11 +7,13 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { dial, follow, formatMemberList, formatMembers, memberListJson } from '../src/client/cli-peer.js';
+import type { ChangeStep } from '../src/client/cli-member.js';
+import { formatStopped, formatView, replaceSteps, runSteps, StepsStopped, viewJson } from '../src/client/cli-member.js';
+import { dial, follow, formatMemberList, memberListJson } from '../src/client/cli-peer.js';
 import { lockSpecs, runUnderLock } from '../src/client/cli-run.js';
 import { checkNames, checkNamesTogether, exitCodeOf, exitCodes, formatClusterHeader, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseCount, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
 import { LockClient, LockError } from '../src/client/lock-client.js';
-import type { AcquireRequest } from '../src/client/lock-client.js';
+import type { AcquireRequest, ChangeRequest, View } from '../src/client/lock-client.js';
 import { readTokenFile } from '../src/token-file.js';
 
 const durationOpt = { type: 'string', coerce: (s: string) => parseDuration(s) } as const;
@@ -107,6 +109,63 @@ async function clientOf(a: PeerFlags, token?: string): Promise<LockClient> {
   return client;
 }
 
+/** A client with the admin token of --admin-token-file / LAMPORT_ADMIN_TOKEN_FILE, if any (else the unix socket must make it admin). */
+async function adminClientOf(a: PeerFlags & { 'admin-token-file'?: string | undefined }): Promise<LockClient> {
+  const file = a['admin-token-file'] ?? process.env['LAMPORT_ADMIN_TOKEN_FILE'];
+  let token: string | undefined;
+  try {
+    token = file === undefined || file === '' ? undefined : readTokenFile(file, 'admin token file', { private: false });
+  } catch (err) {
+    fail(err instanceof LockError ? new UsageError(err.message) : err);
+  }
+  return clientOf(a, token);
+}
+
+interface ChangeFlags extends PeerFlags {
+  'admin-token-file'?: string | undefined;
+  timeout?: number | undefined;
+  json?: boolean | undefined;
+}
+
+/** Makes one change of the members and prints the view that has it (`said` first), or fails with the peer's code. */
+async function changeMembers(a: ChangeFlags, run: ChangeStep['run'], said: string): Promise<void> {
+  const client = await adminClientOf(a);
+  const view = await run(client, changeOpts(a)).catch(fail);
+  process.stdout.write(a.json === true ? `${JSON.stringify(viewJson(view))}\n` : `${said}\n${formatView(view)}`);
+  client.close();
+}
+
+function changeOpts(a: ChangeFlags): ChangeRequest {
+  return a.timeout === undefined ? {} : { timeoutMs: a.timeout };
+}
+
+/** `member replace`: its four changes in order, a line (or a JSON line) each; at a failure, what was made and what is left. */
+async function replaceMember(a: ChangeFlags & { old: string; new: string; ws: string; http: string }): Promise<void> {
+  const client = await adminClientOf(a);
+  const steps = replaceSteps(a.old, a.new, a.ws, a.http);
+  const print = (step: ChangeStep, i: number, view: View): void => {
+    process.stdout.write(a.json === true ? `${JSON.stringify({ step: i + 1, command: step.command, view: viewJson(view) })}\n` : `step ${i + 1}/${steps.length} made: lamport-lock ${step.command} (view epoch ${view.epoch})\n`);
+  };
+  try {
+    const view = await runSteps(client, steps, changeOpts(a), print);
+    if (a.json !== true && view !== null) process.stdout.write(`${a.old} is replaced by ${a.new}\n${formatView(view)}`);
+  } catch (err) {
+    if (!(err instanceof StepsStopped)) fail(err);
+    if (a.json === true) process.stdout.write(`${JSON.stringify({ error: err.cause.code, message: err.cause.message, done: err.done, left: err.left })}\n`);
+    process.stderr.write(`lamport-lock: ${formatStopped(err)}`);
+    process.exit(exitCodeOf(err.cause.code));
+  }
+  client.close();
+}
+
+/** `member list` and its older name `members`: the agreed view with each member's link as the local peer sees it. */
+async function listMembers(a: PeerFlags & { json?: boolean | undefined }): Promise<void> {
+  const client = await clientOf(a);
+  const [members, cluster] = await Promise.all([client.members(), a.json === true ? {} : client.cluster()]).catch(fail);
+  process.stdout.write(a.json === true ? `${JSON.stringify(memberListJson(members), null, 2)}\n` : formatMemberList(members, cluster));
+  client.close();
+}
+
 function peerOf(a: PeerFlags): string {
   return a.peer ?? process.env['LAMPORT_PEER'] ?? 'http://127.0.0.1:7001';
 }
@@ -122,6 +181,17 @@ const lockOptions = {
   permits: { type: 'string', coerce: (s: string) => parseCount(s, '--permits'), describe: 'semaphore: permits this holder takes [default: 1]' },
   owner: { type: 'string', describe: 'owner name shown in status [default: $USER@pidN]' },
 } as const;
+
+const changeOptions = {
+  'admin-token-file': { type: 'string', describe: 'file with the peer\'s admin token [default: $LAMPORT_ADMIN_TOKEN_FILE]; none needed over the unix socket' },
+  timeout: { ...durationOpt, describe: 'how long to wait for the change to be made [default: 30s]' },
+  json: { type: 'boolean', describe: 'print the view made as JSON (replace: one JSON line per change)' },
+} as const;
+
+const changeEpilog = `Each change is one step of the agreed view (docs/operations.md, "Changing the members"); it prints
+the view that has it. Exit codes: 0 made; 1 refused (ERR_CHANGE_REFUSED: it does not apply to the
+view, the sentence says why; ERR_ADMIN_REQUIRED); 64 a bad argument; 69 the local peer is
+unreachable; 75 worth retrying (ERR_TIMEOUT, ERR_NOT_READY, ERR_SHUTTING_DOWN).`;
 
 const graceOpt = { ...durationOpt, default: '10s', describe: 'SIGTERM to SIGKILL delay when the hold is lost (or lamport-lock dies)' } as const;
 
@@ -232,34 +302,37 @@ await yargs(args)
     .option('admin-token-file', { type: 'string', describe: 'file with the peer\'s admin token [default: $LAMPORT_ADMIN_TOKEN_FILE]' }),
     async (a) => {
       const [name = ''] = namesOf([a.name]);
-      const file = a['admin-token-file'] ?? process.env['LAMPORT_ADMIN_TOKEN_FILE'];
-      let token: string | undefined;
-      try {
-        token = file === undefined || file === '' ? undefined : readTokenFile(file, 'admin token file', { private: false });
-      } catch (err) {
-        fail(err instanceof LockError ? new UsageError(err.message) : err);
-      }
-      const client = await clientOf(a, token);
+      const client = await adminClientOf(a);
       const ids = await client.forceRelease(name).catch(fail);
       process.stdout.write(`${JSON.stringify({ lock: name, released: ids })}\n`);
       client.close();
     })
-  .command('members', 'the peers as the local peer sees them: connected, down, evicted; last heard, round trip (GET /v1/cluster)', (y) => y.option('json', { type: 'boolean', describe: 'GET /v1/cluster as it is' }),
-    async (a) => {
-      const client = await clientOf(a);
-      const cluster = await client.cluster().catch(fail);
-      process.stdout.write(a.json === true ? `${JSON.stringify(cluster, null, 2)}\n` : formatMembers(cluster));
-      client.close();
-    })
-  .command('member', 'the members of the cluster as they agreed them (the agreed view): member list', (y) => y
-    .command('list', 'the agreed view: its epoch and level; each member\'s ordinal, state, addresses, and its link as the local peer sees it (GET /v1/members)', (z) => z.option('json', { type: 'boolean', describe: 'GET /v1/members as it is' }),
-      async (a) => {
-        const client = await clientOf(a);
-        const members = await client.members().catch(fail);
-        process.stdout.write(a.json === true ? `${JSON.stringify(memberListJson(members), null, 2)}\n` : formatMemberList(members));
-        client.close();
-      })
-    .demandCommand(1, 'give a member command: list'),
+  .command('members', 'the older name of `member list`', (y) => y.option('json', { type: 'boolean', describe: 'GET /v1/members as it is' }), listMembers)
+  .command('member', 'the members of the cluster as they agreed them (the agreed view); changes of them (admin: --admin-token-file, or the unix socket)', (y) => y
+    .command('list', 'the agreed view: its epoch and level; each member\'s ordinal, state, addresses, and its link as the local peer sees it (GET /v1/members, GET /v1/cluster)',
+      (z) => z.option('json', { type: 'boolean', describe: 'GET /v1/members as it is' }), listMembers)
+    .command('add <id>', 'add a member, as a learner: it counts in no majority until promoted', (z) => z.positional('id', { type: 'string', demandOption: true })
+      .option('ws', { type: 'string', demandOption: true, describe: 'where its peer links listen: ws://host:port or wss://host:port' })
+      .option('http', { type: 'string', demandOption: true, describe: 'where its HTTP API listens: host:port' }).options(changeOptions).epilog(changeEpilog),
+    (a) => changeMembers(a, (c, o) => c.addMember({ id: a.id, ws: a.ws, http: a.http }, o), `added ${a.id} as a learner`))
+    .command('promote <id>', 'make a learner a voter', (z) => z.positional('id', { type: 'string', demandOption: true }).options(changeOptions).epilog(changeEpilog),
+      (a) => changeMembers(a, (c, o) => c.promoteMember(a.id, o), `promoted ${a.id} to voter`))
+    .command('remove <id>', 'remove a member: a learner goes; a voter becomes leaving (retire it once it left or was evicted)', (z) => z.positional('id', { type: 'string', demandOption: true }).options(changeOptions).epilog(changeEpilog),
+      (a) => changeMembers(a, (c, o) => c.removeMember(a.id, o), `removed ${a.id}`))
+    .command('retire <id>', 'take out a leaving member once it left or was evicted', (z) => z.positional('id', { type: 'string', demandOption: true }).options(changeOptions).epilog(changeEpilog),
+      (a) => changeMembers(a, (c, o) => c.retireMember(a.id, o), `retired ${a.id}`))
+    .command('replace <old> <new>', 'replace member OLD by NEW in four changes, in order: add NEW, promote NEW, remove OLD, retire OLD. Each is its own change of the view (there is no one-step replace, as in etcd and Consul): it prints each as it is made and stops at the first that fails, with what was made and the commands left',
+      (z) => z.positional('old', { type: 'string', demandOption: true }).positional('new', { type: 'string', demandOption: true })
+        .option('ws', { type: 'string', demandOption: true, describe: 'where NEW\'s peer links listen: ws://host:port or wss://host:port' })
+        .option('http', { type: 'string', demandOption: true, describe: 'where NEW\'s HTTP API listens: host:port' }).options(changeOptions).epilog(changeEpilog),
+      (a) => replaceMember(a))
+    .demandCommand(1, 'give a member command: list, add, promote, remove, retire, replace'),
+  () => undefined)
+  .command('level', 'the protocol level the cluster runs at (docs/operations.md, "Protocol levels")', (y) => y
+    .command('raise <level>', 'raise the cluster\'s protocol level to LEVEL, once every member\'s binary speaks it (admin: --admin-token-file, or the unix socket)',
+      (z) => z.positional('level', { type: 'string', demandOption: true, coerce: (s: string) => parseCount(s, 'LEVEL') }).options(changeOptions).epilog(changeEpilog),
+      (a) => changeMembers(a, (c, o) => c.raiseLevel(a.level, o), `the cluster runs at protocol level ${a.level}`))
+    .demandCommand(1, 'give a level command: raise'),
   () => undefined)
   .command('status [name]', 'holders and waiters, cluster-wide', (y) => y.positional('name', { type: 'string' }).option('json', { type: 'boolean', describe: 'raw JSON' })
     .option('watch', { type: 'boolean', describe: 'then print every change until interrupted (of NAME, or of every lock starting with --prefix); reconnects when the peer restarts' })

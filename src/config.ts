@@ -48,10 +48,15 @@ export const timingDefaults = { heartbeatMs: 200, leaseMs: 1000, evictMs: 1700 }
 export const clockRateMargin = 1.5;
 
 const idPattern = new RegExp(`^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$`);
+
+/** A peer id: 1 to limits.peerIdCharsMax characters of [A-Za-z0-9_.-] (the config's peers and a member added to the view alike). */
+export function isPeerId(id: unknown): id is string {
+  return typeof id === 'string' && idPattern.test(id);
+}
 const knownKeys = new Set(['cluster', 'secret', 'secret_file', 'peers', 'heartbeat_ms', 'lease_ms', 'evict_ms', 'tls']);
 
 /** `ws://host:port` or `wss://host:port` that the URL parser accepts (a port of 99999 it does not). */
-function isWsUrl(ws: string): boolean {
+export function isWsUrl(ws: string): boolean {
   const m = /^wss?:\/\/[^/\s]+:(\d{1,5})\/?$/.exec(ws);
   const port = Number(m?.[1] ?? 0);
   if (m === null || port < 1 || port > 65535) return false;
@@ -70,7 +75,7 @@ function checkPeer(p: unknown, i: number, problems: string[]): PeerConfig | unde
   }
   const { id, ws, http } = p;
   const before = problems.length;
-  if (typeof id !== 'string' || !idPattern.test(id)) problems.push(`peers[${i}].id must be 1-${limits.peerIdCharsMax} characters of [A-Za-z0-9_.-]`);
+  if (!isPeerId(id)) problems.push(`peers[${i}].id must be 1-${limits.peerIdCharsMax} characters of [A-Za-z0-9_.-]`);
   if (typeof ws !== 'string' || !isWsUrl(ws)) problems.push(`peers[${i}].ws must look like ws://host:port, with a port from 1 to 65535`);
   if (typeof http !== 'string' || parseHostPort(http) === undefined) problems.push(`peers[${i}].http must look like host:port`);
   return problems.length === before ? { id: id as string, ws: ws as string, http: http as string } : undefined;

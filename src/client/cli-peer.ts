@@ -1,8 +1,8 @@
 /**
  * The CLI's dealings with a local peer that comes and goes: waiting for it to answer
  * (--dial-timeout, etcdctl's habit) and following a stream across its restarts
- * (`status --watch`, `leader --watch`), `members`' table of GET /v1/cluster and `member list`'s
- * of GET /v1/members.
+ * (`status --watch`, `leader --watch`), and `member list`'s table of GET /v1/members and
+ * GET /v1/cluster.
  */
 import { LockError } from '../errors.js';
 import type { LockClient, Members } from './lock-client.js';
@@ -72,46 +72,38 @@ function cell(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** Fields `members` shows in its own columns; any other a peer's entry has is shown after them as key=value. */
-const columns = ['id', 'self', 'connected', 'evicted', 'last_heard_ms_ago', 'rtt_ms', 'incarnation', 'last_ts'] as const;
-
-/**
- * `lamport-lock members`: one line per peer of GET /v1/cluster, as the asked peer sees it
- * (ID, STATE, LAST HEARD, RTT, INCARNATION), then any other field the peer gives of it.
- */
-export function formatMembers(cluster: Record<string, unknown>): string {
-  const peers = Array.isArray(cluster['peers']) ? (cluster['peers'] as unknown[]).filter((p): p is Record<string, unknown> => typeof p === 'object' && p !== null) : [];
-  const lease = typeof cluster['lease'] === 'object' && cluster['lease'] !== null ? (cluster['lease'] as Record<string, unknown>) : {};
-  const head = `peer ${cell(cluster['id'])} of cluster ${cell(cluster['cluster'])}: lease ${lease['valid'] === true ? 'valid' : 'NOT valid'}, ${cluster['synced'] === true ? 'synced' : 'NOT synced'}\n`;
-  const lines = [['ID', 'STATE', 'LAST_HEARD', 'RTT', 'INCARNATION', 'OTHER']];
-  for (const p of peers) {
-    const state = p['self'] === true ? 'self' : p['evicted'] === true ? 'evicted' : p['connected'] === true ? 'connected' : 'down';
-    const heard = typeof p['last_heard_ms_ago'] === 'number' ? `${p['last_heard_ms_ago']}ms ago` : '-';
-    const rtt = typeof p['rtt_ms'] === 'number' ? `${p['rtt_ms']}ms` : '-';
-    const other = Object.entries(p).filter(([k]) => !(columns as readonly string[]).includes(k)).map(([k, v]) => `${k}=${cell(v)}`).join(' ');
-    lines.push([cell(p['id']), state, heard, rtt, cell(p['incarnation']), other]);
-  }
-  return head + table(lines);
-}
-
 /** Lines of cells, each column padded to its widest cell. */
-function table(lines: readonly (readonly string[])[]): string {
+export function table(lines: readonly (readonly string[])[]): string {
   const widths = lines[0]?.map((_, i) => Math.max(...lines.map((l) => (l[i] ?? '').length))) ?? [];
   return lines.map((l) => l.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd()).join('\n') + '\n';
 }
 
+/** The asked peer's links by peer id, from GET /v1/cluster's `peers`. */
+function linksOf(cluster: Record<string, unknown>): Map<string, Record<string, unknown>> {
+  const peers = Array.isArray(cluster['peers']) ? cluster['peers'].filter((p): p is Record<string, unknown> => typeof p === 'object' && p !== null) : [];
+  return new Map(peers.map((p) => [String(p['id']), p]));
+}
+
 /**
- * `lamport-lock member list`: the agreed view's epoch and level, then one line per member by
- * ordinal: its state, addresses, and its link as the asked peer sees it (`self` for that peer).
+ * `lamport-lock member list` (and its older name `members`): the asked peer's lease and sync
+ * (GET /v1/cluster), the agreed view's epoch and level, then one line per member by ordinal:
+ * its state, addresses, and its link as the asked peer sees it (`self` for that peer; when it
+ * was last heard and the round trip, from GET /v1/cluster).
  */
-export function formatMemberList(m: Members): string {
+export function formatMemberList(m: Members, cluster: Record<string, unknown>): string {
+  const lease = typeof cluster['lease'] === 'object' && cluster['lease'] !== null ? (cluster['lease'] as Record<string, unknown>) : {};
+  const peer = `peer ${cell(cluster['id'])} of cluster ${cell(cluster['cluster'])}: lease ${lease['valid'] === true ? 'valid' : 'NOT valid'}, ${cluster['synced'] === true ? 'synced' : 'NOT synced'}\n`;
   const head = `view epoch ${m.epoch}, protocol level ${m.level}, next ordinal ${m.nextOrdinal}\n`;
   const yesNo = (v: boolean | null): string => (v === null ? '-' : v ? 'yes' : 'no');
-  const lines = [['ID', 'ORDINAL', 'STATE', 'WS', 'HTTP', 'CONNECTED', 'EVICTED', 'NEWEST_LEVEL']];
+  const links = linksOf(cluster);
+  const lines = [['ID', 'ORDINAL', 'STATE', 'WS', 'HTTP', 'CONNECTED', 'EVICTED', 'NEWEST_LEVEL', 'LAST_HEARD', 'RTT']];
   for (const p of m.members) {
-    lines.push([p.id, String(p.ordinal), p.state, p.ws, p.http, p.self ? 'self' : yesNo(p.connected), yesNo(p.evicted), cell(p.newestLevel)]);
+    const link = links.get(p.id) ?? {};
+    const heard = typeof link['last_heard_ms_ago'] === 'number' ? `${link['last_heard_ms_ago']}ms ago` : '-';
+    const rtt = typeof link['rtt_ms'] === 'number' ? `${link['rtt_ms']}ms` : '-';
+    lines.push([p.id, String(p.ordinal), p.state, p.ws, p.http, p.self ? 'self' : yesNo(p.connected), yesNo(p.evicted), cell(p.newestLevel), heard, rtt]);
   }
-  return head + table(lines);
+  return peer + head + table(lines);
 }
 
 /** `member list --json`: the typed view in the API's own names (GET /v1/members). */

@@ -13,16 +13,22 @@ import type { IncomingMessage, RequestOptions } from 'node:http';
 import { LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import { readTokenFile } from '../token-file.js';
-import type { AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Members, MultiHold, SignalOptions, Target, WatchEvent } from './wire.js';
-import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, signalOf, sseParser, targetOf, toError, toHold, toMembers, toMultiHold } from './wire.js';
+import type {
+  AcquireAllRequest, AcquireRequest, Answer, BoundToConnection, ChangeRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Members, MultiHold,
+  SignalOptions, Target, View, WatchEvent,
+} from './wire.js';
+import { acquireAllBody, acquireBody, lockNames, parseJson, readAll, signalOf, sseParser, targetOf, toError, toHold, toMembers, toMultiHold, toView } from './wire.js';
 
 export { LockError } from '../errors.js';
 export type { ErrorCode } from '../errors.js';
-export type { AcquireAllRequest, AcquireRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Member, Members, MultiHold, SignalOptions, WatchEvent } from './wire.js';
+export type {
+  AcquireAllRequest, AcquireRequest, ChangeRequest, ConnectionHold, ConnectionMultiHold, Hold, LockClientOptions, LockSpec, Member, Members, MultiHold, SignalOptions, View,
+  ViewMember, WatchEvent,
+} from './wire.js';
 
-/** The caller's abort of a wait, as every acquire rejects with it. */
-function aborted(): LockError {
-  return new LockError('ERR_TIMEOUT', 'acquire aborted by the caller', { reason: 'aborted' });
+/** The caller's abort of a wait, as every acquire (or change of the members) rejects with it. */
+function aborted(what = 'acquire'): LockError {
+  return new LockError('ERR_TIMEOUT', `${what} aborted by the caller`, { reason: 'aborted' });
 }
 /** A client of one local peer. */
 export class LockClient {
@@ -52,19 +58,19 @@ export class LockClient {
     return () => req.destroy();
   }
 
-  #call(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+  #call(method: string, path: string, body?: unknown, signal?: AbortSignal, what?: string): Promise<Answer> {
     return new Promise((resolve, reject) => {
       const cancel = this.#open(method, path, body, (res) => {
         readAll(res).then((t) => resolve({ status: res.statusCode ?? 0, body: parseJson(t) }), reject);
       }, reject);
       if (signal?.aborted === true) {
         cancel();
-        reject(aborted());
+        reject(aborted(what));
         return;
       }
       signal?.addEventListener('abort', () => {
         cancel();
-        reject(aborted());
+        reject(aborted(what));
       }, { once: true });
     });
   }
@@ -213,6 +219,50 @@ export class LockClient {
     const a = await this.#call('GET', '/v1/members');
     if (a.status !== 200) throw toError(a);
     return toMembers(a.body);
+  }
+
+  /**
+   * Adds a member to the agreed view, as a learner (docs/operations.md, "Changing the
+   * members"). Each change is administrative: the client needs the admin token as its `token`,
+   * or the peer's unix socket. Each resolves with the view that has the change, or rejects
+   * with ERR_CHANGE_REFUSED (409: it does not apply to the view, the sentence says why),
+   * ERR_TIMEOUT, ERR_NOT_READY, ERR_SHUTTING_DOWN, ERR_ADMIN_REQUIRED.
+   */
+  async addMember(member: { readonly id: string; readonly ws: string; readonly http: string }, opts: ChangeRequest = {}): Promise<View> {
+    return this.#change('POST', '/v1/members', { id: member.id, ws: member.ws, http: member.http }, opts);
+  }
+
+  /** Makes a learner a voter (as `addMember`). */
+  async promoteMember(id: string, opts: ChangeRequest = {}): Promise<View> {
+    return this.#change('POST', `${LockClient.#memberPath(id)}/promote`, {}, opts);
+  }
+
+  /** Removes a member: a learner goes, a voter becomes leaving (as `addMember`). */
+  async removeMember(id: string, opts: ChangeRequest = {}): Promise<View> {
+    const query = opts.timeoutMs === undefined ? '' : `?timeout_ms=${opts.timeoutMs}`;
+    return this.#change('DELETE', `${LockClient.#memberPath(id)}${query}`, undefined, { ...opts, timeoutMs: undefined });
+  }
+
+  /** Takes out a leaving member that left or was evicted (as `addMember`). */
+  async retireMember(id: string, opts: ChangeRequest = {}): Promise<View> {
+    return this.#change('POST', `${LockClient.#memberPath(id)}/retire`, {}, opts);
+  }
+
+  /** Raises the protocol level the cluster runs at, once every member speaks it (as `addMember`). */
+  async raiseLevel(level: number, opts: ChangeRequest = {}): Promise<View> {
+    return this.#change('POST', '/v1/cluster/level', { level }, opts);
+  }
+
+  static #memberPath(id: string): string {
+    if (id === '') throw new LockError('ERR_BAD_REQUEST', 'a member id must not be empty');
+    return `/v1/members/${encodeURIComponent(id)}`;
+  }
+
+  async #change(method: string, path: string, body: Record<string, unknown> | undefined, opts: { readonly timeoutMs?: number | undefined; readonly signal?: AbortSignal | undefined }): Promise<View> {
+    const sent = body === undefined || opts.timeoutMs === undefined ? body : { ...body, timeout_ms: opts.timeoutMs };
+    const a = await this.#call(method, path, sent, opts.signal, 'the change of the members');
+    if (a.status !== 200) throw toError(a);
+    return toView(a.body);
   }
 
   /**

@@ -165,16 +165,40 @@ export function toMultiHold(b: Record<string, unknown>): MultiHold {
   };
 }
 
-/** One member of the agreed view, with its link as the asked peer sees it (GET /v1/members). */
-export interface Member {
+/** One member of the agreed view (docs/reconfiguration.md, "Terms"). */
+export interface ViewMember {
   readonly id: string;
   /** Given when it was added, never given again: the tie-break and the low bits of its tokens. */
   readonly ordinal: number;
+  /** A voter counts in majorities; a learner requests nothing yet; a leaving member is being removed. */
   readonly state: 'voter' | 'learner' | 'leaving';
   /** Where its peer links listen. */
   readonly ws: string;
   /** Where its local HTTP API listens. */
   readonly http: string;
+}
+
+/** The agreed view as a change of the members answers it: the view that has the change. */
+export interface View {
+  /** 0 for the view a config file seeds, one more at each change. */
+  readonly epoch: number;
+  /** The protocol level every member runs at. */
+  readonly level: number;
+  readonly nextOrdinal: number;
+  /** Ascending ordinal. */
+  readonly members: readonly ViewMember[];
+}
+
+/** How long a change of the members may take, and who may give up its wait. */
+export interface ChangeRequest {
+  /** Until the view that has the change is made (default 30 s); ERR_TIMEOUT after it. */
+  readonly timeoutMs?: number;
+  /** Gives up the wait (ERR_TIMEOUT, reason `aborted`); the change may be made all the same. */
+  readonly signal?: AbortSignal;
+}
+
+/** One member of the agreed view, with its link as the asked peer sees it (GET /v1/members). */
+export interface Member extends ViewMember {
   /** The asked peer itself. */
   readonly self: boolean;
   /** Whether its link is up; null for the asked peer. */
@@ -187,13 +211,7 @@ export interface Member {
 }
 
 /** The agreed view of the cluster as the asked peer holds it (GET /v1/members). */
-export interface Members {
-  /** 0 for the view a config file seeds, one more at each change. */
-  readonly epoch: number;
-  /** The protocol level every member runs at. */
-  readonly level: number;
-  readonly nextOrdinal: number;
-  /** Ascending ordinal. */
+export interface Members extends View {
   readonly members: readonly Member[];
 }
 
@@ -203,23 +221,32 @@ function orNull<T>(v: unknown, of: (x: unknown) => T): T | null {
   return v === null || v === undefined ? null : of(v);
 }
 
-/** GET /v1/members's body, typed; ERR_PEER when it is not one (a peer too old to serve the route answers 404 before this). */
-export function toMembers(b: Record<string, unknown>): Members {
+/** A view's body (`what` answered it), each member typed by `member` after its view fields; ERR_PEER when it is not one. */
+function viewOf<M extends ViewMember>(b: Record<string, unknown>, what: string, member: (r: Record<string, unknown>, m: ViewMember) => M): View & { members: M[] } {
   const list = b['members'];
-  if (typeof b['epoch'] !== 'number' || !Array.isArray(list)) throw new LockError('ERR_PEER', 'the peer\'s answer to GET /v1/members is not a list of members');
+  if (typeof b['epoch'] !== 'number' || !Array.isArray(list)) throw new LockError('ERR_PEER', `the peer's answer to ${what} is not a list of members`);
   return {
     epoch: b['epoch'], level: Number(b['level']), nextOrdinal: Number(b['next_ordinal']),
     members: list.map((m: unknown) => {
       const r = typeof m === 'object' && m !== null ? (m as Record<string, unknown>) : {};
       const state = String(r['state']);
       if (!memberStates.has(state)) throw new LockError('ERR_PEER', `the peer names a member state this client does not know: ${JSON.stringify(state)}`);
-      return {
-        id: String(r['id']), ordinal: Number(r['ordinal']), state: state as Member['state'], ws: String(r['ws']), http: String(r['http']),
-        self: r['self'] === true, connected: orNull(r['connected'], (x) => x === true), incarnation: orNull(r['incarnation'], String),
-        evicted: orNull(r['evicted'], (x) => x === true), newestLevel: orNull(r['newest_level'], Number),
-      };
+      return member(r, { id: String(r['id']), ordinal: Number(r['ordinal']), state: state as ViewMember['state'], ws: String(r['ws']), http: String(r['http']) });
     }),
   };
+}
+
+/** GET /v1/members's body, typed; ERR_PEER when it is not one (a peer too old to serve the route answers 404 before this). */
+export function toMembers(b: Record<string, unknown>): Members {
+  return viewOf(b, 'GET /v1/members', (r, m) => ({
+    ...m, self: r['self'] === true, connected: orNull(r['connected'], (x) => x === true), incarnation: orNull(r['incarnation'], String),
+    evicted: orNull(r['evicted'], (x) => x === true), newestLevel: orNull(r['newest_level'], Number),
+  }));
+}
+
+/** The answer to a change of the members, typed: the view that has it. */
+export function toView(b: Record<string, unknown>): View {
+  return viewOf(b, 'a change of the members', (_r, m) => m);
 }
 
 export function toError(a: Answer): LockError {

@@ -6,6 +6,7 @@
  * `{error, message}` plus the details of its code. The Node adapter is api.ts; the
  * simulator's clients call this handler directly (test/sim/clients.ts).
  */
+import type { ViewChange } from '../core/view.js';
 import { ErrorCode, LockError, httpStatusOf } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Grant, HoldOptions, RequestCallbacks, RequestHandle } from '../runtime/holds.js';
@@ -17,8 +18,11 @@ import { headerOf } from './plain.js';
 import type { PlainHeaders, PlainRequest, PlainResponse } from './plain.js';
 import { apiRoutes, matchRoute } from './routes.js';
 import type { RouteKey, RouteSpec } from './routes.js';
-import { checkLockName, checkPrefix, parseAcquire, parseAcquireAll, parseBody, parseCampaign, parseProclaim, parseRefresh, parseRelease } from './validate.js';
-import { clusterJson, errorDetailsJson, leaderJson, lockJson, membersJson } from './views.js';
+import {
+  checkLockName, checkMemberId, checkPrefix, parseAcquire, parseAcquireAll, parseAddMember, parseBody, parseCampaign, parseChangeBody, parseChangeQuery, parseLevel,
+  parseProclaim, parseRefresh, parseRelease,
+} from './validate.js';
+import { clusterJson, errorDetailsJson, leaderJson, lockJson, membersJson, viewJson } from './views.js';
 import type { WatchSelector } from './watch.js';
 
 /** The JSON a grant is answered with. */
@@ -79,17 +83,21 @@ export function requestTarget(raw: string): { path: string; query: URLSearchPara
   return { path: url.pathname, query: url.searchParams };
 }
 
-/** A lock or election name from its percent-encoded path segment. */
-function pathName(segment: string | undefined): string {
+/** A lock or election name (`{name}`), or a member id (`{id}`), from its percent-encoded path segment. */
+function pathName(segment: string | undefined, member: boolean): string {
+  let text: string;
   try {
-    return checkLockName(decodeURIComponent(segment ?? ''));
-  } catch (err) {
-    if (err instanceof URIError) throw new LockError(ErrorCode.BadRequest, 'lock name is not valid percent-encoded UTF-8');
-    throw err;
+    text = decodeURIComponent(segment ?? '');
+  } catch {
+    throw new LockError(ErrorCode.BadRequest, `${member ? 'member id' : 'lock name'} is not valid percent-encoded UTF-8`);
   }
+  return member ? checkMemberId(text, 'the member id in the path') : checkLockName(text);
 }
 
-/** What a route's handler gets: the answer, its `{name}` (checked; '' without one), query, access, and its body to read. */
+/**
+ * What a route's handler gets: the answer, its `{name}` or `{id}` (checked; '' without one),
+ * query, access, its body to read, and how to answer a failure that comes later.
+ */
 interface RouteContext {
   readonly res: PlainResponse;
   readonly name: string;
@@ -97,6 +105,7 @@ interface RouteContext {
   readonly access: Access;
   /** Reads and parses the JSON body, then runs `use` on it; a failure of either is answered. */
   readonly body: (use: (body: Record<string, unknown>) => void) => void;
+  readonly fail: (err: unknown) => void;
 }
 
 /** A route served beside the API (metrics, dashboard), given what the adapter serves it with. */
@@ -160,7 +169,7 @@ export class ApiHandler<N> {
     const match = matchRoute(req.method, path);
     if (match === null) throw new LockError(ErrorCode.NotFound, `no route ${req.method} ${path}`);
     if ('template' in match) throw new LockError(ErrorCode.NotFound, `use ${match.methods.join(' or ')} on ${match.template}`);
-    const name = match.segment === undefined ? '' : pathName(match.segment);
+    const name = match.segment === undefined ? '' : pathName(match.segment, match.key.includes('{id}'));
     const body = (use: (b: Record<string, unknown>) => void): void => {
       req.readBody((err, text) => {
         try {
@@ -171,7 +180,7 @@ export class ApiHandler<N> {
         }
       });
     };
-    this.#routes[match.key]({ res, name, query, access, body }, req.native);
+    this.#routes[match.key]({ res, name, query, access, body, fail: (err) => this.#fail(req, res, err) }, req.native);
   }
 
   #fail(req: PlainRequest<N>, res: PlainResponse, err: unknown): void {
@@ -224,6 +233,14 @@ export class ApiHandler<N> {
     'GET /v1/openapi.json': ({ res }) => res.json(200, openApiSpec),
     'GET /v1/cluster': ({ res }) => res.json(200, clusterJson(this.#peer.inspect.cluster())),
     'GET /v1/members': ({ res }) => res.json(200, membersJson(this.#peer.inspect.members())),
+    'POST /v1/members': (c) => this.#changeOf(c, 'member add', parseAddMember),
+    'DELETE /v1/members/{id}': (c) => {
+      requireAdmin(c.access, 'member remove');
+      this.#change(c, { op: 'remove', id: c.name }, parseChangeQuery(c.query).timeoutMs);
+    },
+    'POST /v1/members/{id}/promote': (c) => this.#changeOf(c, 'member promote', (b) => ({ change: { op: 'promote', id: c.name }, ...parseChangeBody(b) })),
+    'POST /v1/members/{id}/retire': (c) => this.#changeOf(c, 'member retire', (b) => ({ change: { op: 'retire', id: c.name }, ...parseChangeBody(b) })),
+    'POST /v1/cluster/level': (c) => this.#changeOf(c, 'level raise', parseLevel),
     'GET /v1/locks': ({ res, query }) => {
       const prefix = checkPrefix(query?.get('prefix') ?? null);
       res.json(200, { locks: this.#peer.inspect.locks().filter((l) => l.name.startsWith(prefix)).map((l) => lockJson(l)) });
@@ -263,6 +280,32 @@ export class ApiHandler<N> {
     }),
     'POST /v1/elections/{name}/resign': (c) => this.#release(c, c.name, { resigned: true }),
   };
+
+  /** An administrative change whose body says what it is and how long it may take. */
+  #changeOf(c: RouteContext, what: string, parse: (body: Record<string, unknown>) => { change: ViewChange; timeoutMs: number }): void {
+    requireAdmin(c.access, what);
+    c.body((b) => {
+      const { change, timeoutMs } = parse(b);
+      this.#change(c, change, timeoutMs);
+    });
+  }
+
+  /**
+   * One change of the agreed view (docs/reconfiguration.md): answered with the view that has
+   * it once the runtime says it is made, or with the runtime's coded refusal. A client that
+   * leaves gives up its wait (the change's signal); the change may be made all the same.
+   */
+  #change(c: RouteContext, change: ViewChange, timeoutMs: number): void {
+    const gone = new AbortController();
+    c.res.onClose(() => gone.abort());
+    this.#log.info({ change }, 'a change of the members asked for');
+    this.#peer.changeView(change, { timeoutMs, signal: gone.signal }).then(
+      (view) => {
+        if (!c.res.closed) c.res.json(200, viewJson(view));
+      },
+      c.fail,
+    );
+  }
 
   /**
    * Ends every hold of `name` that this peer's clients have (not other peers' holds: each

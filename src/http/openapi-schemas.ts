@@ -73,6 +73,16 @@ const members = obj({
   },
 });
 
+/** The agreed view as a change answers it: GET /v1/members' fields without the links. */
+const view = obj({
+  epoch: int('the agreed view\'s epoch: one more than the view before the change', 0),
+  level: int('the protocol level every member runs at'),
+  next_ordinal: int('the ordinal the next added member gets', 0),
+  members: { type: 'array', description: 'ascending ordinal', items: obj({ ...memberFields, ws: str('where its peer links listen'), http: str('where its local HTTP API listens') }) },
+});
+
+const changeTimeout = int('how long to wait for the view that has the change (default 30000)', 1, limits.timeoutMsMax);
+
 const queueEntry = obj({
   peer: str('the requester\'s peer'), owner: str(), meta, token, mode,
   limit: int(undefined, 1), permits: int(undefined, 1),
@@ -154,6 +164,7 @@ export const schemas: Json = {
       unreachable_peers: { type: 'array', items: str(), description: 'ERR_UNREACHABLE, ERR_LEASE_LOST: the peers that did not answer' },
       reason: { ...reason, description: 'ERR_NOT_HELD: why the hold is not live' },
       limit_bytes: int('ERR_BODY_TOO_LARGE'),
+      epoch: int('ERR_CHANGE_REFUSED: the epoch of the view the change was checked against', 0),
     },
     required: ['error', 'message'],
     additionalProperties: false,
@@ -168,6 +179,14 @@ export const schemas: Json = {
   CampaignBody: obj({ value: { description: 'any JSON the leader announces' }, owner: holdFields['owner'], ttl_ms: holdFields['ttl_ms'], timeout_ms: holdFields['timeout_ms'] }, ['value']),
   ProclaimBody: obj({ id: { type: 'string', minLength: 1, maxLength: limits.holdIdCharsMax }, value: { description: 'any JSON' } }),
   EmptyBody: obj({}),
+  AddMemberBody: obj({
+    id: { type: 'string', pattern: `^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$`, description: 'the new member\'s id (its lamport-peer --id)' },
+    ws: { type: 'string', maxLength: limits.addressCharsMax, description: 'where its peer links listen: ws://host:port or wss://host:port' },
+    http: { type: 'string', maxLength: limits.addressCharsMax, description: 'where its local HTTP API listens: host:port' },
+    timeout_ms: changeTimeout,
+  }, ['id', 'ws', 'http']),
+  ChangeBody: obj({ timeout_ms: changeTimeout }, []),
+  LevelBody: obj({ level: int('the protocol level to run at, above the current one', 1), timeout_ms: changeTimeout }, ['level']),
   Grant: obj(grantFields),
   GrantAll: obj({ ...grantFields, locks: { type: 'array', items: obj({ lock: str(), mode, token }) } }),
   CampaignGrant: obj({ ...grantFields, term: token, value: { description: 'the campaign\'s value' } }),
@@ -184,6 +203,7 @@ export const schemas: Json = {
   Locks: obj({ locks: { type: 'array', items: ref('Lock') } }),
   Cluster: cluster,
   Members: members,
+  View: view,
   Leader: obj({
     peer: str(), owner: str(), value: { description: 'the campaign\'s value' }, term: token,
     requested_at: int('epoch ms'), granted_at: nullableInt('on the leader\'s own peer only'), local: bool,

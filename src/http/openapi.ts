@@ -26,6 +26,10 @@ const requestCodes = {
   503: ['ERR_UNREACHABLE', 'ERR_EVICTED', 'ERR_LEASE_LOST', 'ERR_SUPERSEDED', 'ERR_REMOVED', 'ERR_STORAGE', 'ERR_SHUTTING_DOWN'],
 };
 const holdCodes = { 400: ['ERR_BAD_REQUEST'], 404: ['ERR_NOT_HELD', 'ERR_NOT_FOUND'] };
+/** Why a change of the members is refused or not made (docs/reconfiguration.md): every one is the admin's. */
+const changeCodes = {
+  400: ['ERR_BAD_REQUEST'], 403: ['ERR_ADMIN_REQUIRED'], 409: ['ERR_CHANGE_REFUSED'], 423: ['ERR_TIMEOUT'], 503: ['ERR_NOT_READY', 'ERR_SHUTTING_DOWN'],
+};
 const streamCodes = { 400: ['ERR_BAD_REQUEST'], 404: ['ERR_NOT_FOUND'], 429: ['ERR_LIMIT_EXCEEDED'], 503: ['ERR_SHUTTING_DOWN'] };
 
 type Codes = Readonly<Record<number, readonly string[]>>;
@@ -63,6 +67,16 @@ const nameParam = {
   description: `a lock or election name: 1 to ${limits.lockNameBytesMax} bytes of UTF-8 without control characters, percent-encoded`,
   schema: { type: 'string', minLength: 1 },
 };
+const idParam = {
+  name: 'id', in: 'path', required: true,
+  description: `a member id: 1 to ${limits.peerIdCharsMax} characters of [A-Za-z0-9_.-]`,
+  schema: { type: 'string', pattern: `^[A-Za-z0-9_.-]{1,${limits.peerIdCharsMax}}$` },
+};
+const changeTimeoutParam = {
+  name: 'timeout_ms', in: 'query', required: false,
+  description: `how long to wait for the view that has the change, 1 to ${limits.timeoutMsMax} ms (default 30000)`,
+  schema: { type: 'integer', minimum: 1, maximum: limits.timeoutMsMax },
+};
 const prefixParam = { name: 'prefix', in: 'query', required: false, description: 'the start of a lock name (empty: every lock)', schema: { type: 'string' } };
 
 function sse(description: string, events: Record<string, string>): Json {
@@ -86,6 +100,16 @@ function op(id: string, summary: string, responses: Json, extra: Json = {}): Jso
   return { operationId: id, summary, ...extra, responses };
 }
 
+/** The answers of a change of the members: the view that has it, or why not. */
+function changeAnswers(post: boolean): Json {
+  return { 200: json('the change is made: the agreed view that has it', ref('View')), ...errors(...(post ? [postCodes] : []), changeCodes) };
+}
+
+/** A change of the members by POST, its body `schema` (required or not). */
+function change(id: string, summary: string, schema: string, required: boolean): Json {
+  return op(id, `${summary} (the admin token or the unix socket)`, changeAnswers(true), { requestBody: { ...body(schema), required } });
+}
+
 const paths: Json = {
   '/healthz': { get: op('health', '200 while the process serves', { 200: json('serving', ref('Health')), ...errors() }) },
   '/readyz': {
@@ -93,7 +117,17 @@ const paths: Json = {
   },
   '/v1/openapi.json': { get: op('openapi', 'this description', { 200: json('OpenAPI 3.1 document', { type: 'object' }), ...errors() }) },
   '/v1/cluster': { get: op('cluster', 'this peer, its lease, its links, degraded and superseded state', { 200: json('the cluster as this peer sees it', ref('Cluster')), ...errors() }) },
-  '/v1/members': { get: op('members', 'the agreed view of the cluster: its epoch, level and members, each with its link as this peer sees it', { 200: json('the members', ref('Members')), ...errors() }) },
+  '/v1/members': {
+    get: op('members', 'the agreed view of the cluster: its epoch, level and members, each with its link as this peer sees it', { 200: json('the members', ref('Members')), ...errors() }),
+    post: change('addMember', 'admin: add a member, as a learner (it counts in no majority until promoted)', 'AddMemberBody', true),
+  },
+  '/v1/members/{id}': {
+    parameters: [idParam],
+    delete: op('removeMember', 'admin: remove a member: a learner goes, a voter becomes leaving (retire it once it left or was evicted)', changeAnswers(false), { parameters: [changeTimeoutParam] }),
+  },
+  '/v1/members/{id}/promote': { parameters: [idParam], post: change('promoteMember', 'admin: make a learner a voter', 'ChangeBody', false) },
+  '/v1/members/{id}/retire': { parameters: [idParam], post: change('retireMember', 'admin: take out a leaving member that left or was evicted', 'ChangeBody', false) },
+  '/v1/cluster/level': { post: change('raiseLevel', 'admin: raise the protocol level the cluster runs at, once every member speaks it', 'LevelBody', true) },
   '/v1/locks': {
     get: op('listLocks', 'every lock with holders or waiters (with prefix: those whose name starts with it)', { 200: json('locks', ref('Locks')), ...errors() }, { parameters: [prefixParam] }),
   },

@@ -4,9 +4,12 @@
  * the spec can be checked against it (test/http/openapi.test.ts).
  */
 
-/** One route: a method and a path whose `{name}` is one percent-encoded path segment. */
+/**
+ * One route: a method and a path whose `{name}` (a lock or election name) or `{id}` (a member
+ * id) is one percent-encoded path segment.
+ */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'DELETE';
   readonly path: string;
 }
 
@@ -17,6 +20,12 @@ export const apiRoutes = [
   { method: 'GET', path: '/v1/openapi.json' },
   { method: 'GET', path: '/v1/cluster' },
   { method: 'GET', path: '/v1/members' },
+  // Changes of the agreed view (docs/reconfiguration.md), administrative: handler.ts `#change`.
+  { method: 'POST', path: '/v1/members' },
+  { method: 'DELETE', path: '/v1/members/{id}' },
+  { method: 'POST', path: '/v1/members/{id}/promote' },
+  { method: 'POST', path: '/v1/members/{id}/retire' },
+  { method: 'POST', path: '/v1/cluster/level' },
   { method: 'GET', path: '/v1/locks' },
   { method: 'GET', path: '/v1/watch' },
   { method: 'POST', path: '/v1/acquire' },
@@ -46,10 +55,10 @@ interface Compiled {
 
 const compiled: readonly Compiled[] = apiRoutes.map((route) => ({
   route,
-  pattern: new RegExp(`^${route.path.replace(/[.]/g, '\\.').replace(/\{name\}/g, '([^/]+)')}$`),
+  pattern: new RegExp(`^${route.path.replace(/[.]/g, '\\.').replace(/\{(?:name|id)\}/g, '([^/]+)')}$`),
 }));
 
-/** What a path matched: a route and its raw `{name}` segment; or the methods its template takes; or nothing. */
+/** What a path matched: a route and its raw `{name}` or `{id}` segment; or the methods its template takes; or nothing. */
 export type RouteMatch = { readonly key: RouteKey; readonly segment: string | undefined } | { readonly template: string; readonly methods: string[] } | null;
 
 /** The route of `method` and `path` (a decoded path, no query). */

@@ -2,14 +2,19 @@
  * Validation of HTTP input at the boundary (docs/style.md convention 8): every field of every
  * body checked, every problem a 400 with a sentence. Past this file the code trusts types.
  */
+import { isPeerId, isWsUrl, parseHostPort } from '../config.js';
 import type { Meta, Mode } from '../core/types.js';
 import { isRecord, lockNameProblem, utf8Length } from '../core/types.js';
+import type { ViewChange } from '../core/view.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { AcquireOptions, HoldOptions, LockAsk } from '../runtime/holds.js';
 
 /** Acquire defaults of docs/design.md section 6. */
 export const acquireDefaults = { timeoutMs: 30_000, ttlMs: 60_000 } as const;
+
+/** How long a change of the members waits for its view by default (`timeout_ms` of the member routes). */
+export const changeDefaults = { timeoutMs: 30_000 } as const;
 
 function bad(message: string): LockError {
   return new LockError(ErrorCode.BadRequest, message);
@@ -179,4 +184,60 @@ export function parseRefresh(body: Record<string, unknown>): { id: string; ttlMs
   checkKeys(body, ['id', 'ttl_ms']);
   const { id } = parseRelease({ id: body['id'] });
   return { id, ttlMs: intField(body, 'ttl_ms', 1, limits.ttlMsMax) };
+}
+
+const idRule = `1 to ${limits.peerIdCharsMax} characters of [A-Za-z0-9_.-]`;
+
+/** A member id, of a path segment or a body: the config's rule for peer ids. */
+export function checkMemberId(id: unknown, what = 'id'): string {
+  if (!isPeerId(id)) throw bad(`${what} must be a peer id: ${idRule}`);
+  return id;
+}
+
+/** `timeout_ms` of a change: how long to wait for the view that has it, 1 ms to limits.timeoutMsMax. */
+function changeTimeout(body: Record<string, unknown>): number {
+  return intField(body, 'timeout_ms', 1, limits.timeoutMsMax) ?? changeDefaults.timeoutMs;
+}
+
+/** The `timeout_ms` of a query (DELETE /v1/members/{id}, which has no body): the rule of a body's. */
+export function parseChangeQuery(query: URLSearchParams | null): { timeoutMs: number } {
+  if (query === null) return { timeoutMs: changeDefaults.timeoutMs };
+  for (const key of query.keys()) {
+    if (key !== 'timeout_ms') throw bad(`unknown query parameter ${JSON.stringify(key)}; allowed: timeout_ms`);
+  }
+  const text = query.get('timeout_ms');
+  // Digits are a number to check against the bounds; anything else is refused as not an integer.
+  const value = text === null ? undefined : /^\d{1,16}$/.test(text) ? Number(text) : text;
+  return { timeoutMs: changeTimeout({ timeout_ms: value }) };
+}
+
+/** The body of a change that names its member in the path (promote, retire): `timeout_ms` alone. */
+export function parseChangeBody(body: Record<string, unknown>): { timeoutMs: number } {
+  checkKeys(body, ['timeout_ms']);
+  return { timeoutMs: changeTimeout(body) };
+}
+
+/**
+ * POST /v1/members: `{id, ws, http, timeout_ms?}`, a learner to add; `ws` a ws:// or wss:// URL
+ * and `http` a host:port, each at most limits.addressCharsMax characters.
+ */
+export function parseAddMember(body: Record<string, unknown>): { change: ViewChange; timeoutMs: number } {
+  checkKeys(body, ['id', 'ws', 'http', 'timeout_ms']);
+  const id = checkMemberId(body['id']);
+  const { ws, http } = body;
+  if (typeof ws !== 'string' || ws.length > limits.addressCharsMax || !isWsUrl(ws)) {
+    throw bad(`ws must be where the new member's peer links listen, ws://host:port or wss://host:port (port 1 to 65535), at most ${limits.addressCharsMax} characters`);
+  }
+  if (typeof http !== 'string' || http.length > limits.addressCharsMax || parseHostPort(http) === undefined) {
+    throw bad(`http must be where the new member's HTTP API listens, host:port, at most ${limits.addressCharsMax} characters`);
+  }
+  return { change: { op: 'add', id, ws, http }, timeoutMs: changeTimeout(body) };
+}
+
+/** POST /v1/cluster/level: `{level, timeout_ms?}`, the protocol level to raise the cluster to. */
+export function parseLevel(body: Record<string, unknown>): { change: ViewChange; timeoutMs: number } {
+  checkKeys(body, ['level', 'timeout_ms']);
+  const level = intField(body, 'level', 1, Number.MAX_SAFE_INTEGER);
+  if (level === undefined) throw bad('level is required: the protocol level to raise the cluster to, an integer');
+  return { change: { op: 'level', level }, timeoutMs: changeTimeout(body) };
 }

@@ -3,6 +3,7 @@
  * GET /v1/cluster, GET /v1/locks[/{name}] and the dashboard's feed answer with. The runtime
  * keeps its own names (`src/runtime/status-views.ts`); the wire names are chosen here alone.
  */
+import type { AgreedView } from '../core/view.js';
 import type { ClusterView, DegradedView, LockView, MembersView, QueueView } from '../runtime/peer.js';
 
 /** A holder or waiter. */
@@ -65,6 +66,18 @@ export function membersJson(v: MembersView): Record<string, unknown> {
       id: m.id, ordinal: m.ordinal, state: m.state, ws: m.ws, http: m.http, self: m.self,
       connected: m.connected, incarnation: m.incarnation, evicted: m.evicted, newest_level: m.newestLevel,
     })),
+  };
+}
+
+/**
+ * The answer to a change of the members: the agreed view that has it, in GET /v1/members'
+ * names, each member without the link fields (`self`, `connected`, ...) that only a peer's own
+ * sight gives.
+ */
+export function viewJson(v: AgreedView): Record<string, unknown> {
+  return {
+    epoch: v.epoch, level: v.level, next_ordinal: v.nextOrdinal,
+    members: v.members.map((m) => ({ id: m.id, ordinal: m.ordinal, state: m.state, ws: m.ws, http: m.http })),
   };
 }
 

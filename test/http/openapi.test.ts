@@ -38,7 +38,7 @@ afterAll(async () => {
 const paths = openApiSpec['paths'] as Record<string, Json>;
 
 function operations(): Array<[string, string, Json]> {
-  return Object.entries(paths).flatMap(([template, item]) => ['get', 'post'].filter((m) => m in item).map((m): [string, string, Json] => [m.toUpperCase(), template, item[m] as Json]));
+  return Object.entries(paths).flatMap(([template, item]) => ['get', 'post', 'delete'].filter((m) => m in item).map((m): [string, string, Json] => [m.toUpperCase(), template, item[m] as Json]));
 }
 
 describe('the OpenAPI description', () => {

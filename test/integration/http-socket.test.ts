@@ -125,6 +125,11 @@ describe('a peer on a unix socket', () => {
     client.close();
   });
 
+  it('takes the CLI\'s changes of the members over the socket without a token: the peer checks the change itself', async () => {
+    const r = await spawnBin(lockBin, ['--peer', `unix:${sock}`, 'member', 'remove', 'x']).done;
+    expect(r).toMatchObject({ code: 1, stdout: '', stderr: 'lamport-lock: ERR_CHANGE_REFUSED: x is not a member (the view at epoch 0)\n' });
+  });
+
   it('refuses to start a second peer on a socket that is served, and leaves it alone', async () => {
     const second = await startPeer(await writeConfig(), ['--http', `unix:${sock}`]).done;
     expect(second.code).toBe(2);

@@ -68,16 +68,17 @@ describe('GET /v1/members', () => {
 });
 
 describe('lamport-lock member list', () => {
-  it('prints the epoch and level, then one line per member; --json is GET /v1/members', async () => {
+  it('prints the peer\'s lease, the epoch and level, then one line per member with its link; --json is GET /v1/members', async () => {
     await cluster().waitConnected();
     const a = cluster().url('a');
     const r = await runBin(lockBin, ['--peer', a, 'member', 'list']).done;
     expect(r.code, r.stderr).toBe(0);
     const level = (await members('a')).body['level'];
+    expect(r.stdout).toMatch(/^peer a of cluster \S+: lease valid, synced$/m);
     expect(r.stdout).toMatch(new RegExp(`^view epoch 0, protocol level ${String(level)}, next ordinal 3$`, 'm'));
-    expect(r.stdout).toMatch(/^ID\s+ORDINAL\s+STATE\s+WS\s+HTTP\s+CONNECTED\s+EVICTED\s+NEWEST_LEVEL$/m);
-    expect(r.stdout).toMatch(new RegExp(`^a\\s+0\\s+voter\\s+${cluster().peer('a').ws}\\s+${cluster().peer('a').http}\\s+self\\s+-\\s+${String(level)}$`, 'm'));
-    expect(r.stdout).toMatch(new RegExp(`^b\\s+1\\s+voter\\s+${cluster().peer('b').ws}\\s+${cluster().peer('b').http}\\s+yes\\s+no\\s+${String(level)}$`, 'm'));
+    expect(r.stdout).toMatch(/^ID\s+ORDINAL\s+STATE\s+WS\s+HTTP\s+CONNECTED\s+EVICTED\s+NEWEST_LEVEL\s+LAST_HEARD\s+RTT$/m);
+    expect(r.stdout).toMatch(new RegExp(`^a\\s+0\\s+voter\\s+${cluster().peer('a').ws}\\s+${cluster().peer('a').http}\\s+self\\s+-\\s+${String(level)}\\s+-\\s+-$`, 'm'));
+    expect(r.stdout).toMatch(new RegExp(`^b\\s+1\\s+voter\\s+${cluster().peer('b').ws}\\s+${cluster().peer('b').http}\\s+yes\\s+no\\s+${String(level)}\\s+\\d+ms ago\\s+\\d+(\\.\\d+)?ms$`, 'm'));
     expect(r.stdout).toMatch(/^c\s+2\s+voter\s/m);
     const json = await runBin(lockBin, ['--peer', a, 'member', 'list', '--json']).done;
     expect(json.code, json.stderr).toBe(0);
@@ -92,7 +93,7 @@ describe('lamport-lock member list', () => {
     const a = cluster().url('a');
     const bare = await runBin(lockBin, ['--peer', a, 'member']).done;
     expect(bare.code).toBe(exitCodes.usage);
-    expect(bare.stderr).toContain('give a member command: list');
+    expect(bare.stderr).toContain('give a member command: list, add, promote, remove, retire, replace');
     const status = await runBin(lockBin, ['--peer', a, 'status']).done;
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toMatch(/^view epoch 0, protocol level \d+ \(this binary speaks/m);
