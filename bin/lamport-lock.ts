@@ -8,7 +8,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { ChangeStep } from '../src/client/cli-member.js';
-import { formatStopped, formatView, replaceSteps, runSteps, StepsStopped, viewJson } from '../src/client/cli-member.js';
+import { formatStopped, formatView, joinText, replaceSteps, runSteps, StepsStopped, viewJson } from '../src/client/cli-member.js';
 import { dial, follow, formatMemberList, memberListJson } from '../src/client/cli-peer.js';
 import { lockSpecs, runUnderLock } from '../src/client/cli-run.js';
 import { checkNames, checkNamesTogether, exitCodeOf, exitCodes, formatClusterHeader, formatDegraded, formatGrant, formatMultiGrant, formatStatus, formatWatchChange, parseCount, parseDuration, parsePeerUrl, runTarget, UsageError } from '../src/client/cli-support.js';
@@ -131,7 +131,8 @@ interface ChangeFlags extends PeerFlags {
 async function changeMembers(a: ChangeFlags, run: ChangeStep['run'], said: string): Promise<void> {
   const client = await adminClientOf(a);
   const view = await run(client, changeOpts(a)).catch(fail);
-  process.stdout.write(a.json === true ? `${JSON.stringify(viewJson(view))}\n` : `${said}\n${formatView(view)}`);
+  const join = a.json !== true && view.join !== undefined ? joinText(view.members[view.members.length - 1]?.id ?? '', view.join) : '';
+  process.stdout.write(a.json === true ? `${JSON.stringify(viewJson(view))}\n` : `${said}\n${formatView(view)}${join}`);
   client.close();
 }
 
@@ -142,7 +143,9 @@ function changeOpts(a: ChangeFlags): ChangeRequest {
 /** `member replace`: its four changes in order, a line (or a JSON line) each; at a failure, what was made and what is left. */
 async function replaceMember(a: ChangeFlags & { old: string; new: string; ws: string; http: string }): Promise<void> {
   const client = await adminClientOf(a);
-  const steps = replaceSteps(a.old, a.new, a.ws, a.http);
+  const steps = replaceSteps(a.old, a.new, a.ws, a.http, (ticket) => {
+    if (a.json !== true) process.stdout.write(joinText(a.new, ticket).replace(/\nthen, .*\n$/, `\nwaiting for ${a.new} to join (--timeout)...\n`));
+  });
   const print = (step: ChangeStep, i: number, view: View): void => {
     process.stdout.write(a.json === true ? `${JSON.stringify({ step: i + 1, command: step.command, view: viewJson(view) })}\n` : `step ${i + 1}/${steps.length} made: lamport-lock ${step.command} (view epoch ${view.epoch})\n`);
   };

@@ -13,6 +13,7 @@ export function viewJson(v: View): Record<string, unknown> {
   return {
     epoch: v.epoch, level: v.level, next_ordinal: v.nextOrdinal,
     members: v.members.map((m) => ({ id: m.id, ordinal: m.ordinal, state: m.state, ws: m.ws, http: m.http })),
+    ...(v.join === undefined ? {} : { join: v.join }),
   };
 }
 
@@ -29,11 +30,48 @@ export interface ChangeStep {
   readonly run: (client: LockClient, opts: ChangeRequest) => Promise<View>;
 }
 
-/** The four changes of `member replace OLD NEW`: add NEW, promote NEW, remove OLD, retire OLD (docs/reconfiguration.md, P1). */
-export function replaceSteps(old: string, neu: string, ws: string, http: string): ChangeStep[] {
+/** What the operator runs on the host an add added, with the ticket the add answered. */
+export function joinText(id: string, ticket: string): string {
+  return `start ${id} on its host, with its own config file and an empty data dir:\n  lamport-peer --config CONFIG --id ${id} --data-dir DIR --join ${ticket}\nthen, once \`lamport-lock member list\` shows it connected: lamport-lock member promote ${id}\n`;
+}
+
+/**
+ * Waits until this peer's link to `id` is up (`member list`), polling every `everyMs`, at most
+ * `timeoutMs`; ERR_TIMEOUT after it.
+ */
+export async function waitJoined(client: LockClient, id: string, timeoutMs: number, everyMs = 250): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = (await client.members()).members.find((x) => x.id === id);
+    if (m?.connected === true) return;
+    if (Date.now() >= deadline) throw new LockError('ERR_TIMEOUT', `${id} did not join within ${timeoutMs} ms: start it with the ticket printed above`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/**
+ * The four changes of `member replace OLD NEW`: add NEW, promote NEW, remove OLD, retire OLD
+ * (docs/reconfiguration.md, P1). After the add, `joined` is told the ticket and NEW is waited
+ * for: a learner promoted before it runs would be a voter every request waits for.
+ */
+export function replaceSteps(old: string, neu: string, ws: string, http: string, joined: (ticket: string) => void = () => undefined): ChangeStep[] {
+  const waitMs = (o: ChangeRequest): number => o.timeoutMs ?? 30_000;
   return [
-    { command: `member add ${neu} --ws ${ws} --http ${http}`, run: (c, o) => c.addMember({ id: neu, ws, http }, o) },
-    { command: `member promote ${neu}`, run: (c, o) => c.promoteMember(neu, o) },
+    {
+      command: `member add ${neu} --ws ${ws} --http ${http}`,
+      run: async (c, o) => {
+        const view = await c.addMember({ id: neu, ws, http }, o);
+        if (view.join !== undefined) joined(view.join);
+        return view;
+      },
+    },
+    {
+      command: `member promote ${neu}`,
+      run: async (c, o) => {
+        await waitJoined(c, neu, waitMs(o));
+        return c.promoteMember(neu, o);
+      },
+    },
     { command: `member remove ${old}`, run: (c, o) => c.removeMember(old, o) },
     { command: `member retire ${old}`, run: (c, o) => c.retireMember(old, o) },
   ];

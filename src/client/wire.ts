@@ -187,6 +187,8 @@ export interface View {
   readonly nextOrdinal: number;
   /** Ascending ordinal. */
   readonly members: readonly ViewMember[];
+  /** After an add only: the ticket the added host starts with (`lamport-peer --join TICKET`). */
+  readonly join?: string;
 }
 
 /** How long a change of the members may take, and who may give up its wait. */
@@ -246,7 +248,8 @@ export function toMembers(b: Record<string, unknown>): Members {
 
 /** The answer to a change of the members, typed: the view that has it. */
 export function toView(b: Record<string, unknown>): View {
-  return viewOf(b, 'a change of the members', (_r, m) => m);
+  const view = viewOf(b, 'a change of the members', (_r, m) => m);
+  return typeof b['join'] === 'string' ? { ...view, join: b['join'] } : view;
 }
 
 export function toError(a: Answer): LockError {

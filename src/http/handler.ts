@@ -24,6 +24,7 @@ import {
 } from './validate.js';
 import { clusterJson, errorDetailsJson, leaderJson, lockJson, membersJson, viewJson } from './views.js';
 import type { WatchSelector } from './watch.js';
+import { encodeJoinTicket } from '../runtime/view-store.js';
 
 /** The JSON a grant is answered with. */
 export function grantJson(g: Grant): Record<string, unknown> {
@@ -301,7 +302,9 @@ export class ApiHandler<N> {
     this.#log.info({ change }, 'a change of the members asked for');
     this.#peer.changeView(change, { timeoutMs, signal: gone.signal }).then(
       (view) => {
-        if (!c.res.closed) c.res.json(200, viewJson(view));
+        // The host added starts from the view that has it, with the cluster's founders.
+        const join = change.op === 'add' ? { join: encodeJoinTicket({ ...this.#peer.joinTicket(), view }) } : {};
+        if (!c.res.closed) c.res.json(200, { ...viewJson(view), ...join });
       },
       c.fail,
     );

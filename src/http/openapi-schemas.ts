@@ -79,7 +79,8 @@ const view = obj({
   level: int('the protocol level every member runs at'),
   next_ordinal: int('the ordinal the next added member gets', 0),
   members: { type: 'array', description: 'ascending ordinal', items: obj({ ...memberFields, ws: str('where its peer links listen'), http: str('where its local HTTP API listens') }) },
-});
+  join: str('after an add only: the ticket the added host starts with (`lamport-peer --join TICKET`)'),
+}, ['epoch', 'level', 'next_ordinal', 'members']);
 
 const changeTimeout = int('how long to wait for the view that has the change (default 30000)', 1, limits.timeoutMsMax);
 

@@ -77,6 +77,8 @@ export interface LockService {
    * changes now), ERR_TIMEOUT, ERR_NOT_READY or ERR_SHUTTING_DOWN.
    */
   changeView(change: ViewChange, opts: ChangeOptions): Promise<AgreedView>;
+  /** What a host added to the cluster starts from (`lamport-peer --join`): the cluster's name and founders, and the view now. */
+  joinTicket(): JoinTicket;
   /** What the API reads of the peer: its locks' queues and its cluster view. */
   readonly inspect: Pick<PeerInspector, 'lock' | 'locks' | 'cluster' | 'members'>;
 }
@@ -489,7 +491,7 @@ export class PeerRuntime implements LockService {
     startChange({
       env: this.#env, log: this.#log,
       view: () => this.view,
-      refusal: () => this.#changeRefusal(),
+      refusal: () => this.#changeRefusal() ?? this.#stallOf(change),
       machine: () => this.inspect.protocol.machine,
       request: (lock, o, cb) => this.request(lock, o, cb),
       release: (lock, id) => void this.release(lock, id),
@@ -512,6 +514,17 @@ export class PeerRuntime implements LockService {
     const level = this.view.level;
     if (level < viewFramesLevel) return new LockError(ErrorCode.ChangeRefused, `this cluster runs at protocol level ${level}; changes of the members need level ${viewFramesLevel} (docs/operations.md, "Protocol levels")`);
     return this.#refusal();
+  }
+
+  /**
+   * Why `change` would stall the cluster, if it would: a learner promoted before it runs and
+   * met this peer would be a voter every request waits for (etcd#6420, the reason for learners).
+   */
+  #stallOf(change: ViewChange): LockError | null {
+    if (change.op !== 'promote') return null;
+    const m = this.view.members.find((x) => x.id === change.id);
+    if (m === undefined || m.state !== 'learner' || this.inspect.protocol.machine.incarnation(m.ordinal) !== undefined) return null;
+    return new LockError(ErrorCode.ChangeRefused, `${change.id} has not joined yet: start it with the ticket \`member add\` printed (lamport-peer --join), and promote it once \`member list\` shows it connected`);
   }
 
   /**

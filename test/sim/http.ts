@@ -159,6 +159,7 @@ export class SimHttp {
       refresh: (lock, id, ttlMs) => r.refresh(lock, id, ttlMs),
       setMeta: (lock, id, meta) => r.setMeta(lock, id, meta),
       changeView: (change, opts) => r.changeView(change, opts),
+      joinTicket: () => r.joinTicket(),
       inspect: r.inspect,
     };
   }
