@@ -180,7 +180,7 @@ export class PeerProtocol {
   // ---- what views, the next incarnation and the simulator's checker read -------------------
 
   /** The Lamport core, for read-only queries. */
-  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'clusterView' | 'viewAcked' | 'proposal' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
+  get machine(): Pick<Machine, 'clock' | 'synced' | 'ackReady' | 'leaseValid' | 'view' | 'clusterView' | 'viewAcked' | 'proposal' | 'removed' | 'lastTs' | 'incarnation' | 'queue' | 'queueSize' | 'head' | 'ownRef' | 'lockNames' | 'explain' | 'stats'> {
     return this.#machine;
   }
 

@@ -186,7 +186,8 @@ export class ViewChanges {
     const key = `${head.ts}.${head.peer}`;
     if (key === this.#headAcked || head.peer === self || !met(head.peer)) return null;
     this.#headAcked = key;
-    const promised = promise(this.#acceptor, view.epoch + 1, head);
+    // The ballot alone goes to disk: the head is a whole queue entry (its token a bigint).
+    const promised = promise(this.#acceptor, view.epoch + 1, { ts: head.ts, peer: head.peer });
     const persist = promised !== null && promised !== this.#acceptor ? promised : null;
     if (promised !== null) this.#acceptor = promised;
     const msg: HeadAckMessage = { t: 'hack', ts: head.ts, view, speaks: this.speaks, promised: promised !== null, accepted: this.#acceptor.accepted };

@@ -12,7 +12,7 @@ import type { AgreedView } from '../core/view.js';
 import type { ProtocolReader } from '../core/protocol.js';
 import type { EndReason, Incarnation, QueuedRequest } from '../core/types.js';
 import { formatIncarnation, tokenOf } from '../core/types.js';
-import type { LockError } from '../errors.js';
+import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
 import type { MeshPeerStatus, MeshStats } from '../transport/mesh.js';
 import type { CurrentSession } from './current-session.js';
@@ -34,6 +34,11 @@ export interface InspectorSource {
    * now: its data dir's, else the one the config file seeds.
    */
   view(): AgreedView;
+}
+
+/** What a client of a peer that applied its own removal hears (docs/reconfiguration.md P6). */
+export function removedError(epoch: number): LockError {
+  return new LockError(ErrorCode.Removed, `this peer was removed from the cluster (view epoch ${epoch}): it grants nothing any more; ask a member (lamport-lock member list on one)`);
 }
 
 /** The core's counts and its clock, for metrics. */
@@ -79,9 +84,13 @@ export class PeerInspector {
     return machine.leaseValid && machine.synced && this.superseded() === null && this.configMismatch() === null;
   }
 
-  /** ERR_SUPERSEDED once this incarnation is a zombie (a newer process runs or ran with its id), else null. */
+  /**
+   * Why this peer serves nobody any more, for good: ERR_SUPERSEDED once this incarnation is a
+   * zombie (a newer process runs or ran with its id), ERR_REMOVED once it applied its own
+   * removal (docs/reconfiguration.md P6); else null.
+   */
   superseded(): LockError | null {
-    return this.protocol.supersededError;
+    return this.protocol.supersededError ?? (this.protocol.machine.removed ? removedError(this.#src.view().epoch) : null);
   }
 
   /** ERR_CONFIG_MISMATCH while a peer's configuration recently differed from this one's; else null. */

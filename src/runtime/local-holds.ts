@@ -255,7 +255,7 @@ export class LocalHolds {
       // of its end, like its answer, waits for its batch.
       req.state = 'ended';
       // A zombie's fence ends its waiters while its lease may still hold: the client hears why.
-      this.#tellSoon(req, reason, reason === 'removed' ? removedError() : this.#host.inspect.superseded() ?? this.#leaseLostError());
+      this.#tellSoon(req, reason, this.#host.inspect.superseded() ?? this.#leaseLostError());
       return;
     }
     this.#finish(req, reason);
@@ -373,9 +373,4 @@ export class LocalHolds {
     req.grant = { ...req.grant, expiresAt };
     return expiresAt;
   }
-}
-
-/** What a waiter hears when this peer applied its own removal (docs/reconfiguration.md, rule M6). */
-function removedError(): LockError {
-  return new LockError(ErrorCode.Removed, 'this peer was removed from the cluster: it grants nothing any more; ask a member (lamport-lock member list on one)');
 }

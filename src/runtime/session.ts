@@ -218,7 +218,7 @@ export class Session {
   }
 
   #createMesh(opts: SessionOptions, incarnations: IncarnationBook): Mesh<Payload> {
-    const peers = opts.view.members.map((m) => ({ id: m.id, index: m.ordinal, ws: m.ws }));
+    const peers = opts.view.members.map((m) => ({ id: m.id, index: m.ordinal, ws: this.#wsOf(m) }));
     const self = peers.find((p) => p.index === opts.index);
     assert(self !== undefined, 'self is a member of the view');
     // The mesh stamps heartbeats and watches silence on the lease clock, so an echo's send
@@ -383,12 +383,20 @@ export class Session {
     }
   }
 
+  /**
+   * Where this host dials `m`: at the address its own config file gives for that id (a host
+   * behind NAT or a proxy is reached at another address from each host), else at the view's.
+   */
+  #wsOf(m: { readonly id: string; readonly ws: string }): string {
+    return this.#config.peers.find((p) => p.id === m.id)?.ws ?? m.ws;
+  }
+
   /** The links follow the view applied: a member added is linked to (docs/reconfiguration.md P5). */
   #followView(view: AgreedView): void {
     this.#incarnations.grow(view.nextOrdinal);
     for (const m of view.members) {
       this.#ids[m.ordinal] = m.id;
-      this.#mesh.addPeer({ id: m.id, index: m.ordinal, ws: m.ws });
+      this.#mesh.addPeer({ id: m.id, index: m.ordinal, ws: this.#wsOf(m) });
     }
   }
 

@@ -207,6 +207,18 @@ export class LocalCluster {
     this.#configs.set(id, path);
   }
 
+  /**
+   * A new host `id` for a running cluster (`lamport-lock member add`): its ports, its empty data
+   * dir, and a config file of its own, the shared one with its entry added. Not started: start it
+   * with `startPeer(id, { args: ['--join', ticket] })`.
+   */
+  async addHost(id: string): Promise<LocalPeer> {
+    const peer: LocalPeer = { id, http: `127.0.0.1:${await freePort()}`, ws: `ws://127.0.0.1:${await freePort()}`, dataDir: join(this.dir, id), proc: null };
+    this.peers.push(peer);
+    this.rewriteConfig(id, (c) => ({ ...c, peers: [...(c['peers'] as unknown[]), { id, ws: peer.ws, http: peer.http }] }));
+    return peer;
+  }
+
   static async #fromFile(dir: string, configPath: string): Promise<LocalCluster> {
     const { loadConfig } = await import('../config.js');
     const config = loadConfig(configPath, process.env);

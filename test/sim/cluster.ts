@@ -44,9 +44,10 @@ export class SimDisk implements ClockStore {
       this.viewRecord ??= newViewRecord(this.newAcceptorId(), seeded);
       return this.viewRecord;
     },
+    // Written as the data dir's file is (JSON): what does not survive that does not survive here.
     save: (record) => {
       if (this.failing) throw new Error('EROFS: read-only file system');
-      this.viewRecord = record;
+      this.viewRecord = JSON.parse(JSON.stringify(record)) as ViewRecord;
     },
   };
   /** The bounds the last process left (ClockStore.loadBound). */
