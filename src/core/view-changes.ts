@@ -168,7 +168,7 @@ export class ViewChanges {
   onHeadAck(from: number, msg: HeadAckMessage): AgreedView | null {
     this.#headAcks.set(from, msg);
     const view = this.#view;
-    return view !== null && msg.view.epoch === view.epoch + 1 ? msg.view : null;
+    return view !== null && msg.view.epoch > view.epoch ? msg.view : null;
   }
 
   /**
@@ -245,6 +245,15 @@ export class ViewChanges {
    */
   follows(view: AgreedView): boolean {
     return this.#view !== null && view.epoch === this.#view.epoch + 1;
+  }
+
+  /**
+   * Whether `view`, chosen, is ahead of ours: then it is applied, however far ahead (a peer
+   * that was down through several changes jumps to the newest: every chosen view is the only
+   * one of its epoch, rule P2).
+   */
+  ahead(view: AgreedView): boolean {
+    return this.#view !== null && view.epoch > this.#view.epoch;
   }
 
   /** `view`, chosen, is ours from now on; every head gets a head ack with it again, and the acceptor moves to the next epoch. */

@@ -86,7 +86,7 @@ export class ViewSteps {
       const peer = msg.t === 'leave' ? from : msg.peer;
       if (this.#h.changes.left(peer)) this.#gone(peer);
     } else if (msg.t === 'view') {
-      if (this.#h.changes.follows(msg.view)) {
+      if (this.#h.changes.ahead(msg.view)) {
         this.#applyView(msg.view);
         // Every member passes a chosen view on (it is the only one of its epoch): a promoted
         // voter learns from it that the sender counts it (rule P3 ii).

@@ -81,11 +81,16 @@ export function isJoinTicket(v: unknown): v is JoinTicket {
   return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isAgreedView(v['view']);
 }
 
-/** The record with `view`, the one after its newest, appended (the oldest dropped past `chainViewsMax`), and nothing promised for the next epoch. */
+/**
+ * The record with `view`, a later one than its newest, and nothing promised for the epoch after
+ * it: appended to the chain when it is the next (the oldest dropped past `chainViewsMax`); a
+ * chain of its own when views were skipped (a peer down through several changes jumps).
+ */
 export function withView(record: ViewRecord, view: AgreedView): ViewRecord {
   const last = record.chain[record.chain.length - 1];
-  if (last === undefined || view.epoch !== last.epoch + 1) throw new LockError(ErrorCode.Storage, `view ${view.epoch} does not follow view ${last?.epoch ?? 'none'}`);
-  return { ...record, chain: [...record.chain, view].slice(-chainViewsMax), acceptor: freshAcceptor(view.epoch + 1) };
+  if (last === undefined || view.epoch <= last.epoch) throw new LockError(ErrorCode.Storage, `view ${view.epoch} is not ahead of view ${last?.epoch ?? 'none'}`);
+  const chain = view.epoch === last.epoch + 1 ? [...record.chain, view].slice(-chainViewsMax) : [view];
+  return { ...record, chain, acceptor: freshAcceptor(view.epoch + 1) };
 }
 
 function isAcceptorState(v: unknown): v is AcceptorState {

@@ -214,13 +214,14 @@ describe('changes of the view', () => {
     expect(refused.proposal).toBeNull();
   });
 
-  it('ignores a view that does not follow its own, and a LEAVE from a member', () => {
+  it('jumps to a chosen view several epochs ahead (a peer down through several changes), and ignores an older one and a LEAVE from a member', () => {
     const pair = firstView(v0.members.slice(0, 2), 10);
     const net = new Net(2, { view: pair });
     net.joinAll();
-    const v2 = next(next(pair, addD), { op: 'remove', id: 'd' });
-    net.step(0, { type: 'packet', from: 1, inc: net.inc(1), packet: { c: 50, m: [{ t: 'view', view: v2 }, { t: 'leave' }] } });
-    expect(net.machine(0).clusterView?.epoch).toBe(0);
+    const v1 = next(pair, addD);
+    const v2 = next(v1, { op: 'remove', id: 'd' });
+    net.step(0, { type: 'packet', from: 1, inc: net.inc(1), packet: { c: 50, m: [{ t: 'view', view: v2 }, { t: 'view', view: v1 }, { t: 'leave' }] } });
+    expect(net.machine(0).clusterView?.epoch).toBe(2);
     expect(net.machine(0).view()).toEqual([1]);
     net.acquire(0, 1, 'a', spec());
     expect(net.settle()).toEqual(['p0 granted 1']);

@@ -45,7 +45,10 @@ describe('view store', () => {
     }
     expect(record.chain).toHaveLength(chainViewsMax);
     expect(record.chain.at(-1)?.epoch).toBe(chainViewsMax + 3);
-    expect(() => withView(record, v0)).toThrow(/does not follow/);
+    expect(() => withView(record, v0)).toThrow(/is not ahead of view/);
+    // Views skipped (a peer down through several changes): the chain starts again at the newest.
+    const jumped = withView(newViewRecord('0123456789abcdef', v0), v);
+    expect(jumped.chain).toEqual([v]);
   });
 
   it('refuses a damaged or torn file with what to do, never starting as if it had none', () => {
