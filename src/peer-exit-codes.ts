@@ -20,5 +20,6 @@ export const peerExitCodes = {
 
 /** The exit code for an error that stopped the peer from starting. */
 export function startFailureExitCode(err: unknown): number {
-  return isLockError(err, ErrorCode.ConfigInvalid) ? peerExitCodes.invalidConfig : peerExitCodes.startFailed;
+  // A peer removed from the cluster is refused like a bad config: no restart can help.
+  return isLockError(err, ErrorCode.ConfigInvalid) || isLockError(err, ErrorCode.Removed) ? peerExitCodes.invalidConfig : peerExitCodes.startFailed;
 }

@@ -73,7 +73,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   else if (opts.join !== undefined) throw new LockError(ErrorCode.ConfigInvalid, '--join needs --data-dir: a member keeps the agreed view and its promises on disk');
   if (opts.join !== undefined && opts.join.cluster !== opts.config.cluster) throw new LockError(ErrorCode.ConfigInvalid, `this join ticket is for cluster ${JSON.stringify(opts.join.cluster)}; the config names ${JSON.stringify(opts.config.cluster)}`);
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
-  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level);
+  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level, opts.acceptConfigChange === true);
   // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
   const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);
   if (opts.dataDir !== undefined) {

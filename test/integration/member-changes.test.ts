@@ -3,8 +3,9 @@
  * "Changing the members"): a cluster of three grows to four (a host added, started with the join
  * ticket, promoted) and shrinks to three (a founder removed, then retired), while a hold of
  * another peer's client is kept through every change; the added voter is granted a lock with a
- * token of its own ordinal; the removed peer answers ERR_REMOVED and refuses to start again; a
- * member restarted with its old config file comes back into the changed cluster.
+ * token of its own ordinal; the removed peer answers ERR_REMOVED and refuses to start again
+ * (exit 2); a member restarted with its old config file comes back into the changed cluster,
+ * and the added one restarted with its ticket again starts from its data dir.
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,12 +88,17 @@ describe('changing the members of a running cluster', () => {
     expect(await c.stopPeer('a')).not.toBeNull();
     c.startPeer('a');
     const exit = await new Promise<number | null>((res) => c.peer('a').proc?.once('exit', (code) => res(code)));
-    expect(exit).not.toBe(0);
+    expect(exit).toBe(2);
     expect(readFileSync(join(c.dir, 'a.log'), 'utf8')).toContain('it was removed from the cluster');
     c.peer('a').proc = null;
     await c.stopPeer('c');
     c.startPeer('c');
     await c.waitReady(20_000, ['b', 'c', 'd']);
+    // --join is read once: d restarted with it again starts from its data dir.
+    await c.stopPeer('d');
+    c.startPeer('d', { args: ['--join', ticket ?? ''] });
+    await c.waitReady(20_000, ['b', 'c', 'd']);
+    expect(await viewAt(c, 'd')).toBe('4 b:voter,c:voter,d:voter');
     expect(await viewAt(c, 'c')).toBe('4 b:voter,c:voter,d:voter');
     const onC = await acquire(c.url('c'), 'z', { ttl_ms: 10_000 });
     expect(onC.status).toBe(200);

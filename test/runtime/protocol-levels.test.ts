@@ -12,6 +12,7 @@ import type { ClusterConfig } from '../../src/config.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import type { ProtocolLevels } from '../../src/transport/codec.js';
+import { loadViewRecord } from '../../src/runtime/view-store.js';
 import { startPeerServer } from '../../src/server.js';
 
 const config: ClusterConfig = {
@@ -64,6 +65,16 @@ describe('the protocol level of a data dir', () => {
     expect(recorded(dir)).toBe(9);
     // And back: the older binary still starts on it (downgrade, until the level is raised).
     expect(await runOnce(dir, { oldest: 9, newest: 9 })).toBe(9);
+  });
+
+  it('with every peer stopped, --accept-config-change raises an older data dir to the newest level the binary speaks, its agreed view with it', async () => {
+    const dir = dataDir();
+    expect(await runOnce(dir, { oldest: 9, newest: 9 })).toBe(9);
+    expect(await runOnce(dir, { oldest: 9, newest: 10 }, true)).toBe(10);
+    expect(recorded(dir)).toBe(10);
+    expect(loadViewRecord(dir)?.chain.at(-1)?.level).toBe(10);
+    // From then on the older binary is refused: the level was raised.
+    expect((await refusal(dir, { oldest: 9, newest: 9 }))?.message).toContain('runs protocol level 10; this binary speaks levels 9 to 9');
   });
 
   it('a data dir at a level the binary does not speak refuses the start, saying what to do, even with --accept-config-change', async () => {
