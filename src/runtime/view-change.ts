@@ -56,13 +56,13 @@ const retryMs = 50;
  * core's steps and the env's timers alone, so the simulator runs it as production does.
  */
 export function startChange(host: ChangeHost, change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void): void {
-  const refused = host.refusal();
-  if (refused !== null) return done(refused);
   try {
     checkChange(host.view(), change);
   } catch (err) {
     return done(err as LockError);
   }
+  const refused = host.refusal();
+  if (refused !== null) return done(refused);
   new ChangeRun(host, change, opts, done).ask();
 }
 

@@ -21,6 +21,7 @@ import { openApiSpec } from '../../src/http/openapi.js';
 import { limits } from '../../src/limits.js';
 import { silentLogger } from '../../src/log.js';
 import type { LockService } from '../../src/runtime/peer.js';
+import { decodeJoinTicket } from '../../src/runtime/view-store.js';
 import type { ChangeOptions } from '../../src/runtime/view-change.js';
 import type { PeerServer } from '../../src/server.js';
 import { startPeerServer } from '../../src/server.js';
@@ -55,6 +56,7 @@ class StubPeer {
         if (next === 'never') return new Promise<AgreedView>(() => undefined);
         return next === 'view' ? Promise.resolve(madeView) : Promise.reject(next);
       },
+      joinTicket: () => ({ cluster: 'stub', founders: ['a', 'b', 'c'], view: madeView }),
     };
     return stub as LockService;
   }
@@ -104,13 +106,17 @@ describe('the member routes over a stub runtime', () => {
     const res = await send(base, r.method, r.path, r.body);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(peer.asked.map((a) => [a.change, a.opts.timeoutMs])).toEqual([[r.change, 30_000]]);
-    expect(res.body).toEqual({
+    const { join, ...view } = res.body;
+    expect(view).toEqual({
       epoch: 4, level: 9, next_ordinal: 4,
       members: [
         { id: 'a', ordinal: 0, state: 'voter', ws: 'ws://10.0.0.1:7100', http: '127.0.0.1:7001' },
         { id: 'd', ordinal: 3, state: 'learner', ws: 'ws://10.0.0.4:7100', http: '127.0.0.1:7001' },
       ],
     });
+    // After an add only: the ticket of the host added, the cluster's founders and the view made.
+    if (r.change.op === 'add') expect(decodeJoinTicket(String(join))).toEqual({ cluster: 'stub', founders: ['a', 'b', 'c'], view: madeView });
+    else expect(join).toBeUndefined();
     expect(check.json(r.method, r.template, 200, res.body)).toEqual([]);
   });
 
