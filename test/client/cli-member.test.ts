@@ -20,8 +20,14 @@ describe('member replace', () => {
       calls.push(`${what} ${JSON.stringify(args)}`);
       return Promise.resolve(view(calls.length));
     };
-    const client = { addMember: record('add'), promoteMember: record('promote'), removeMember: record('remove'), retireMember: record('retire') } as unknown as LockClient;
-    const steps = replaceSteps('c', 'd', 'ws://h:1', 'h:2');
+    const joined = { members: [{ id: 'd', connected: true }] };
+    const client = {
+      addMember: (...args: unknown[]) => record('add')(...args).then((v) => ({ ...v, join: 'TICKET' })),
+      promoteMember: record('promote'), removeMember: record('remove'), retireMember: record('retire'),
+      members: () => Promise.resolve(joined),
+    } as unknown as LockClient;
+    const tickets: string[] = [];
+    const steps = replaceSteps('c', 'd', 'ws://h:1', 'h:2', (t) => tickets.push(t));
     expect(steps.map((s) => s.command)).toEqual(['member add d --ws ws://h:1 --http h:2', 'member promote d', 'member remove c', 'member retire c']);
     const made: number[] = [];
     const last = await runSteps(client, steps, { timeoutMs: 5000 }, (_s, i, v) => made.push(i * 10 + v.epoch));
@@ -30,6 +36,15 @@ describe('member replace', () => {
     ]);
     expect(made).toEqual([1, 12, 23, 34]);
     expect(last?.epoch).toBe(4);
+    // The ticket went to the operator after the add; the promotion waited for d to show connected.
+    expect(tickets).toEqual(['TICKET']);
+  });
+
+  it('promotes NEW only once it shows connected: ERR_TIMEOUT when it never joins', async () => {
+    const client = { members: () => Promise.resolve({ members: [{ id: 'd', connected: false }] }), promoteMember: () => Promise.reject(new Error('promoted')) } as unknown as LockClient;
+    const promote = replaceSteps('c', 'd', 'ws://h:1', 'h:2')[1];
+    const err = await promote?.run(client, { timeoutMs: 30 }).then(() => null, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'ERR_TIMEOUT', message: 'd did not join within 30 ms: start it with the ticket printed above' });
   });
 
   it('stops at the first change that fails: the ones before it made, it and the rest left, none of them run', async () => {

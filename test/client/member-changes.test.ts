@@ -16,6 +16,7 @@ import type { AgreedView, ViewChange } from '../../src/core/view.js';
 import { AccessPolicy } from '../../src/http/access.js';
 import { HttpApi } from '../../src/http/api.js';
 import { silentLogger } from '../../src/log.js';
+import { encodeJoinTicket } from '../../src/runtime/view-store.js';
 import type { LockService } from '../../src/runtime/peer.js';
 import type { ChangeOptions } from '../../src/runtime/view-change.js';
 import type { PeerServer } from '../../src/server.js';
@@ -42,6 +43,7 @@ describe('the client\'s changes, over a stub runtime', () => {
       asked.push({ change, opts });
       return hang ? new Promise<AgreedView>(() => undefined) : Promise.resolve(made);
     },
+    joinTicket: () => ({ cluster: 'stub', founders: ['a'], view: made }),
   };
   let api: HttpApi;
   let admin: LockClient;
@@ -65,7 +67,9 @@ describe('the client\'s changes, over a stub runtime', () => {
       epoch: 2, level: 9, nextOrdinal: 2,
       members: [{ id: 'a', ordinal: 0, state: 'voter', ws: 'ws://h:1', http: 'h:2' }, { id: 'd', ordinal: 1, state: 'learner', ws: 'ws://h:3', http: 'h:4' }],
     };
-    expect(await admin.addMember({ id: 'd', ws: 'ws://h:3', http: 'h:4' }, { timeoutMs: 5000 })).toEqual(view);
+    const added = await admin.addMember({ id: 'd', ws: 'ws://h:3', http: 'h:4' }, { timeoutMs: 5000 });
+    // An add answers the join ticket of the host it added, too.
+    expect(added).toEqual({ ...view, join: encodeJoinTicket({ cluster: 'stub', founders: ['a'], view: made }) });
     expect(await admin.promoteMember('d')).toEqual(view);
     expect(await admin.removeMember('c', { timeoutMs: 7000 })).toEqual(view);
     expect(await admin.retireMember('c')).toEqual(view);
