@@ -36,16 +36,22 @@ export class LeaseTracker {
     return this.#members.majority;
   }
 
-  /** A heartbeat we sent at `sentAtMs` came back from `peer`. */
+  /**
+   * A heartbeat we sent at `sentAtMs` came back from `peer`. A learner's echo is kept too,
+   * though it counts only once the learner is a voter: a learner tracks the voters' silence as a
+   * voter does, so it confirms no eviction of ours while its echo vouches for our lease, and a
+   * promotion while a voter is down does not cost the lease a heartbeat's round trip (which
+   * ended every hold of the peer that promoted it).
+   */
   onEcho(peer: number, sentAtMs: number): void {
-    if (peer === this.#members.self || !this.#members.has(peer) || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
+    if (peer === this.#members.self || sentAtMs <= (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY)) return;
     this.#echoedSentAt[peer] = sentAtMs;
-    this.#recompute();
+    if (this.#members.has(peer)) this.#recompute();
   }
 
   /**
-   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on. An
-   * added member has echoed nothing yet; a removed one's echoes vouch for nothing.
+   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on. A
+   * promoted learner's echoes count from now on; a removed member's vouch for nothing.
    */
   setMembers(members: Members): void {
     this.#members = members;

@@ -34,6 +34,18 @@ describe('LeaseTracker', () => {
     expect(lease.valid(1)).toBe(false);
   });
 
+  it('keeps a learner\'s echo, counted once it is promoted: a promotion while a voter is down does not lapse the lease', () => {
+    // Voters 0, 1, 2 (2 down: its echoes stopped long ago); 3 a learner that echoes.
+    const lease = new LeaseTracker({ members: new Members(0, [0, 1, 2]), leaseMs: 1000 });
+    lease.onEcho(1, 500);
+    lease.onEcho(3, 500);
+    expect(lease.validUntil()).toBe(1500);
+    // 3 promoted: four voters, a majority of three: 0, 1 and 3's echo lent as a learner.
+    lease.setMembers(new Members(0, [0, 1, 2, 3]));
+    expect(lease.valid(600)).toBe(true);
+    expect(lease.validUntil()).toBe(1500);
+  });
+
   it('always holds in a single-peer cluster, never alone in a two-peer one', () => {
     expect(new LeaseTracker({ members: Members.first(0, 1), leaseMs: 1000 }).valid(1e9)).toBe(true);
     expect(new LeaseTracker({ members: Members.first(0, 2), leaseMs: 1000 }).valid(5)).toBe(false);
