@@ -81,9 +81,9 @@ export class Contenders {
     return out;
   }
 
-  /** Grant latencies (asked to granted, ms) of the grants asked within [fromMs, toMs). */
+  /** Grant latencies (asked to granted, ms) of the grants asked and granted within [fromMs, toMs). */
   latencies(fromMs: number, toMs: number): number[] {
-    return this.grants.filter((g) => g.askedAt >= fromMs && g.askedAt < toMs).map((g) => g.grantedAt - g.askedAt);
+    return this.grants.filter((g) => g.askedAt >= fromMs && g.grantedAt < toMs).map((g) => g.grantedAt - g.askedAt);
   }
 }
 
