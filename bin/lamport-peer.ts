@@ -38,6 +38,8 @@ const argv = yargs(hideBin(process.argv))
   .option('admin-token-file', { type: 'string', describe: 'file with the admin token for administrative operations (mode 0600)' })
   .option('data-dir', { type: 'string', describe: 'directory for the persisted clock high-water mark and the bound of the confirmation promises given' })
   .option('join', { type: 'string', describe: 'join a running cluster as the member that `lamport-lock member add` added, with the ticket it printed (needs --data-dir; ignored once joined)' })
+  .option('force-new-cluster', { type: 'boolean', describe: 'after a lost majority: start a new cluster with this peer its only voter (needs --data-dir; docs/operations.md, "Recover from a lost majority"); wipe or fence the lost hosts first' })
+  .option('clock-from', { type: 'string', array: true, describe: 'with --force-new-cluster: a data dir or a clock.json of another host of the old cluster; the new clock starts above every one given (repeatable)' })
   .option('accept-config-change', { type: 'boolean', describe: 'start though the config differs from the one --data-dir last ran with (a change made on purpose, with every peer stopped: docs/operations.md)' })
   .option('log-level', { choices: logLevels, default: 'info' as const })
   .option('log-pretty', { type: 'boolean', describe: 'human-readable logs (default: when stderr is a terminal)' })
@@ -84,7 +86,8 @@ async function main(): Promise<void> {
     allowHosts: argv['http-allow-host'],
   };
   const join = argv.join === undefined ? undefined : decodeJoinTicket(argv.join);
-  const server = await startPeerServer({ config, id: argv.id ?? '', http: argv.http, access, dataDir: argv['data-dir'], acceptConfigChange: argv['accept-config-change'], join, logger });
+  const forceNewCluster = argv['force-new-cluster'] === true ? { clockFrom: argv['clock-from'] ?? [] } : undefined;
+  const server = await startPeerServer({ config, id: argv.id ?? '', http: argv.http, access, dataDir: argv['data-dir'], acceptConfigChange: argv['accept-config-change'], join, forceNewCluster, logger });
   let signals = 0;
   const stop = (signal: string): void => {
     signals += 1;

@@ -29,6 +29,12 @@ export interface ClusterShape {
   readonly marginMilli: number;
   /** The protocol level the peer runs at (transport/codec.ts `protocolLevels`): the one its data dir records. */
   readonly protocol: number;
+  /**
+   * Set only in a cluster recovered from a lost majority (`lamport-peer --force-new-cluster`,
+   * docs/reconfiguration.md P10): random, made by the recovery, so that the lost hosts, and any
+   * other recovery, are another cluster on every link.
+   */
+  readonly lineage?: string;
 }
 
 /** Characters of a fingerprint: hex of a SHA-256, cut (96 bits: no accidental collision among configs). */
@@ -49,7 +55,8 @@ export function clusterShapeOf(config: Pick<ClusterConfig, 'cluster' | 'heartbea
 
 /** The shape's fields in a fixed order: what is hashed, so that key order never matters. */
 function canonical(s: ClusterShape): string {
-  return JSON.stringify(['lamport-lock cluster shape', s.cluster, s.peers, s.heartbeatMs, s.leaseMs, s.evictMs, s.marginMilli, s.protocol]);
+  const fields = ['lamport-lock cluster shape', s.cluster, s.peers, s.heartbeatMs, s.leaseMs, s.evictMs, s.marginMilli, s.protocol];
+  return JSON.stringify(s.lineage === undefined ? fields : [...fields, s.lineage]);
 }
 
 /** The fingerprint of a shape: equal shapes, equal fingerprints; any difference, another one. */
@@ -65,7 +72,8 @@ export function isClusterShape(v: unknown): v is ClusterShape {
   return typeof cluster === 'string' && cluster.length <= limits.clusterNameCharsMax &&
     Array.isArray(peers) && peers.length <= limits.peersMax &&
     peers.every((p) => typeof p === 'string' && p.length <= limits.peerIdCharsMax) &&
-    count(v['heartbeatMs']) && count(v['leaseMs']) && count(v['evictMs']) && count(v['marginMilli']) && count(v['protocol']);
+    count(v['heartbeatMs']) && count(v['leaseMs']) && count(v['evictMs']) && count(v['marginMilli']) && count(v['protocol']) &&
+    (v['lineage'] === undefined || (typeof v['lineage'] === 'string' && /^[0-9a-f]{1,64}$/.test(v['lineage'])));
 }
 
 const list = (ids: readonly string[]): string => `[${ids.join(', ')}]`;
@@ -88,6 +96,10 @@ export function shapeDifferences(mine: ClusterShape, theirs: ClusterShape, who: 
   }
   if (mine.marginMilli !== theirs.marginMilli) out.push(`${who} assumes a clock-rate margin of ${theirs.marginMilli / 1000}; this build ${mine.marginMilli / 1000}`);
   if (mine.protocol !== theirs.protocol) out.push(`${who} runs protocol level ${theirs.protocol}; this peer ${mine.protocol}`);
+  if (mine.lineage !== theirs.lineage) {
+    const of = (l: string | undefined): string => (l === undefined ? 'the cluster as founded' : `the cluster recovered as ${l}`);
+    out.push(`${who} belongs to ${of(theirs.lineage)}; this peer to ${of(mine.lineage)} (lamport-peer --force-new-cluster)`);
+  }
   return out;
 }
 
@@ -99,5 +111,6 @@ export function describeShape(shape: ClusterShape): string[] {
     `heartbeat_ms: ${shape.heartbeatMs}, lease_ms: ${shape.leaseMs}, evict_ms: ${shape.evictMs}`,
     `clock-rate margin: ${shape.marginMilli / 1000}`,
     `protocol level: ${shape.protocol}`,
+    ...(shape.lineage === undefined ? [] : [`recovered as: ${shape.lineage}`]),
   ];
 }

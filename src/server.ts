@@ -8,6 +8,7 @@ import { FileViewStore, foundersOf, prepareViewRecord } from './runtime/view-sto
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
+import { forceNewCluster } from './recovery.js';
 import { wsListenAddress } from './config.js';
 import { nodeEnv } from './env.js';
 import { ErrorCode, LockError } from './errors.js';
@@ -41,6 +42,11 @@ export interface PeerServerOptions {
   readonly levels?: ProtocolLevels | undefined;
   /** A host added to a running cluster starts from the ticket `lamport-lock member add` printed (needs a data dir). */
   readonly join?: JoinTicket | undefined;
+  /**
+   * Start a new cluster from a lost majority with this peer its only voter (src/recovery.ts),
+   * its clock above every data dir or clock.json listed.
+   */
+  readonly forceNewCluster?: { readonly clockFrom: readonly string[] } | undefined;
   readonly logger: Logger;
 }
 
@@ -70,15 +76,17 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   if (self === undefined) throw new LockError(ErrorCode.ConfigInvalid, `peer id ${JSON.stringify(opts.id)} is not in the config (known: ${opts.config.peers.map((p) => p.id).join(', ')})`);
   const target = parseListenTarget(opts.http ?? self.http);
   if (opts.dataDir !== undefined) checkDataDir(opts.dataDir);
-  else if (opts.join !== undefined) throw new LockError(ErrorCode.ConfigInvalid, '--join needs --data-dir: a member keeps the agreed view and its promises on disk');
+  else if (opts.join !== undefined || opts.forceNewCluster !== undefined) throw new LockError(ErrorCode.ConfigInvalid, `--${opts.join === undefined ? 'force-new-cluster' : 'join'} needs --data-dir: a member keeps the agreed view and its promises on disk`);
   if (opts.join !== undefined && opts.join.cluster !== opts.config.cluster) throw new LockError(ErrorCode.ConfigInvalid, `this join ticket is for cluster ${JSON.stringify(opts.join.cluster)}; the config names ${JSON.stringify(opts.config.cluster)}`);
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
   const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level, opts.acceptConfigChange === true);
   // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
   const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);
   if (opts.dataDir !== undefined) {
-    const founders = foundersOf(opts.dataDir, opts.config.peers, opts.join);
-    checkClusterMemory(opts.dataDir, clusterShapeOf({ ...opts.config, peers: founders.map((id) => ({ id })) }, protocolLevel), opts.acceptConfigChange === true);
+    if (opts.forceNewCluster !== undefined) forceNewCluster(opts.dataDir, opts.id, opts.forceNewCluster.clockFrom, opts.logger);
+    const { founders, lineage } = foundersOf(opts.dataDir, opts.config.peers, opts.join);
+    const shape = clusterShapeOf({ ...opts.config, peers: founders.map((id) => ({ id })) }, protocolLevel);
+    checkClusterMemory(opts.dataDir, lineage === undefined ? shape : { ...shape, lineage }, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
     prepareViewRecord(opts.dataDir, opts.id, opts.config.peers, protocolLevel, () => Buffer.from(nodeEnv.randomBytes(8)).toString('hex'), opts.join);
   }
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);

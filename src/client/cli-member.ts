@@ -32,18 +32,19 @@ export interface ChangeStep {
 
 /** What the operator runs on the host an add added, with the ticket the add answered. */
 export function joinText(id: string, ticket: string): string {
-  return `start ${id} on its host, with its own config file and an empty data dir:\n  lamport-peer --config CONFIG --id ${id} --data-dir DIR --join ${ticket}\nthen, once \`lamport-lock member list\` shows it connected: lamport-lock member promote ${id}\n`;
+  return `start ${id} on its host, with its own config file and an empty data dir:\n  lamport-peer --config CONFIG --id ${id} --data-dir DIR --join ${ticket}\nthen, once \`lamport-lock member list\` shows it connected and not evicted: lamport-lock member promote ${id}\n`;
 }
 
 /**
- * Waits until this peer's link to `id` is up (`member list`), polling every `everyMs`, at most
- * `timeoutMs`; ERR_TIMEOUT after it.
+ * Waits until `id` joined this peer (`member list`: connected, not evicted), polling every
+ * `everyMs`, at most `timeoutMs`; ERR_TIMEOUT after it.
  */
 export async function waitJoined(client: LockClient, id: string, timeoutMs: number, everyMs = 250): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const m = (await client.members()).members.find((x) => x.id === id);
-    if (m?.connected === true) return;
+    // Joined: its link is up and this peer's core let it in (not "evicted", which also means not met yet).
+    if (m?.connected === true && m.evicted === false) return;
     if (Date.now() >= deadline) throw new LockError('ERR_TIMEOUT', `${id} did not join within ${timeoutMs} ms: start it with the ticket printed above`);
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }

@@ -313,13 +313,12 @@ export class PeerInspector {
     const session = this.#src.sessions.get();
     const now = session.nowMs();
     const machine = session.protocol.machine;
-    const inView = new Set(machine.view());
     const links = new Map(session.links.status().map((s) => [s.peer, s]));
     return (i) => {
       const s = links.get(i);
       return {
         connected: s?.connected ?? false, lastHeardMsAgo: s?.lastHeardMs == null ? null : Math.round(now - s.lastHeardMs),
-        rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: !inView.has(i),
+        rttMs: s?.rttMs ?? null, incarnation: s?.incarnation == null ? null : formatIncarnation(s.incarnation), evicted: machine.incarnation(i) === undefined,
         lastTs: machine.lastTs(i), newestLevel: s?.newestLevel ?? null,
       };
     };

@@ -331,7 +331,7 @@ export class PeerRuntime implements LockService {
     const joinsHeldForMs = this.#joinsHeldForMs();
     const acceptor = this.#takesPart() && this.#record !== null ? { acceptor: this.#record.acceptor } : {};
     return new Session({
-      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, ...acceptor,
+      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, ...acceptor,
       clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
@@ -505,7 +505,9 @@ export class PeerRuntime implements LockService {
 
   /** What a host added to the cluster starts from (`lamport-peer --join`): the cluster's name and founders, and the view now. */
   joinTicket(): JoinTicket {
-    return { cluster: this.config.cluster, founders: this.#record?.founders ?? this.config.peers.map((p) => p.id), view: this.view };
+    const lineage = this.#record?.lineage;
+    const ticket = { cluster: this.config.cluster, founders: this.#record?.founders ?? this.config.peers.map((p) => p.id), view: this.view };
+    return lineage === undefined ? ticket : { ...ticket, lineage };
   }
 
   /** Why this peer cannot run a change of the view now (ChangeHost.refusal). */

@@ -95,6 +95,8 @@ export interface SessionOptions {
   readonly view: AgreedView;
   /** The ids the cluster was founded with (`ViewRecord.founders`): with the name and timings, the identity every link checks. */
   readonly founders: readonly string[];
+  /** The cluster's lineage, once it was recovered from a lost majority (ClusterShape.lineage). */
+  readonly lineage?: string | undefined;
   /** The acceptor state the data dir keeps for the epoch after `view`'s; none: this incarnation takes no part in changes of the view. */
   readonly acceptor?: AcceptorState | undefined;
   /** The protocol level this peer runs at (PeerOptions.protocolLevel): the shape's `protocol`, which every link checks. */
@@ -209,6 +211,7 @@ export class Session {
     if ((opts.quietForMs ?? 0) > 0) this.#log.warn({ quietForMs: opts.quietForMs }, 'a confirmation the previous process of this peer gave may still bind: echoing no heartbeat until it lapses');
     if ((opts.joinsHeldForMs ?? 0) > 0) this.#log.warn({ joinsHeldForMs: opts.joinsHeldForMs }, 'a heartbeat this peer echoed before may still vouch for a lease: no peer joins until it lapses');
     this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);
+    if (opts.lineage !== undefined) this.shape = { ...this.shape, lineage: opts.lineage };
     this.levels = opts.levels;
     this.#mesh = this.#createMesh(opts, incarnations);
   }

@@ -33,12 +33,15 @@ export interface ViewRecord {
    * now (docs/reconfiguration.md P4, F75). A host added later is given them (`JoinTicket`).
    */
   readonly founders: readonly string[];
+  /** Set by a recovery from a lost majority (`recoveredRecord`): the cluster's new lineage (ClusterShape.lineage). */
+  readonly lineage?: string;
 }
 
 /** What a host added to the cluster starts from (`lamport-peer --join`): printed by `lamport-lock member add`. */
 export interface JoinTicket {
   readonly cluster: string;
   readonly founders: readonly string[];
+  readonly lineage?: string;
   /** The view that added it, as a learner. */
   readonly view: AgreedView;
 }
@@ -78,7 +81,25 @@ export function decodeJoinTicket(text: string): JoinTicket {
 
 /** Shape guard for a join ticket from the command line. */
 export function isJoinTicket(v: unknown): v is JoinTicket {
-  return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isAgreedView(v['view']);
+  return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isLineage(v['lineage']) && isAgreedView(v['view']);
+}
+
+const isLineage = (v: unknown): boolean => v === undefined || (typeof v === 'string' && /^[0-9a-f]{1,64}$/.test(v));
+
+/**
+ * The record of a survivor that starts a new cluster from a lost majority (docs/reconfiguration.md
+ * P10, `lamport-peer --force-new-cluster`): a view with `self` its only voter, one epoch past its
+ * own, no ordinal given again (the next ordinal kept), nothing promised, and a new founding:
+ * `self` alone, under `lineage`, so that no host of the old cluster links with it.
+ */
+export function recoveredRecord(record: ViewRecord, self: string, lineage: string): ViewRecord {
+  const last = record.chain[record.chain.length - 1];
+  const me = last?.members.find((m) => m.id === self);
+  if (last === undefined || me === undefined || me.state !== 'voter') {
+    throw new LockError(ErrorCode.ConfigInvalid, `--force-new-cluster starts a new cluster from a voter of the old one; ${self} is ${me === undefined ? 'not a member' : `a ${me.state} member`} of the view this data dir records`);
+  }
+  const view: AgreedView = { epoch: last.epoch + 1, members: [{ ...me, state: 'voter' }], nextOrdinal: last.nextOrdinal, level: last.level };
+  return { acceptorId: record.acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1), founders: [self], lineage };
 }
 
 /**
@@ -106,7 +127,7 @@ function isViewRecord(v: unknown): v is ViewRecord {
   const chain = v['chain'];
   if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isAgreedView)) return false;
   const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as AgreedView).epoch + 1);
-  return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']);
+  return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']) && isLineage(v['lineage']);
 }
 
 /** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */
@@ -122,14 +143,19 @@ export function loadViewRecord(dataDir: string): ViewRecord | null {
 }
 
 /**
- * The ids the cluster of `dataDir` was founded with (`ViewRecord.founders`): the record's once
- * the members changed or the host joined; else those the config file (or the join ticket) gives.
+ * The ids the cluster of `dataDir` was founded with (`ViewRecord.founders`), and its lineage if
+ * it was recovered: the record's once the members changed or the host joined; else those the
+ * config file (or the join ticket) gives.
  */
-export function foundersOf(dataDir: string, peers: readonly { readonly id: string }[], join: JoinTicket | undefined): readonly string[] {
+export function foundersOf(dataDir: string, peers: readonly { readonly id: string }[], join: JoinTicket | undefined): { readonly founders: readonly string[]; readonly lineage?: string } {
   const record = loadViewRecord(dataDir);
   const last = record?.chain[record.chain.length - 1];
-  if (record !== null && last !== undefined && (last.epoch > 0 || join !== undefined)) return record.founders;
-  return join?.founders ?? peers.map((p) => p.id);
+  if (record !== null && last !== undefined && (last.epoch > 0 || join !== undefined)) return lineaged(record.founders, record.lineage);
+  return join === undefined ? { founders: peers.map((p) => p.id) } : lineaged(join.founders, join.lineage);
+}
+
+function lineaged(founders: readonly string[], lineage: string | undefined): { readonly founders: readonly string[]; readonly lineage?: string } {
+  return lineage === undefined ? { founders } : { founders, lineage };
 }
 
 /**
@@ -161,7 +187,8 @@ export function startRecord(
     if (!join.view.members.some((m) => m.id === self)) {
       throw new LockError(ErrorCode.ConfigInvalid, `this join ticket adds ${join.view.members.filter((m) => m.state === 'learner').map((m) => m.id).join(', ') || 'no learner'}, not ${self}: run \`lamport-lock member add ${self} ...\` on a member and use the ticket it prints`);
     }
-    return newViewRecord(newId(), join.view, join.founders);
+    const joined = newViewRecord(newId(), join.view, join.founders);
+    return join.lineage === undefined ? joined : { ...joined, lineage: join.lineage };
   }
   if (record !== null && last !== undefined && last.epoch > 0) return record;
   const seeded = firstView(peers, level);

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
     if (added.code !== 0 || ticket === undefined) throw new Error(`member add: ${added.stderr}`);
     const addedMs = performance.now() - addStart;
     cluster.startPeer('d', { args: ['--join', ticket] });
-    await waitFor('d joined', async () => (await membersOf(cluster, 'a')).some((m) => m['id'] === 'd' && m['connected'] === true), 60_000);
+    await waitFor('d joined', async () => (await membersOf(cluster, 'a')).some((m) => m['id'] === 'd' && m['connected'] === true && m['evicted'] === false), 60_000);
     const joinedMs = performance.now() - addStart;
     const promoted = await admin(cluster, 'b', tokenFile, 'member', 'promote', 'd');
     if (promoted.code !== 0) throw new Error(`member promote: ${promoted.stderr}`);

@@ -40,7 +40,7 @@ async function viewAt(c: LocalCluster, at: string): Promise<string> {
 /** Whether peer `at` shows its link to `id` up. */
 async function connected(c: LocalCluster, at: string, id: string): Promise<boolean> {
   const b = (await call(c.url(at), '/v1/members')).body;
-  return (b['members'] as Array<Record<string, unknown>>).some((m) => m['id'] === id && m['connected'] === true);
+  return (b['members'] as Array<Record<string, unknown>>).some((m) => m['id'] === id && m['connected'] === true && m['evicted'] === false);
 }
 
 describe('changing the members of a running cluster', () => {
