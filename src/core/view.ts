@@ -128,9 +128,15 @@ export function membersOf(view: AgreedView, self: number): Members {
   return new Members(self, voters(view).map((m) => m.ordinal));
 }
 
-/** Equal views: same epoch, members, next ordinal and level. */
+/**
+ * One view as far as agreement goes: same epoch, next ordinal, level, and members (ordinal, id,
+ * state). Not their addresses: the view a config file seeds (epoch 0) has each host's own, and
+ * hosts behind NAT or a proxy reach each other at different ones (a chosen view, the same
+ * everywhere, names one address per member, which each host's config file may override).
+ */
 export function sameView(a: AgreedView, b: AgreedView): boolean {
-  return canonicalView(a) === canonicalView(b);
+  const agreed = (v: AgreedView): string => JSON.stringify([v.epoch, v.nextOrdinal, v.level, v.members.map((m) => [m.ordinal, m.id, m.state])]);
+  return agreed(a) === agreed(b);
 }
 
 /** A fixed text of a view, for comparing and hashing (key order never matters). */

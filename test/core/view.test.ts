@@ -60,6 +60,12 @@ describe('AgreedView', () => {
     expect(sameView(v, shuffled)).toBe(true);
     expect(sameView(v, { ...v, epoch: 1 })).toBe(false);
     expect(canonicalView(v)).not.toBe(canonicalView(changed(applyChange(v, { op: 'remove', id: 'c' }))));
+    // Agreement is on who the members are, not where each host reaches them: the view each
+    // host's config file seeds names the others at its own addresses (NAT, proxies).
+    const elsewhere = { ...v, members: v.members.map((m) => ({ ...m, ws: `ws://proxy:${m.ordinal}`, http: `proxy:${m.ordinal}` })) };
+    expect(sameView(v, elsewhere)).toBe(true);
+    expect(canonicalView(v)).not.toBe(canonicalView(elsewhere));
+    expect(sameView(v, changed(applyChange(v, { op: 'remove', id: 'c' })))).toBe(false);
   });
 
   it('refuses a malformed view from the network or the disk', () => {
