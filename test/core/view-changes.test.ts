@@ -214,6 +214,21 @@ describe('changes of the view', () => {
     expect(refused.proposal).toBeNull();
   });
 
+  it('a holder whose next proposal heard too few promises shows no proposal, not its previous chosen one (simulator seed 1 --changes)', () => {
+    const changes = new ViewChanges(v0, 10);
+    for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: true, accepted: null });
+    const v1 = next(v0, addD);
+    expect(changes.propose(50, v1, membersOf(v0, 0))).not.toBeNull();
+    expect(changes.onAccepted(1, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toEqual(v1);
+    changes.apply(v1);
+    // The next change: the voters promised a rival's ballot, so the holder must ask again. A
+    // stale proposal (own, chosen, at epoch 1) read as this one's made the runtime report the
+    // change made (runtime/view-change.ts) though it was never proposed.
+    for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 60, view: v1, speaks: 10, promised: false, accepted: null });
+    expect(changes.propose(60, next(v1, { op: 'remove', id: 'c' }), membersOf(v1, 0))).toBeNull();
+    expect(changes.proposal).toBeNull();
+  });
+
   it('ignores a view that does not follow its own, and a LEAVE from a member', () => {
     const pair = firstView(v0.members.slice(0, 2), 10);
     const net = new Net(2, { view: pair });
