@@ -285,4 +285,30 @@ describe('a protocol that takes part in changes', () => {
     const applied = p.payload(0, inc(5), { c: 22, m: [{ t: 'view', view: proposed }] }, 3);
     expect(applied[0]?.type).toBe('view');
   });
+
+  it('fences at once when a view leaves too few of its voters echoing: no hold outlives its event without a lease (simulator seed 9 --changes)', async () => {
+    const { PeerProtocol } = await import('../../src/core/protocol.js');
+    const { IncarnationBook } = await import('../../src/core/incarnations.js');
+    const inc = (startMs: number): { startMs: number; nonce: number } => ({ startMs, nonce: 1 });
+    const five = firstView(['a', 'b', 'c', 'd', 'e'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 10);
+    const p = new PeerProtocol({
+      self: 0, peerIds: ['a', 'b', 'c', 'd', 'e'], leaseMs: 1000, evictMs: 1700, clockRateMargin: 1.5, incarnation: inc(10), clockFloor: 0, nowMs: 0,
+      incarnations: new IncarnationBook(5), view: five, speaks: 10,
+    });
+    for (const q of [1, 2, 3, 4]) p.peerJoined(q, inc(5), 1, false, 0);
+    for (const q of [1, 2, 3, 4]) p.payload(q, inc(5), { c: 2, m: [] }, 1);
+    // b and e echo: two others of five voters, a lease.
+    p.echo(1, 10, 10);
+    p.echo(4, 10, 10);
+    expect(p.machine.leaseValid).toBe(true);
+    p.local({ type: 'acquire', ref: 1, parts: [{ lock: 'x', spec: spec() }], noWait: false }, 20);
+    for (const q of [1, 2, 3, 4]) p.payload(q, inc(5), { c: 100, m: [] }, 21);
+    expect(p.machine.stats().granted).toBe(1);
+    // e is removed: of the voters a, b, c, d only b echoed, and a majority needs two others.
+    const out = p.payload(1, inc(5), { c: 101, m: [{ t: 'view', view: next(five, { op: 'remove', id: 'e' }) }] }, 30);
+    expect(p.machine.clusterView?.epoch).toBe(1);
+    expect(p.machine.leaseValid).toBe(false);
+    expect(p.machine.stats().granted).toBe(0);
+    expect(out.some((o) => o.type === 'local' && o.effect.type === 'ended')).toBe(true);
+  });
 });
