@@ -329,7 +329,10 @@ export class Machine {
   }
 
   #onJoined(peer: number, inc: Incarnation, clock: number): void {
-    assert(peer !== this.self && this.#changes.inView(peer, this.#members), 'joined peer is in the view');
+    assert(peer !== this.self, 'a joined peer is another');
+    // A peer our view removed (a learner removed before its host started, a member that comes
+    // back from an older view): the links may still admit it; it counts for nothing here.
+    if (!this.#changes.inView(peer, this.#members)) return;
     if (!this.#peers.isNew(peer, inc)) return;
     const restarted = this.#peers.incarnation(peer) !== undefined;
     const wasSynced = this.synced;

@@ -470,6 +470,9 @@ export class PeerProtocol {
     // A packet of acks only changes no queue, unless it let a request of ours be granted (the
     // watches compare the queues at each change: docs/design.md section 6, "Watches").
     if (event.type !== 'packet' || event.packet.m.length > 0 || local) this.#out.push({ type: 'changed' });
+    // A view applied counts the lease by its voters: one that lapses with it fences now, after
+    // this step's packets (no hold outlives its event without a lease).
+    if (effects.some((e) => e.type === 'view')) this.#refreshLease(nowMs);
   }
 
   /**

@@ -202,6 +202,8 @@ export class ViewChanges {
    * the ACCEPT for the other voters.
    */
   propose(ts: number, own: AgreedView, voters: Members): { readonly persist: AcceptorState; readonly msg: AcceptMessage } | null {
+    // A previous proposal is over: one refused now must not read as the last one made.
+    this.#proposal = null;
     const epoch = own.epoch;
     const ballot = { ts, peer: voters.self };
     const mine = promise(this.#acceptor, epoch, ballot);

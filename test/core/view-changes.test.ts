@@ -214,6 +214,42 @@ describe('changes of the view', () => {
     expect(refused.proposal).toBeNull();
   });
 
+  it('a holder whose next proposal heard too few promises shows no proposal, not its previous chosen one (simulator seed 1 --changes)', () => {
+    const changes = new ViewChanges(v0, 10);
+    for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: true, accepted: null });
+    const v1 = next(v0, addD);
+    expect(changes.propose(50, v1, membersOf(v0, 0))).not.toBeNull();
+    expect(changes.onAccepted(1, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toEqual(v1);
+    changes.apply(v1);
+    // The next change: the voters promised a rival's ballot, so the holder must ask again. A
+    // stale proposal (own, chosen, at epoch 1) read as this one's made the runtime report the
+    // change made (runtime/view-change.ts) though it was never proposed.
+    for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 60, view: v1, speaks: 10, promised: false, accepted: null });
+    expect(changes.propose(60, next(v1, { op: 'remove', id: 'c' }), membersOf(v1, 0))).toBeNull();
+    expect(changes.proposal).toBeNull();
+  });
+
+  it('a learner removed before its host joined is not let in: its handshake reaches the core, which counts it for nothing (simulator seed 27 --changes)', () => {
+    const net = holding();
+    const v1 = next(v0, addD);
+    net.step(0, { type: 'propose', view: v1 });
+    net.settle();
+    net.release(0, 100);
+    net.acquire(0, 101, viewLock);
+    expect(net.settle()).toEqual(['p0 granted 101']);
+    net.step(0, { type: 'propose', view: next(v1, { op: 'remove', id: 'd' }) });
+    net.settle();
+    expect([0, 1, 2].map((p) => net.machine(p).clusterView?.epoch)).toEqual([2, 2, 2]);
+    // d's host starts from the ticket of the add (view 1) and its link is admitted: the core
+    // asserted 'joined peer is in the view' (an assertion reached from the network).
+    net.restart(3, 5, 0, v1);
+    expect(() => net.join(1, 3)).not.toThrow();
+    expect(net.machine(1).view()).toEqual([0, 2]);
+    expect(net.machine(1).incarnation(3)).toBeUndefined();
+    net.acquire(1, 1, 'x');
+    expect(net.settle()).toEqual(['p1 granted 1']);
+  });
+
   it('jumps to a chosen view several epochs ahead (a peer down through several changes), and ignores an older one and a LEAVE from a member', () => {
     const pair = firstView(v0.members.slice(0, 2), 10);
     const net = new Net(2, { view: pair });
@@ -249,5 +285,31 @@ describe('a protocol that takes part in changes', () => {
     expect(types).toEqual(['acceptor', 'accepted']);
     const applied = p.payload(0, inc(5), { c: 22, m: [{ t: 'view', view: proposed }] }, 3);
     expect(applied[0]?.type).toBe('view');
+  });
+
+  it('fences at once when a view leaves too few of its voters echoing: no hold outlives its event without a lease (simulator seed 9 --changes)', async () => {
+    const { PeerProtocol } = await import('../../src/core/protocol.js');
+    const { IncarnationBook } = await import('../../src/core/incarnations.js');
+    const inc = (startMs: number): { startMs: number; nonce: number } => ({ startMs, nonce: 1 });
+    const five = firstView(['a', 'b', 'c', 'd', 'e'].map((id, i) => ({ id, ws: `ws://127.0.0.1:${7000 + i}`, http: `127.0.0.1:${8000 + i}` })), 10);
+    const p = new PeerProtocol({
+      self: 0, peerIds: ['a', 'b', 'c', 'd', 'e'], leaseMs: 1000, evictMs: 1700, clockRateMargin: 1.5, incarnation: inc(10), clockFloor: 0, nowMs: 0,
+      incarnations: new IncarnationBook(5), view: five, speaks: 10,
+    });
+    for (const q of [1, 2, 3, 4]) p.peerJoined(q, inc(5), 1, false, 0);
+    for (const q of [1, 2, 3, 4]) p.payload(q, inc(5), { c: 2, m: [] }, 1);
+    // b and e echo: two others of five voters, a lease.
+    p.echo(1, 10, 10);
+    p.echo(4, 10, 10);
+    expect(p.machine.leaseValid).toBe(true);
+    p.local({ type: 'acquire', ref: 1, parts: [{ lock: 'x', spec: spec() }], noWait: false }, 20);
+    for (const q of [1, 2, 3, 4]) p.payload(q, inc(5), { c: 100, m: [] }, 21);
+    expect(p.machine.stats().granted).toBe(1);
+    // e is removed: of the voters a, b, c, d only b echoed, and a majority needs two others.
+    const out = p.payload(1, inc(5), { c: 101, m: [{ t: 'view', view: next(five, { op: 'remove', id: 'e' }) }] }, 30);
+    expect(p.machine.clusterView?.epoch).toBe(1);
+    expect(p.machine.leaseValid).toBe(false);
+    expect(p.machine.stats().granted).toBe(0);
+    expect(out.some((o) => o.type === 'local' && o.effect.type === 'ended')).toBe(true);
   });
 });

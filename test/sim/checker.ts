@@ -13,6 +13,8 @@ import type { Mode } from '../../src/core/types.js';
 export interface Hold {
   readonly ref: number;
   readonly peer: number;
+  /** Its peer's ordinal in the agreed view (docs/reconfiguration.md): the tie-break; the peer's index without changes. */
+  readonly ordinal: number;
   /** The incarnation counter of the peer that granted it. */
   readonly life: number;
   /** Virtual ms of the grant. */
@@ -28,13 +30,14 @@ export interface Hold {
 interface Grant {
   readonly ts: number;
   readonly peer: number;
+  readonly ordinal: number;
   readonly token: bigint;
   readonly ref: number;
 }
 
-/** The agreed order of docs/design.md section 3: by timestamp, ties broken by peer index. */
-function precedes(a: { ts: number; peer: number }, b: { ts: number; peer: number }): boolean {
-  return a.ts !== b.ts ? a.ts < b.ts : a.peer < b.peer;
+/** The agreed order of docs/design.md section 3: by timestamp, ties broken by the peer's ordinal (its index in a config file). */
+function precedes(a: { ts: number; ordinal: number }, b: { ts: number; ordinal: number }): boolean {
+  return a.ts !== b.ts ? a.ts < b.ts : a.ordinal < b.ordinal;
 }
 
 function describe(h: Hold): string {
@@ -125,7 +128,7 @@ export class Checker {
         this.#fail(nowMs, `${h.lock}: exclusive grant ${describe(h)} out of (ts, peer) order after ref ${last.ref} (p${last.peer} ts=${last.ts})`);
       }
     }
-    this.#lastExclusive.set(h.lock, { ts: h.ts, peer: h.peer, token: h.token, ref: h.ref });
+    this.#lastExclusive.set(h.lock, { ts: h.ts, peer: h.peer, ordinal: h.ordinal, token: h.token, ref: h.ref });
   }
 
   /**

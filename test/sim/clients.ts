@@ -209,7 +209,7 @@ export class Clients {
     }
     // Each lock an all-or-nothing request names is a hold of that lock, judged with that lock's others.
     for (const { lock, mode, limit, permits } of req.asks) {
-      this.#checker.grant({ ref: req.ref, peer: req.peer, life: req.proc.proc.id, lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
+      this.#checker.grant({ ref: req.ref, peer: req.peer, ordinal: req.proc.runtime.index, life: req.proc.proc.id, lock, ts, mode, limit, permits, token: g.token, grantedMs: this.#time.nowMs }, this.#time.nowMs);
     }
   }
 

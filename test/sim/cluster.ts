@@ -10,7 +10,9 @@ import type { ClusterConfig } from '../../src/config.js';
 import { limits } from '../../src/limits.js';
 import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
-import type { ViewRecord, ViewStore } from '../../src/runtime/view-store.js';
+import type { JoinTicket, ViewRecord, ViewStore } from '../../src/runtime/view-store.js';
+import type { AgreedView } from '../../src/core/view.js';
+import { ErrorCode, LockError } from '../../src/errors.js';
 import { newViewRecord, startRecord } from '../../src/runtime/view-store.js';
 import { protocolLevels } from '../../src/transport/codec.js';
 import type { ProtocolReader } from '../../src/core/protocol.js';
@@ -148,12 +150,21 @@ export interface ClusterOptions {
   readonly checker: Checker;
   readonly transcript: Transcript;
   readonly time: SimTime;
+  /**
+   * Hosts 0..founders-1 found the cluster (their config file lists them alone); the others are
+   * spare hosts, started only once a member added them and gave them its join ticket (`join`).
+   * Every host founds it by default.
+   */
+  readonly founders?: number;
 }
 
 /** The peers of one run. */
 export class Cluster {
   readonly #o: ClusterOptions;
   readonly #config: ClusterConfig;
+  /** The founders' config (`#config` when every host founds the cluster). */
+  readonly #foundersConfig: ClusterConfig;
+  readonly #founders: number;
   readonly #hosts: SimHost[];
   #nextProcId = 1;
   readonly #duplicated = new Set<number>();
@@ -186,6 +197,8 @@ export class Cluster {
       peers: Array.from({ length: s.peers }, (_, i) => ({ id: `p${i}`, ws: `ws://p${i}:1`, http: '127.0.0.1:0' })),
       heartbeatMs: s.heartbeatMs, leaseMs: s.leaseMs, evictMs: s.evictMs, tls: undefined,
     };
+    this.#founders = Math.min(o.founders ?? s.peers, s.peers);
+    this.#foundersConfig = this.#founders === s.peers ? this.#config : { ...this.#config, peers: this.#config.peers.slice(0, this.#founders) };
     this.#hosts = Array.from({ length: s.peers }, (_, peer) => {
       // Even peers' hosts tell a boot clock (Linux), odd ones do not: both ways of counting a suspend run.
       const clock = new HostClock({ rate: s.clockRates[peer] ?? 1, offsetMs: s.clockOffsetsMs[peer] ?? 0, skewMs: s.skewMs[peer] ?? 0, boot: peer % 2 === 0 });
@@ -206,9 +219,64 @@ export class Cluster {
     return this.#hosts.length;
   }
 
-  /** Starts every peer. */
+  /** Starts every peer (every founder: spare hosts start when they join). */
   start(): void {
     for (const h of this.#hosts) this.restart(h.peer);
+  }
+
+  /** Hosts 0..founders-1 founded the cluster; the others are spares (ClusterOptions.founders). */
+  get founders(): number {
+    return this.#founders;
+  }
+
+  /**
+   * The agreed view as far as any host got: the newest view on any host's data dir (only a
+   * chosen view is applied, docs/reconfiguration.md P2, so this is the cluster's newest view
+   * some member applied). With every host a founder and no change drawn, epoch 0's.
+   */
+  latestView(): AgreedView | undefined {
+    let latest: AgreedView | undefined;
+    for (const h of this.#hosts) {
+      const chain = h.disk.viewRecord?.chain;
+      const v = chain?.[chain.length - 1];
+      if (v !== undefined && (latest === undefined || v.epoch > latest.epoch)) latest = v;
+    }
+    return latest;
+  }
+
+  /** The ids of the voters of the newest view (`latestView`); every host's when none is on disk yet. */
+  voterPeers(): number[] {
+    const v = this.latestView();
+    if (v === undefined) return this.#hosts.map((h) => h.peer);
+    return v.members.filter((m) => m.state === 'voter').map((m) => Number(m.id.slice(1)));
+  }
+
+  /** Whether `peer` was a member and the newest view removes it (leaving, or gone). */
+  removed(peer: number): boolean {
+    if (this.#host(peer).disk.viewRecord === null) return false;
+    const m = this.latestView()?.members.find((x) => x.id === `p${peer}`);
+    return m === undefined || m.state === 'leaving';
+  }
+
+  /** Whether the core of `peer`'s current process is two or more epochs behind the newest view (`latestView`). */
+  behind(peer: number): boolean {
+    const epoch = this.current(peer)?.runtime.inspect.protocol.machine.clusterView?.epoch;
+    return epoch !== undefined && epoch < (this.latestView()?.epoch ?? 0) - 1;
+  }
+
+  /** Whether `peer` is a voter of the newest view (`latestView`). */
+  isVoter(peer: number): boolean {
+    return this.voterPeers().includes(peer);
+  }
+
+  /**
+   * A spare host starts as \`lamport-peer --join TICKET\` does: its data dir's record made from
+   * the ticket a member gave it after the add, then the peer started on it.
+   */
+  join(peer: number, ticket: JoinTicket): void {
+    const disk = this.#host(peer).disk;
+    disk.viewRecord = startRecord(disk.viewRecord, `p${peer}`, [], protocolLevels.newest, () => disk.newAcceptorId(), ticket);
+    this.restart(peer);
   }
 
   /** The process clients of `peer` reach (the newest live one, once started), if any. */
@@ -223,9 +291,10 @@ export class Cluster {
     return this.#host(peer).procs;
   }
 
-  /** True when every peer but `peer` runs one process, synced with its view. */
+  /** True when every member of the newest view but `peer` runs one process, synced with its view. */
   othersSynced(peer: number): boolean {
-    return this.#hosts.every((h) => h.peer === peer || (h.procs.length === 1 && this.current(h.peer)?.runtime.inspect.protocol.machine.synced === true));
+    const members = this.#founders === this.#hosts.length ? null : new Set(this.latestView()?.members.map((m) => m.id) ?? []);
+    return this.#hosts.every((h) => h.peer === peer || (members !== null && !members.has(`p${h.peer}`)) || (h.procs.length === 1 && this.current(h.peer)?.runtime.inspect.protocol.machine.synced === true));
   }
 
   /** True when a second process with this peer's id ever ran. */
@@ -276,8 +345,10 @@ export class Cluster {
    */
   waitsForUnevictable(p: SimPeerProcess, dead: number | null): boolean {
     if (dead === null) return false;
-    const majority = Math.floor(this.size / 2) + 1;
-    const others = this.size - 2; // neither the dead peer nor the waiting one's own id
+    // The voters of the newest view count the majority (every peer, without changes).
+    const voters = this.#founders === this.#hosts.length ? this.size : this.voterPeers().length;
+    const majority = Math.floor(voters / 2) + 1;
+    const others = voters - 2; // neither the dead peer nor the waiting one's own id
     if (others >= majority) return false;
     // Every peer's requests need every peer's ack: one peer stuck waiting stalls them all.
     return p.proc.alive && this.#hosts.some((h) => h.procs.some((q) => q.runtime.started && q.runtime.inspect.waitingForPredecessor().length > 0));
@@ -300,19 +371,32 @@ export class Cluster {
   restart(peer: number, opts: { duplicate?: boolean; config?: ClusterConfig } = {}): void {
     const h = this.#host(peer);
     if (h.procs.length > 0 && opts.duplicate !== true) return;
-    if (opts.duplicate === true) this.#duplicated.add(peer);
+    // A spare host runs only once it joined (`join`): started on its own, it would found a cluster of its own.
+    if (peer >= this.#founders && h.disk.viewRecord === null) return;
     const { time, rng, schedule, net, transcript } = this.#o;
-    const proc = new SimProcess({ id: this.#nextProcId++, peer, host: h.clock, time, rng: rng.fork(), schedule });
+    // What lamport-peer does with the data dir before the runtime starts (server.ts).
+    const config = opts.config ?? (peer < this.#founders ? this.#foundersConfig : this.#config);
+    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, protocolLevels.newest, () => h.disk.newAcceptorId());
+    const proc = new SimProcess({ id: this.#nextProcId, peer, host: h.clock, time, rng: rng.fork(), schedule });
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
-    // What lamport-peer does with the data dir before the runtime starts (server.ts).
-    const config = opts.config ?? this.#config;
-    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, protocolLevels.newest, () => h.disk.newAcceptorId());
-    const runtime = new PeerRuntime({
-      config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
-      ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
-      ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
-    });
+    let runtime: PeerRuntime;
+    try {
+      runtime = new PeerRuntime({
+        config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
+        ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
+        ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
+      });
+    } catch (err) {
+      // A host whose data dir records its removal refuses to start (docs/reconfiguration.md P8).
+      if (!(err instanceof LockError) || err.code !== ErrorCode.Removed) throw err;
+      proc.kill();
+      net.crashed(proc);
+      transcript.add(time.nowMs, peer, `START refused: ${err.code} (${err.message.slice(0, 80)})`);
+      return;
+    }
+    this.#nextProcId++;
+    if (opts.duplicate === true) this.#duplicated.add(peer);
     const p: SimPeerProcess = { proc, runtime, logger, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null, synced: false } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;

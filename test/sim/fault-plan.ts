@@ -307,6 +307,7 @@ export class FaultPlan {
   heal(): number | null {
     this.#active = false;
     const { cluster, wire, time, rng, scenario: s } = this.#o;
+    const changing = cluster.founders < cluster.size;
     wire.healAll(time.nowMs);
     this.#o.net.healStalls();
     // Two peers never evict, so a dead one would block the other forever: by design.
@@ -317,7 +318,9 @@ export class FaultPlan {
       // Known by a peer the heal leaves running: one of a duplicated id is restarted below,
       // and its new incarnation never meets the dead one (seed 301430).
       const staysUp = (q: number): boolean => cluster.processes(q).length === 1 && !cluster.wasDuplicated(q);
-      if (cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate, staysUp)) this.#dead = candidate;
+      // With changes, a voter of three or more: the other voters evict it.
+      const evictable = !changing || (cluster.isVoter(candidate) && cluster.voterPeers().length >= 3);
+      if (evictable && cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate, staysUp)) this.#dead = candidate;
     }
     for (const peer of [...this.#misconfigured]) this.#fixConfig(peer);
     for (let peer = 0; peer < cluster.size; peer++) {
@@ -329,6 +332,8 @@ export class FaultPlan {
         cluster.crash(peer);
         continue;
       }
+      // A member removed stays stopped (with changes: test/sim/changer.ts).
+      if (changing && cluster.removed(peer)) continue;
       cluster.restart(peer);
       cluster.wake(peer);
       cluster.resume(peer);

@@ -9,6 +9,8 @@
  * once, all-or-nothing; off by default, so that recorded seeds keep meaning what they meant.
  * `--meta P` makes a share P of the holders announce new meta (META) once or twice while they
  * hold, held to META's promise (test/sim/meta-check.ts); off by default for the same reason.
+ * `--changes` founds the cluster with the seed's peers beside 1 or 2 spare hosts and draws
+ * changes of the members among the faults (test/sim/changer.ts); off by default too.
  *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
@@ -20,7 +22,7 @@
 import { clockRateMargin, timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
-import { isMutantName, multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
+import { changesOf, isMutantName, multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runParallel } from './parallel.js';
 import type { Sim } from './planted.js';
@@ -47,9 +49,11 @@ interface CliOptions {
   readonly meta: number | undefined;
   /** `--timing defaults` or `--timing H/L/E`: those timings instead of the drawn ones. */
   readonly timing: RunOptions['timing'];
+  /** `--changes`: changes of the members drawn among the faults; unset: the mutant's, else none. */
+  readonly changes: boolean;
 }
 
-const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--meta P] [--timing defaults|H/L/E] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
+const usage = `usage: npm run sim -- --seeds N [--seed S] [--peers P] [--mutant ${mutantNames.join('|')}] [--net fifo|link] [--multi P] [--meta P] [--changes] [--timing defaults|H/L/E] [--verbose] [--jobs J]\n       npm run sim -- --mutants [--seeds N] [--seed S]`;
 
 function intArg(name: string, value: string | undefined, min: number, max: number): number {
   const n = Number(value);
@@ -83,11 +87,16 @@ function parseArgs(argv: readonly string[]): CliOptions {
   let multi: number | undefined;
   let meta: number | undefined;
   let timing: RunOptions['timing'];
+  let changes = false;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[i + 1];
     if (flag === '--mutants') {
       mutants = true;
+      continue;
+    }
+    if (flag === '--changes') {
+      changes = true;
       continue;
     }
     if (flag === '--seeds') seedsGiven = true;
@@ -109,12 +118,13 @@ function parseArgs(argv: readonly string[]): CliOptions {
   }
   if (mutants && !seedsGiven) seeds = mutantSeedsMax;
   if (jobs > 1 && (mutants || verbose)) throw new Error(`--jobs runs plain seed ranges only\n${usage}`);
-  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi, meta, timing };
+  return { seeds, seed, peers, mutant, verbose, net, mutants, netGiven, jobs, multi, meta, timing, changes };
 }
 
 function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant = cli.mutant): RunOptions {
   const multi = cli.multi ?? multiChanceOf(mutant);
   const meta = cli.meta ?? proclaimChanceOf(mutant);
+  const changes = cli.changes || changesOf(mutant);
   return {
     seed,
     transcript,
@@ -123,6 +133,7 @@ function runOptions(cli: CliOptions, seed: number, transcript: boolean, mutant =
     ...(multi === undefined ? {} : { multiChance: multi }),
     ...(meta === undefined ? {} : { proclaimChance: meta }),
     ...(cli.timing === undefined ? {} : { timing: cli.timing }),
+    ...(changes ? { changes } : {}),
   };
 }
 
@@ -132,7 +143,8 @@ function reproduce(cli: CliOptions, seed: number): string {
   const net = cli.net === 'fifo' ? '' : ` --net ${cli.net}`;
   const multi = cli.multi === undefined ? '' : ` --multi ${cli.multi}`;
   const meta = cli.meta === undefined ? '' : ` --meta ${cli.meta}`;
-  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}${multi}${meta}`;
+  const changes = cli.changes ? ' --changes' : '';
+  return `reproduce with: npm run sim -- --seed ${seed} --seeds 1${peers}${mutant}${net}${multi}${meta}${changes}`;
 }
 
 /** Prints a failure: the violation, the command that replays it, and the transcript's tail. */
@@ -204,6 +216,7 @@ function passThrough(cli: CliOptions): string[] {
     ...(cli.multi === undefined ? [] : ['--multi', String(cli.multi)]),
     ...(cli.meta === undefined ? [] : ['--meta', String(cli.meta)]),
     ...(cli.timing === undefined ? [] : ['--timing', `${cli.timing.heartbeatMs}/${cli.timing.leaseMs}/${cli.timing.evictMs}`]),
+    ...(cli.changes ? ['--changes'] : []),
   ];
 }
 
@@ -214,13 +227,15 @@ async function main(): Promise<number> {
   const sim = await simFor(cli.mutant);
   const startedMs = performance.now();
   let grants = 0;
+  let changesMade = 0;
   const failed: number[] = [];
   for (let seed = cli.seed; seed < cli.seed + cli.seeds; seed++) {
     const result = sim.run.runSeed(runOptions(cli, seed, cli.verbose && cli.seeds === 1));
     grants += result.grants;
+    changesMade += result.changesMade;
     if (cli.verbose) {
       if (cli.seeds === 1) for (const line of result.transcript.lines()) console.log(line);
-      console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations`);
+      console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations${cli.changes ? `, ${result.changesMade} changes` : ''}`);
     }
     if (result.violations.length === 0) continue;
     if (failed.length === 0) reportFailure(cli, sim, result);
@@ -229,6 +244,7 @@ async function main(): Promise<number> {
   const seconds = (performance.now() - startedMs) / 1000;
   if (cli.mutant !== undefined) console.log(`mutant ${cli.mutant}: ${failed.length === 0 ? 'NOT caught' : `first failing seed ${failed[0]}`}`);
   if (failed.length > 1) console.log(`failing seeds: ${failed.slice(0, 20).join(', ')}${failed.length > 20 ? ', ...' : ''}`);
+  if (cli.changes) console.log(`changes of the members made: ${changesMade}`);
   console.log(`${cli.seeds} seeds in ${seconds.toFixed(2)}s (${(cli.seeds / seconds).toFixed(0)} seeds/s)`);
   console.log(`sim: ${cli.seeds} seeds, ${grants} grants, ${failed.length} violations`);
   return failed.length === 0 ? 0 : 1;

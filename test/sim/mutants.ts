@@ -207,3 +207,11 @@ export function proclaimChanceOf(mutant: MutantName | undefined): number | undef
 export function multiChanceOf(mutant: MutantName | undefined): number | undefined {
   return mutant === 'grant-on-one-part' ? 0.3 : undefined;
 }
+
+/** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */
+const changeMutants: readonly MutantName[] = [];
+
+/** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
+export function changesOf(mutant: MutantName | undefined): boolean {
+  return mutant !== undefined && changeMutants.includes(mutant);
+}

@@ -3,6 +3,7 @@
  * liveness phase without them, checking the invariants after every event. Everything comes
  * from the seed, so `runSeed` with the same options always returns the same result.
  */
+import { Changer, withChanges } from './changer.js';
 import { Checker } from './checker.js';
 import { Clients } from './clients.js';
 import type { ClientRequest } from './clients.js';
@@ -47,6 +48,12 @@ export interface RunOptions {
   readonly multiChance?: number;
   /** Heartbeat, lease and eviction timings instead of the drawn ones (ScenarioOverrides.timing). */
   readonly timing?: ScenarioOverrides['timing'];
+  /**
+   * Changes of the members drawn among the faults (test/sim/changer.ts): the seed's peers found
+   * the cluster beside 1 or 2 spare hosts. Off by default, so that the seeds keep meaning what
+   * they meant; drawn from a generator of its own.
+   */
+  readonly changes?: boolean;
 }
 
 /** What one seed did. */
@@ -62,6 +69,8 @@ export interface RunResult {
   readonly proclaims: number;
   /** Grants of requests naming several locks (multiChance). */
   readonly multiGrants: number;
+  /** Changes of the members made (`changes`). */
+  readonly changesMade: number;
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -83,6 +92,8 @@ export interface Parts {
   readonly net: SimNetworks;
   /** META's promise, after every task of a process (test/sim/meta-check.ts). */
   readonly meta: MetaCheck;
+  /** The changes of the members drawn (`RunOptions.changes`), or null. */
+  readonly changer: Changer | null;
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -109,7 +120,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const net = new SimNetworks({ wire, rng: wireRng.fork(), time, kernel: world });
   net.log = (peer, what) => transcript.add(time.nowMs, peer, what);
   const schedule = (atMs: number, proc: SimProcess, task: () => void): void => queue.push(atMs, { k: 'task', proc, task });
-  const cluster = new Cluster({ scenario, rng: rng.fork(), net, schedule, checker, transcript, time });
+  const cluster = new Cluster({ scenario, rng: rng.fork(), net, schedule, checker, transcript, time, ...(scenario.founders === undefined ? {} : { founders: scenario.founders }) });
   const processes = new Map<SimProcess, SimPeerProcess>();
   cluster.onStarted = (p) => processes.set(p.proc, p);
   cluster.onCrashed = (procId) => clients.crashed(procId);
@@ -118,18 +129,22 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
     multi: { chance: opts.multiChance ?? 0, rng: new Prng(opts.seed + 0x6d17) },
   });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta };
+  // Its own generator: the seed's other draws stay as they are.
+  const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript });
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
 export function runSeed(opts: RunOptions): RunResult {
   const rng = new Prng(opts.seed);
-  const scenario = drawScenario(rng.fork(), { ...(opts.peers === undefined ? {} : { peers: opts.peers }), ...(opts.timing === undefined ? {} : { timing: opts.timing }) });
+  const drawn = drawScenario(rng.fork(), { ...(opts.peers === undefined ? {} : { peers: opts.peers }), ...(opts.timing === undefined ? {} : { timing: opts.timing }) });
+  const scenario = opts.changes === true ? withChanges(drawn, new Prng(opts.seed + 0xc4a5e)) : drawn;
   const parts = build(opts, scenario, rng);
   const { queue, time, checker, cluster } = parts;
   cluster.start();
   parts.workload.start();
   parts.faults.start();
+  parts.changer?.start();
   queue.push(scenario.safetyMs, { k: 'liveness' });
   const loop = { deadlineMs: Number.POSITIVE_INFINITY, events: 0 };
   try {
@@ -140,7 +155,7 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0 };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {
@@ -197,6 +212,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
  * for each request that may be ahead of another, one hold plus a few (spiked) round trips.
  */
 function startLiveness(parts: Parts, s: Scenario): number {
+  parts.changer?.stop();
   const dead = parts.faults.heal();
   parts.workload.stopIssuing();
   parts.workload.probe();
@@ -237,12 +253,18 @@ function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   // (re)starting peer waits for peers it has not met): its own requests are excused, but
   // every peer that met the dead one must keep granting, and nobody may wait for the excused.
   const dead = parts.faults.dead;
-  const expected = clients.waiting().filter((r) => !parts.cluster.cannotSync(r.peer, dead) && !parts.cluster.waitsForUnevictable(r.proc, dead));
+  // With changes, only the voters of the newest view grant: a learner requests nothing (its
+  // requests wait for a promotion), a removed member's requests end.
+  // And P4's catch-up is not built (docs/reconfiguration.md, "What is built"): a member two or
+  // more epochs behind the newest view never applies it (a VIEW that does not follow its own is
+  // ignored), so its own requests are excused too; nobody else's.
+  const voter = (peer: number): boolean => parts.changer === null || (parts.cluster.isVoter(peer) && !parts.cluster.behind(peer));
+  const expected = clients.waiting().filter((r) => voter(r.peer) && !parts.cluster.cannotSync(r.peer, dead) && !parts.cluster.waitsForUnevictable(r.proc, dead));
   const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.opts.mode} ${r.state} since ${r.issuedMs}ms (${describeStuck(parts, r)})`);
   // Every peer that can sync grants its probe (Workload.probe); a waiting probe is reported above.
   for (const peer of parts.workload.unprobed()) {
     const p = parts.cluster.current(peer);
-    if (p === undefined || peer === dead || parts.cluster.cannotSync(peer, dead) || parts.cluster.waitsForUnevictable(p, dead)) continue;
+    if (p === undefined || peer === dead || !voter(peer) || parts.cluster.cannotSync(peer, dead) || parts.cluster.waitsForUnevictable(p, dead)) continue;
     if (!clients.waiting().some((r) => r.peer === peer && r.opts.owner === 'probe')) stuck.push(`p${peer} granted no probe request of the liveness phase (the last one: ${parts.workload.lastProbeOutcome(peer)})`);
   }
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);

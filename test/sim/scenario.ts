@@ -158,6 +158,11 @@ export interface Scenario {
   readonly clockStyle: ClockStyle;
   /** Each peer's wall clock offset from virtual time, in ms. */
   readonly skewMs: readonly number[];
+  /**
+   * With `--changes` (test/sim/changer.ts): hosts 0..founders-1 found the cluster, the others
+   * are spares a change may add. Unset: every host founds it, and no change is drawn.
+   */
+  readonly founders?: number;
 }
 
 /** Options a CLI user may force; everything else comes from the seed. */

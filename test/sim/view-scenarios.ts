@@ -8,8 +8,6 @@ import type { LockError } from '../../src/errors.js';
 import type { Parts } from './run.js';
 import { runUntil } from './run.js';
 import { quietWorld } from './scenarios.js';
-import { startRecord } from '../../src/runtime/view-store.js';
-import { protocolLevels } from '../../src/transport/codec.js';
 
 /** What one change came to: the view, or the error's code and sentence; null while it runs. */
 export type ChangeOutcome = { readonly epoch: number; readonly members: string } | { readonly code: string; readonly message: string } | null;
@@ -64,9 +62,7 @@ export function foundedBy(founders: number, hosts: number): Parts {
 export function joinHost(parts: Parts, from: number, peer: number): void {
   const member = parts.cluster.current(from);
   if (member === undefined) throw new Error(`p${from} is not running`);
-  const disk = parts.cluster.hostOf(peer).disk;
-  disk.viewRecord = startRecord(null, `p${peer}`, [], protocolLevels.newest, () => disk.newAcceptorId(), member.runtime.joinTicket());
-  parts.cluster.restart(peer);
+  parts.cluster.join(peer, member.runtime.joinTicket());
 }
 
 /** Three founders add p3, which joins as a learner, is promoted, and is granted a lock. */
