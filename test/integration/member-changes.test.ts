@@ -102,5 +102,25 @@ describe('changing the members of a running cluster', () => {
     expect(await viewAt(c, 'c')).toBe('4 b:voter,c:voter,d:voter');
     const onC = await acquire(c.url('c'), 'z', { ttl_ms: 10_000 });
     expect(onC.status).toBe(200);
+    await c.stop();
+  }, 120_000);
+
+  it('grows a two-peer cluster to three, a hold kept, and then survives a peer going away', async () => {
+    cluster = await startTestCluster({ peers: 2, peerArgs: ['--admin-token-file', tokenFile] });
+    const c = cluster;
+    const kept = await acquire(c.url('a'), 'kept', { ttl_ms: 120_000 });
+    const host = await c.addHost('c');
+    const add = await admin(c, 'b', 'member', 'add', 'c', '--ws', host.ws, '--http', host.http);
+    expect(add.code, add.stderr).toBe(0);
+    c.startPeer('c', { args: ['--join', /--join (\S+)/.exec(add.stdout)?.[1] ?? ''] });
+    await waitFor('c joined b', () => connected(c, 'b', 'c'), 20_000);
+    expect((await admin(c, 'a', 'member', 'promote', 'c')).code).toBe(0);
+    for (const id of ['a', 'b', 'c']) expect(await viewAt(c, id)).toBe('2 a:voter,b:voter,c:voter');
+    // Three voters: b gone for good, a and c go on (a pair would wait for it).
+    await c.stopPeer('b', 'SIGKILL');
+    const onC = await acquire(c.url('c'), 'y', { ttl_ms: 10_000, timeout_ms: 20_000 });
+    expect(onC.status).toBe(200);
+    const lock = (await call(c.url('a'), '/v1/locks/kept')).body;
+    expect((lock['holders'] as Array<Record<string, unknown>>).map((h) => h['id'])).toEqual([kept.body['id']]);
   }, 120_000);
 });
