@@ -82,6 +82,11 @@ export class Machine {
     });
   }
 
+  /** Whether `peer`'s acceptor id is the one recorded for it first: a member whose data dir was replaced casts no vote that counts (F70, F76). */
+  trustAcceptor(peer: number, trusted: boolean): void {
+    this.#changes.trustAcceptor(peer, trusted);
+  }
+
   /** The members of the view, this peer among them. */
   get members(): Members {
     return this.#members;

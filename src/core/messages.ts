@@ -63,6 +63,12 @@ export interface HeadAckMessage {
   /** Paxos phase 1 (rule P2): whether the sender promised ballot `(ts, receiver)`, and what it accepted for the next epoch. */
   readonly promised: boolean;
   readonly accepted: Accepted | null;
+  /**
+   * Set when the acceptor id the receiver told the sender (its hello) is not the one the sender
+   * recorded for it first: the receiver's data dir was lost or replaced, and its own vote counts
+   * for nothing (F70, F76).
+   */
+  readonly replaced?: true;
 }
 
 /** ACCEPT{ts, view}: Paxos phase 2 of ballot `(ts, sender)`: accept `view` (rule P2). */
@@ -219,7 +225,10 @@ export function isPeerMessage(v: unknown): v is PeerMessage {
   if (v['t'] === 'req') return isRequestMessage(v);
   if (v['t'] === 'rel') return isLockName(v['lock']) && isTs(v['ts']);
   if (v['t'] === 'meta') return isLockName(v['lock']) && isTs(v['ts']) && (v['meta'] === null || isRecord(v['meta']));
-  if (v['t'] === 'hack') return isTs(v['ts']) && isAgreedView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted']));
+  if (v['t'] === 'hack') {
+    return isTs(v['ts']) && isAgreedView(v['view']) && isTs(v['speaks']) && typeof v['promised'] === 'boolean' && (v['accepted'] === null || isAccepted(v['accepted'])) &&
+      (v['replaced'] === undefined || v['replaced'] === true);
+  }
   if (v['t'] === 'accept') return isTs(v['ts']) && isAgreedView(v['view']);
   if (v['t'] === 'accepted') return isTs(v['ts']) && isTs(v['epoch']);
   if (v['t'] === 'left') return isTs(v['peer']) && v['peer'] < limits.peersMax;

@@ -101,6 +101,15 @@ export class PeerProtocol {
     return this.#take();
   }
 
+  /**
+   * `peer`'s handshake told an acceptor id; `trusted` when it is the one recorded for `peer`
+   * first (the runtime keeps them in view.json). A member whose data dir was lost or replaced
+   * keeps its links and its locks, but none of its votes on a view counts (F70, F76).
+   */
+  acceptorTrusted(peer: number, trusted: boolean): void {
+    this.#machine.trustAcceptor(peer, trusted);
+  }
+
   /** The membership's heartbeat tick: suspicions, evictions, and joins no longer held. */
   tick(nowMs: number): readonly ProtocolOutput[] {
     if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(nowMs), nowMs);

@@ -59,6 +59,22 @@ export class ViewChanges {
   #promotedAt: number | null = null;
   #proposal: { ts: number; view: AgreedView; own: boolean; acceptedBy: Set<number>; chosen: boolean } | null = null;
 
+  /** Members whose acceptor id is not the one recorded for them first (their data dir lost or replaced): their votes count for nothing (F70, F76). */
+  readonly #replaced = new Set<number>();
+  /** Set once a member told us that our own acceptor id is not the one it recorded: our own vote counts for nothing either. */
+  #selfReplaced = false;
+
+  /** Whether `peer`'s acceptor id is the one recorded for it first (runtime: view.json's acceptor ids). */
+  trustAcceptor(peer: number, trusted: boolean): void {
+    if (trusted) this.#replaced.delete(peer);
+    else this.#replaced.add(peer);
+  }
+
+  /** Whether a vote of `peer` counts (`self`: this member's ordinal). */
+  #votes(peer: number, self: number): boolean {
+    return peer === self ? !this.#selfReplaced : !this.#replaced.has(peer);
+  }
+
   /** `acceptor`: what the data dir kept of this member's promise and acceptance, if anything. */
   constructor(view: AgreedView | null, speaks: number, acceptor?: AcceptorState) {
     this.#view = view;
@@ -167,6 +183,7 @@ export class ViewChanges {
   /** A head ack arrived for our request `msg.ts`: kept. The view after ours in it is returned, to catch up on (rule P4). */
   onHeadAck(from: number, msg: HeadAckMessage): AgreedView | null {
     this.#headAcks.set(from, msg);
+    if (msg.replaced === true) this.#selfReplaced = true;
     const view = this.#view;
     return view !== null && msg.view.epoch > view.epoch ? msg.view : null;
   }
@@ -190,7 +207,8 @@ export class ViewChanges {
     const promised = promise(this.#acceptor, view.epoch + 1, { ts: head.ts, peer: head.peer });
     const persist = promised !== null && promised !== this.#acceptor ? promised : null;
     if (promised !== null) this.#acceptor = promised;
-    const msg: HeadAckMessage = { t: 'hack', ts: head.ts, view, speaks: this.speaks, promised: promised !== null, accepted: this.#acceptor.accepted };
+    const base: HeadAckMessage = { t: 'hack', ts: head.ts, view, speaks: this.speaks, promised: promised !== null, accepted: this.#acceptor.accepted };
+    const msg: HeadAckMessage = this.#replaced.has(head.peer) ? { ...base, replaced: true } : base;
     return { to: head.peer, msg, persist };
   }
 
@@ -211,15 +229,15 @@ export class ViewChanges {
     const current = this.#view;
     const promisers = voters.others().filter((p) => {
       const h = this.#headAcks.get(p);
-      return h !== undefined && h.ts === ts && h.promised && current !== null && sameView(h.view, current);
+      return h !== undefined && h.ts === ts && h.promised && current !== null && sameView(h.view, current) && this.#votes(p, voters.self);
     });
-    if (mine === null || promisers.length + (voters.voter ? 1 : 0) < voters.majority) return null;
+    if (mine === null || promisers.length + (voters.voter && this.#votes(voters.self, voters.self) ? 1 : 0) < voters.majority) return null;
     const reports: (Accepted | null)[] = [mine.accepted, ...promisers.map((p) => this.#headAcks.get(p)?.accepted ?? null)];
     const view = valueToPropose(epoch, reports, own);
     const accepted = accept(mine, ballot, view);
     if (accepted === null) return null;
     this.#acceptor = accepted;
-    this.#proposal = { ts, view, own: view === own, acceptedBy: new Set(voters.voter ? [voters.self] : []), chosen: false };
+    this.#proposal = { ts, view, own: view === own, acceptedBy: new Set(voters.voter && this.#votes(voters.self, voters.self) ? [voters.self] : []), chosen: false };
     return { persist: accepted, msg: { t: 'accept', ts, view } };
   }
 
@@ -234,7 +252,7 @@ export class ViewChanges {
   /** ACCEPTED from `from`: the view proposed, once a majority of `voters` accepted it (chosen), else null. */
   onAccepted(from: number, msg: AcceptedMessage, voters: Members): AgreedView | null {
     const p = this.#proposal;
-    if (p === null || p.chosen || p.ts !== msg.ts || p.view.epoch !== msg.epoch || !voters.has(from)) return null;
+    if (p === null || p.chosen || p.ts !== msg.ts || p.view.epoch !== msg.epoch || !voters.has(from) || !this.#votes(from, voters.self)) return null;
     p.acceptedBy.add(from);
     if (p.acceptedBy.size < voters.majority) return null;
     p.chosen = true;

@@ -37,7 +37,7 @@ import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
 import { viewFramesLevel } from '../core/messages.js';
 import type { JoinTicket, ViewRecord, ViewStore } from './view-store.js';
-import { withView } from './view-store.js';
+import { checkAcceptorId, withView } from './view-store.js';
 import type { ChangeOptions } from './view-change.js';
 import { startChange } from './view-change.js';
 import type { ProtocolLevels } from '../transport/codec.js';
@@ -230,6 +230,17 @@ export class PeerRuntime implements LockService {
     return this.#record !== null && this.view.level >= viewFramesLevel;
   }
 
+  /**
+   * Whether `aid` is the acceptor id first told by the member of `ordinal`, recording it when
+   * none was (SessionHooks.onAcceptorId). Without a record there is nothing to check.
+   */
+  #acceptorIdOf(ordinal: number, aid: string): boolean {
+    if (this.#record === null) return true;
+    const { trusted, record } = checkAcceptorId(this.#record, ordinal, aid);
+    if (record !== this.#record) this.#save(() => record);
+    return trusted;
+  }
+
   /** Persists a view the core applied (docs/reconfiguration.md P2): false when it could not be. */
   #saveView(view: AgreedView): boolean {
     return this.#save((record) => withView(record, view));
@@ -331,7 +342,7 @@ export class PeerRuntime implements LockService {
     const joinsHeldForMs = this.#joinsHeldForMs();
     const acceptor = this.#takesPart() && this.#record !== null ? { acceptor: this.#record.acceptor } : {};
     return new Session({
-      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, ...acceptor,
+      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, acceptorId: this.#takesPart() ? this.#record?.acceptorId : undefined, ...acceptor,
       clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
@@ -347,6 +358,7 @@ export class PeerRuntime implements LockService {
       onEchoing: () => this.#onEchoing(),
       onView: (view) => this.#saveView(view),
       onAcceptor: (state) => this.#save((record) => ({ ...record, acceptor: state })),
+      onAcceptorId: (ordinal, aid) => this.#acceptorIdOf(ordinal, aid),
     });
   }
 

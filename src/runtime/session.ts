@@ -73,6 +73,12 @@ export interface SessionHooks {
    */
   onView(view: AgreedView): boolean;
   onAcceptor(state: AcceptorState): boolean;
+  /**
+   * The member of `ordinal` told acceptor id `aid` in its handshake: true when it is the one
+   * recorded for that ordinal first (recorded now when none was), false when its data dir was
+   * lost or replaced since (F70, F76).
+   */
+  onAcceptorId(ordinal: number, aid: string): boolean;
 }
 
 /** The world a session runs in: production's or the simulator's. */
@@ -97,6 +103,8 @@ export interface SessionOptions {
   readonly founders: readonly string[];
   /** The cluster's lineage, once it was recovered from a lost majority (ClusterShape.lineage). */
   readonly lineage?: string | undefined;
+  /** This peer's acceptor id (view.json), told in its hellos; none without a data dir. */
+  readonly acceptorId?: string | undefined;
   /** The acceptor state the data dir keeps for the epoch after `view`'s; none: this incarnation takes no part in changes of the view. */
   readonly acceptor?: AcceptorState | undefined;
   /** The protocol level this peer runs at (PeerOptions.protocolLevel): the shape's `protocol`, which every link checks. */
@@ -243,7 +251,7 @@ export class Session {
     const p = this.#protocol;
     return new Mesh<Payload>(
       {
-        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, levels: opts.levels, self, peers: peers.filter((q) => q.index !== opts.index),
+        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, levels: opts.levels, self, peers: peers.filter((q) => q.index !== opts.index), acceptorId: opts.acceptorId,
         env, network: guardedNetwork(opts.world.network, guard), listener: guardedListener(opts.world.listener, guard), incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock,
         logger: opts.logger.child({ component: 'mesh' }), linkUnackedBytesMax: opts.linkUnackedBytesMax,
@@ -265,6 +273,14 @@ export class Session {
         },
         onConnection: (peer, connected) => this.#log.info({ remote: this.#protocol.peerId(peer), connected }, connected ? 'link up' : 'link down'),
         onRefused: (peer, reason, known, knownEvicted) => this.#input(() => p.refused(peer, reason, known, knownEvicted, this.#now())),
+        onAcceptorId: (peer, aid) => {
+          const trusted = this.#hooks.onAcceptorId(peer, aid);
+          if (!trusted) {
+            this.#log.error({ remote: p.peerId(peer), acceptorId: aid },
+              `peer ${p.peerId(peer)} runs on another data dir than the one it voted with before (lost or replaced): its votes on changes of the members count for nothing. Remove it and add it again as a new member (docs/operations.md, "Changing the members")`);
+          }
+          p.acceptorTrusted(peer, trusted);
+        },
       },
     );
   }
@@ -394,9 +410,11 @@ export class Session {
     return this.#config.peers.find((p) => p.id === m.id)?.ws ?? m.ws;
   }
 
-  /** The links follow the view applied: a member added is linked to (docs/reconfiguration.md P5). */
+  /** The links follow the view applied: a member added is linked to (docs/reconfiguration.md P5), a member retired no more. */
   #followView(view: AgreedView): void {
     this.#incarnations.grow(view.nextOrdinal);
+    const members = new Set(view.members.map((m) => m.ordinal));
+    for (const peer of this.#mesh.linked()) if (!members.has(peer)) this.#mesh.removePeer(peer);
     for (const m of view.members) {
       this.#ids[m.ordinal] = m.id;
       this.#mesh.addPeer({ id: m.id, index: m.ordinal, ws: this.#wsOf(m) });

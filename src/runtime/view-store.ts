@@ -19,6 +19,7 @@ import { canonicalView, firstView, isAgreedView } from '../core/view.js';
 import { readDataFile, replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
+import { isAcceptorId } from '../transport/codec.js';
 
 /** What `view.json` holds. */
 export interface ViewRecord {
@@ -35,6 +36,12 @@ export interface ViewRecord {
   readonly founders: readonly string[];
   /** Set by a recovery from a lost majority (`recoveredRecord`): the cluster's new lineage (ClusterShape.lineage). */
   readonly lineage?: string;
+  /**
+   * The acceptor id each member (by ordinal, never given twice) told this peer first
+   * (docs/reconfiguration.md P2, F70, F76): a member that tells another one later runs on
+   * another data dir, and its votes count for nothing.
+   */
+  readonly acceptorIds?: Readonly<Record<string, string>>;
 }
 
 /** What a host added to the cluster starts from (`lamport-peer --join`): printed by `lamport-lock member add`. */
@@ -123,11 +130,13 @@ function isAcceptorState(v: unknown): v is AcceptorState {
 }
 
 function isViewRecord(v: unknown): v is ViewRecord {
-  if (!isRecord(v) || typeof v['acceptorId'] !== 'string' || !/^[0-9a-f]{16,64}$/.test(v['acceptorId'])) return false;
+  if (!isRecord(v) || !isAcceptorId(v['acceptorId'])) return false;
   const chain = v['chain'];
   if (!Array.isArray(chain) || chain.length === 0 || chain.length > chainViewsMax || !chain.every(isAgreedView)) return false;
   const linked = chain.every((view, i) => i === 0 || view.epoch === (chain[i - 1] as AgreedView).epoch + 1);
-  return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']) && isLineage(v['lineage']);
+  const ids = v['acceptorIds'];
+  const idsOk = ids === undefined || (isRecord(ids) && Object.entries(ids).every(([k, id]) => /^[0-9]{1,4}$/.test(k) && isAcceptorId(id)));
+  return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']) && isLineage(v['lineage']) && idsOk;
 }
 
 /** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */
@@ -232,6 +241,16 @@ export class FileViewStore implements ViewStore {
       throw new LockError(ErrorCode.Storage, `cannot write ${viewRecordPath(this.#dataDir)}: ${(err as Error).message}`);
     }
   }
+}
+
+/**
+ * Whether `aid` is the acceptor id recorded for the member of `ordinal` (true when none was:
+ * `record` then gets it, the caller writes it). The first one told is the one that counts.
+ */
+export function checkAcceptorId(record: ViewRecord, ordinal: number, aid: string): { readonly trusted: boolean; readonly record: ViewRecord } {
+  const known = record.acceptorIds?.[String(ordinal)];
+  if (known !== undefined) return { trusted: known === aid, record };
+  return { trusted: true, record: { ...record, acceptorIds: { ...record.acceptorIds, [String(ordinal)]: aid } } };
 }
 
 /** Writes the record of `dataDir`, atomically and durably. */

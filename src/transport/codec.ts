@@ -86,6 +86,11 @@ export interface HelloFrame {
   readonly nonce: Uint8Array;
   /** The newest level the dialer's binary speaks (>= v); absent from a build that does not say: then `v`. */
   readonly newest?: number;
+  /**
+   * The dialer's acceptor id (runtime/view-store.ts `ViewRecord.acceptorId`, made with its data
+   * dir): absent without a data dir, or from a build before level 10. Proved by `AuthFrame.aidMac`.
+   */
+  readonly aid?: string;
 }
 
 /** Listener -> dialer: a fresh random nonce to answer with the cluster secret. */
@@ -102,6 +107,8 @@ export interface AuthFrame {
   readonly mac: Uint8Array;
   /** With a hello that advertised `newest`: the proof of that advertisement (handshake.ts), beside `mac`, which covers what a level-9 listener checks. */
   readonly newestMac?: Uint8Array;
+  /** With a hello that gave `aid`: its proof (handshake.ts). */
+  readonly aidMac?: Uint8Array;
 }
 
 /** Listener -> dialer: accepted; the listener's incarnation, clock, last seq delivered, proof. */
@@ -206,6 +213,11 @@ function isName(v: unknown, max: number): v is string {
   return typeof v === 'string' && v.length > 0 && v.length <= max;
 }
 
+/** An acceptor id: 16 to 64 hex digits (runtime/view-store.ts). */
+export function isAcceptorId(v: unknown): v is string {
+  return typeof v === 'string' && /^[0-9a-f]{16,64}$/.test(v);
+}
+
 function isFingerprint(v: unknown): v is string {
   return typeof v === 'string' && v.length === fingerprintChars && /^[0-9a-f]+$/.test(v);
 }
@@ -218,9 +230,10 @@ const handshakeChecks: Record<string, (f: Rec) => boolean> = {
     isCount(f['v']) && isName(f['cluster'], limits.clusterNameCharsMax) &&
     isName(f['from'], limits.peerIdCharsMax) && isName(f['to'], limits.peerIdCharsMax) &&
     isIncarnation(f['inc']) && isCount(f['clock']) && isBytes(f['nonce'], nonceBytes) &&
-    (f['newest'] === undefined || (isCount(f['newest']) && f['newest'] >= f['v'])),
+    (f['newest'] === undefined || (isCount(f['newest']) && f['newest'] >= f['v'])) && (f['aid'] === undefined || isAcceptorId(f['aid'])),
   challenge: (f) => isBytes(f['nonce'], nonceBytes),
-  auth: (f) => isFingerprint(f['fp']) && isBytes(f['mac'], macBytes) && (f['newestMac'] === undefined || isBytes(f['newestMac'], macBytes)),
+  auth: (f) => isFingerprint(f['fp']) && isBytes(f['mac'], macBytes) && (f['newestMac'] === undefined || isBytes(f['newestMac'], macBytes)) &&
+    (f['aidMac'] === undefined || isBytes(f['aidMac'], macBytes)),
   welcome: (f) => isIncarnation(f['inc']) && isCount(f['clock']) && isCount(f['delivered']) && isFingerprint(f['fp']) && isBytes(f['mac'], macBytes),
   refuse: (f) =>
     typeof f['reason'] === 'string' && f['reason'].length <= limits.refuseReasonCharsMax &&

@@ -100,6 +100,8 @@ export interface HandshakeIdentity {
   readonly fingerprint: string;
   /** The protocol levels this binary speaks; the one it runs at is `shape.protocol`, one of them. */
   readonly levels: ProtocolLevels;
+  /** This peer's acceptor id, told in its hellos; none without a data dir. */
+  readonly acceptorId?: string | undefined;
   /** Random nonce source (node:crypto randomBytes in production). */
   readonly randomNonce: () => Uint8Array;
 }
@@ -120,8 +122,13 @@ const hex = (bytes: Uint8Array): string => Buffer.from(bytes.buffer, bytes.byteO
 const proofLabelLevel = 9;
 
 /** HMAC over an unambiguous encoding (a JSON array) of the fields, under a role label. */
-function macOf(key: KeyObject, role: 'dialer' | 'listener' | 'dialer-newest', fields: readonly (string | number)[]): Buffer {
+function macOf(key: KeyObject, role: 'dialer' | 'listener' | 'dialer-newest' | 'dialer-aid', fields: readonly (string | number)[]): Buffer {
   return createHmac('sha256', key).update(JSON.stringify(['lamport-lock', proofLabelLevel, role, ...fields])).digest();
+}
+
+/** The proof of the dialer's acceptor id, bound to this handshake by both nonces. */
+function aidMac(key: KeyObject, h: HelloFrame, nonceL: Uint8Array, aid: string): Buffer {
+  return macOf(key, 'dialer-aid', [hex(h.nonce), hex(nonceL), aid]);
 }
 
 /** The proof of the dialer's advertised newest level, bound to this handshake by both nonces. */
@@ -181,6 +188,8 @@ export interface AcceptedDialer {
   readonly clock: number;
   /** The newest protocol level its binary advertised (its `v` when it advertised none). */
   readonly newest: number;
+  /** Its acceptor id, proved; undefined when it told none. */
+  readonly aid: string | undefined;
 }
 
 /** Listener side of one connection: hello -> challenge, auth -> accepted, then welcome. */
@@ -223,11 +232,14 @@ export class ListenerHandshake {
     if (h.newest !== undefined && (a.newestMac === undefined || !sameMac(newestMac(this.#id.key, h, challenge, h.newest), a.newestMac))) {
       refuse('bad_mac', 'the proof of the advertised protocol level does not match');
     }
+    if (h.aid !== undefined && (a.aidMac === undefined || !sameMac(aidMac(this.#id.key, h, challenge, h.aid), a.aidMac))) {
+      refuse('bad_mac', 'the proof of the acceptor id does not match');
+    }
     try {
       const peer = this.#checkClaims(h, a.fp);
       this.#gate.nonces.add(h.nonce);
       this.#dialerFp = a.fp;
-      return { peer, inc: h.inc, clock: h.clock, newest: h.newest ?? h.v };
+      return { peer, inc: h.inc, clock: h.clock, newest: h.newest ?? h.v, aid: h.aid };
     } catch (err) {
       if (err instanceof LockError) this.#gate.refusing(h.from, err);
       throw err;
@@ -287,8 +299,9 @@ export class DialerHandshake {
 
   /** The opening frame, with a fresh nonce and the current clock: the level we run at, and the newest we speak. */
   hello(clock: number): HelloFrame {
-    const { cluster, selfId, incarnation, shape, levels } = this.#id;
-    this.#hello = { t: 'hello', v: shape.protocol, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce(), newest: levels.newest };
+    const { cluster, selfId, incarnation, shape, levels, acceptorId } = this.#id;
+    const hello: HelloFrame = { t: 'hello', v: shape.protocol, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce(), newest: levels.newest };
+    this.#hello = acceptorId === undefined ? hello : { ...hello, aid: acceptorId };
     return this.#hello;
   }
 
@@ -298,8 +311,9 @@ export class DialerHandshake {
     this.#challenge = c.nonce;
     const fp = this.#id.fingerprint;
     const mac = macOf(this.#id.key, 'dialer', dialerFields(this.#hello, c.nonce, fp));
-    const newest = this.#hello.newest;
-    return newest === undefined ? { t: 'auth', fp, mac } : { t: 'auth', fp, mac, newestMac: newestMac(this.#id.key, this.#hello, c.nonce, newest) };
+    const { newest, aid } = this.#hello;
+    const auth: AuthFrame = newest === undefined ? { t: 'auth', fp, mac } : { t: 'auth', fp, mac, newestMac: newestMac(this.#id.key, this.#hello, c.nonce, newest) };
+    return aid === undefined ? auth : { ...auth, aidMac: aidMac(this.#id.key, this.#hello, c.nonce, aid) };
   }
 
   /** Verifies the listener's proof and its fingerprint; the caller then checks its incarnation. */

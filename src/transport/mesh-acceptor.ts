@@ -115,6 +115,7 @@ export class MeshAcceptor<P> {
 
   #onAuth(sock: FrameSocket<P>, remote: string, dialer: AcceptedDialer, hs: ListenerHandshake): PeerLink<P> {
     const link = this.#mesh.link(dialer.peer);
+    if (dialer.aid !== undefined) this.#events.onAcceptorId?.(dialer.peer, dialer.aid);
     this.#mesh.admit(link, dialer.inc, dialer.clock);
     link.noteNewestLevel(dialer.newest);
     this.#pendingDelete(remote, sock);

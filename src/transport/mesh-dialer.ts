@@ -65,6 +65,14 @@ export class MeshDialer<P> {
     for (const link of this.#redials.keys()) this.#dial(link);
   }
 
+  /** A peer taken out of the mesh (a member the view retired): not dialed again. */
+  remove(link: PeerLink<P>): void {
+    const redial = this.#redials.get(link);
+    if (redial === undefined) return;
+    this.#opts.env.clear(redial.timer);
+    this.#redials.delete(link);
+  }
+
   /** A peer added to the mesh after the start (a member the view added): dialed from now on. */
   add(link: PeerLink<P>, started: boolean): void {
     this.#track(link);
@@ -169,8 +177,9 @@ export class MeshDialer<P> {
   #onOutboundClosed(link: PeerLink<P>, sock: FrameSocket<P>): void {
     this.#mesh.forget(sock);
     if (link.detach(sock)) this.#mesh.updateConnected(link);
-    const redial = this.#redial(link);
-    if (this.#mesh.closing() || link.out !== null || link.dialing !== null || redial.timer !== null) return;
+    const redial = this.#redials.get(link);
+    // A peer taken out of the mesh is not dialed again.
+    if (redial === undefined || this.#mesh.closing() || link.out !== null || link.dialing !== null || redial.timer !== null) return;
     redial.timer = this.#opts.env.after(redial.backoff.next(), () => this.#dial(link));
   }
 }

@@ -42,6 +42,8 @@ export interface MeshOptions<P> {
   /** This mesh closes the listener when it closes (a mesh run alone, transport/standalone-mesh.ts). */
   readonly ownsListener?: boolean | undefined;
   readonly incarnation: Incarnation;
+  /** This peer's acceptor id, told in its hellos (runtime/view-store.ts); none without a data dir. */
+  readonly acceptorId?: string | undefined;
   readonly heartbeatMs: number;
   readonly isPayload: (v: unknown) => v is P;
   /** Current Lamport clock, for handshakes and heartbeats. */
@@ -107,6 +109,8 @@ export interface MeshEvents<P> {
    * 'stale_incarnation' comes with the newer incarnation of our id that `peer` knows.
    */
   onRefused?(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean): void;
+  /** `peer`'s handshake (as a dialer) told its acceptor id, proved: before `onPeerJoined` of that incarnation. */
+  onAcceptorId?(peer: number, aid: string): void;
 
 }
 

@@ -106,6 +106,7 @@ export class Mesh<P> {
       shape: opts.shape,
       fingerprint: this.fingerprint,
       levels: opts.levels ?? protocolLevels,
+      acceptorId: opts.acceptorId,
       key: secretKey(opts.secret),
       selfId: opts.self.id,
       incarnation: opts.incarnation,
@@ -152,6 +153,27 @@ export class Mesh<P> {
     this.#dialer.add(this.#newLink(peer), this.#acceptor.started);
   }
 
+  /**
+   * Takes `peer` out of the mesh (a member the agreed view retired): its sockets are closed, it
+   * is not dialed again, and its id, which a member added later may carry again (under another
+   * ordinal), no longer maps to it. Sends to it are dropped from now on.
+   */
+  removePeer(peer: number): void {
+    const link = this.#links[peer];
+    if (link === undefined) return;
+    this.#links[peer] = undefined;
+    if (this.#indexOfId.get(link.peer.id) === peer) this.#indexOfId.delete(link.peer.id);
+    this.#dialer.remove(link);
+    link.dialing?.terminate('peer retired');
+    link.dropStreams();
+    this.#log.info({ remote: link.peer.id, ordinal: peer }, 'link to a retired member closed');
+  }
+
+  /** The ordinals this mesh links to. */
+  linked(): number[] {
+    return this.#links.flatMap((l) => (l === undefined ? [] : [l.peer.index]));
+  }
+
   /** Takes the listener's connections, then starts dialing every peer. */
   start(): void {
     assert(!this.#acceptor.started, 'a mesh starts once');
@@ -180,9 +202,9 @@ export class Mesh<P> {
    * ERR_LINK_BUFFER_FULL when that link's resend buffer is full (backpressure).
    */
   send(to: number, payload: P, lazy = false): void {
-    const link = this.#link(to);
+    const link = this.#links[to];
     const inc = this.#book.known(to);
-    if (inc === null || this.#book.isRefused(to, inc)) {
+    if (link === undefined || inc === null || this.#book.isRefused(to, inc)) {
       this.#counters.messageDropped();
       return;
     }
@@ -196,7 +218,7 @@ export class Mesh<P> {
    * incarnation's stream is still up: whether it may is the owner's call (MeshEvents.onHeartbeat).
    */
   echo(peer: number, inc: Incarnation, sentAtMs: number): void {
-    const sock = this.#link(peer).in;
+    const sock = this.#links[peer]?.in ?? null;
     const known = this.#book.known(peer);
     if (sock === null || known === null || compareIncarnation(known, inc) !== 0) return;
     sock.send({ t: 'hbEcho', sentAtMs });
@@ -204,7 +226,8 @@ export class Mesh<P> {
 
   /** Sends our heartbeat to `peer`, with `clock` as an ack if the owner lets it carry one (MeshEvents.onHeartbeatDue). */
   heartbeat(peer: number, clock: number | undefined): void {
-    this.#dialer.heartbeat(this.#link(peer), clock);
+    const link = this.#links[peer];
+    if (link !== undefined) this.#dialer.heartbeat(link, clock);
   }
 
   /** Frames everything queued for every peer now, lazy payloads included (before a drain). */
@@ -214,10 +237,10 @@ export class Mesh<P> {
 
   /** Refuses `inc` of `peer` and every older incarnation forever (eviction, docs/design.md section 5). */
   refuseIncarnation(peer: number, inc: Incarnation): void {
-    const link = this.#link(peer);
     if (!this.#book.refuse(peer, inc)) return;
-    this.#log.warn({ remote: link.peer.id, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');
-    link.dropStreams();
+    const link = this.#links[peer];
+    this.#log.warn({ remote: link?.peer.id ?? `#${peer}`, incarnation: formatIncarnation(inc) }, 'incarnation refused from now on');
+    link?.dropStreams();
   }
 
   /**
@@ -227,7 +250,7 @@ export class Mesh<P> {
    */
   refuseAhead(peer: number, inc: Incarnation): void {
     this.#book.refuseAhead(peer, inc);
-    this.#link(peer).dropStreams();
+    this.#links[peer]?.dropStreams();
   }
 
   /** One line per peer, for GET /v1/cluster and metrics. */

@@ -214,6 +214,34 @@ describe('changes of the view', () => {
     expect(refused.proposal).toBeNull();
   });
 
+  it('counts no vote of a member whose data dir was replaced, its own included once a member tells it so (F70, F76)', () => {
+    const promiseFrom = (c: ViewChanges, from: number, replaced = false): void => {
+      c.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: true, accepted: null, ...(replaced ? { replaced: true as const } : {}) });
+    };
+    // p1 runs on another data dir than the one it voted with: its promise does not count.
+    const holder = new ViewChanges(v0, 10);
+    holder.trustAcceptor(1, false);
+    promiseFrom(holder, 1);
+    expect(holder.propose(50, next(v0, addD), membersOf(v0, 0))).toBeNull();
+    promiseFrom(holder, 2);
+    expect(holder.propose(50, next(v0, addD), membersOf(v0, 0))).not.toBeNull();
+    // Nor its acceptance: p2's makes the majority with the holder's own.
+    expect(holder.onAccepted(1, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toBeNull();
+    expect(holder.onAccepted(2, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toEqual(next(v0, addD));
+    // The replaced member, as holder, is told so in a head ack: its own vote no longer counts.
+    const wiped = new ViewChanges(v0, 10);
+    promiseFrom(wiped, 1, true);
+    expect(wiped.propose(50, next(v0, addD), membersOf(v0, 0))).toBeNull();
+    promiseFrom(wiped, 2);
+    expect(wiped.propose(50, next(v0, addD), membersOf(v0, 0))).not.toBeNull();
+    expect(wiped.onAccepted(1, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toBeNull();
+    expect(wiped.onAccepted(2, { t: 'accepted', ts: 50, epoch: 1 }, membersOf(v0, 0))).toEqual(next(v0, addD));
+    // A member tells a replaced head so in its head ack.
+    const teller = new ViewChanges(v0, 10);
+    teller.trustAcceptor(0, false);
+    expect(teller.headAck({ ts: 50, peer: 0 }, 1, () => true)?.msg.replaced).toBe(true);
+  });
+
   it('a holder whose next proposal heard too few promises shows no proposal, not its previous chosen one (simulator seed 1 --changes)', () => {
     const changes = new ViewChanges(v0, 10);
     for (const from of [1, 2]) changes.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: true, accepted: null });

@@ -7,11 +7,12 @@
  * (exit 2); a member restarted with its old config file comes back into the changed cluster,
  * and the added one restarted with its ticket again starts from its data dir.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
+import { loadViewRecord } from '../../src/runtime/view-store.js';
 import { acquire, call, runBin, startTestCluster } from './helpers.js';
 import type { BinRun } from './helpers.js';
 import { waitFor } from '../support/wait.js';
@@ -102,6 +103,36 @@ describe('changing the members of a running cluster', () => {
     expect(await viewAt(c, 'c')).toBe('4 b:voter,c:voter,d:voter');
     const onC = await acquire(c.url('c'), 'z', { ttl_ms: 10_000 });
     expect(onC.status).toBe(200);
+    await c.stop();
+  }, 120_000);
+
+  it('recognises a voter whose data dir was wiped: its votes count for nothing, and the runbook takes it out and back in', async () => {
+    cluster = await startTestCluster({ peerArgs: ['--admin-token-file', tokenFile] });
+    const c = cluster;
+    const first = loadViewRecord(c.peer('c').dataDir)?.acceptorId;
+    await c.stopPeer('c', 'SIGKILL');
+    rmSync(c.peer('c').dataDir, { recursive: true, force: true });
+    // Back after its eviction, on an empty data dir: a new acceptor id.
+    await waitFor('c evicted at a', async () => ((await call(c.url('a'), '/v1/members')).body['members'] as Array<Record<string, unknown>>).some((m) => m['id'] === 'c' && m['evicted'] === true), 20_000);
+    c.startPeer('c');
+    await c.waitReady(30_000, ['a', 'b', 'c']);
+    expect(loadViewRecord(c.peer('c').dataDir)?.acceptorId).not.toBe(first);
+    await waitFor('a names c replaced', () => readFileSync(join(c.dir, 'a.log'), 'utf8').includes('peer c runs on another data dir than the one it voted with before'), 10_000);
+    expect(loadViewRecord(c.peer('a').dataDir)?.acceptorIds?.['2']).toBe(first);
+    // The runbook: remove it (a and b vote), retire it once evicted, add it again as a new member.
+    expect((await admin(c, 'a', 'member', 'remove', 'c')).code).toBe(0);
+    await c.stopPeer('c');
+    rmSync(c.peer('c').dataDir, { recursive: true, force: true });
+    await waitFor('c evicted', async () => {
+      const r = await admin(c, 'b', 'member', 'retire', 'c', '--timeout', '2s');
+      return r.code === 0;
+    }, 30_000, 200);
+    const add = await admin(c, 'a', 'member', 'add', 'c', '--ws', c.peer('c').ws, '--http', c.peer('c').http);
+    expect(add.code, add.stderr).toBe(0);
+    c.startPeer('c', { args: ['--join', /--join (\S+)/.exec(add.stdout)?.[1] ?? ''] });
+    await waitFor('c joined a', () => connected(c, 'a', 'c'), 20_000);
+    expect((await admin(c, 'b', 'member', 'promote', 'c')).code).toBe(0);
+    expect(await viewAt(c, 'c')).toBe('4 a:voter,b:voter,c:voter');
     await c.stop();
   }, 120_000);
 

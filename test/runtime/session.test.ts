@@ -134,6 +134,7 @@ function hooksOf(h: Hooks): SessionHooks {
     onClock: () => undefined,
     onView: () => true,
     onAcceptor: () => true,
+    onAcceptorId: () => true,
     onPromise: () => {
       h.promiseAsked++;
       return h.promising;

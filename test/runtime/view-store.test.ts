@@ -106,7 +106,7 @@ describe('the agreed view at start', () => {
     writeViewRecord(dir, withView(newViewRecord('0123456789abcdef', v0), v1));
     const moved = peers.slice(1);
     expect(prepare(dir, moved)?.chain.at(-1)).toEqual(v1);
-    expect(foundersOf(dir, moved, undefined)).toEqual(['a', 'b', 'c']);
+    expect(foundersOf(dir, moved, undefined)).toEqual({ founders: ['a', 'b', 'c'] });
   });
 
   it('a host that joins starts from its ticket once, and refuses a ticket made for another host', () => {
@@ -117,7 +117,7 @@ describe('the agreed view at start', () => {
     const record = loadViewRecord(dir);
     expect(record?.chain).toEqual([v1]);
     expect(record?.founders).toEqual(['a', 'b', 'c']);
-    expect(foundersOf(dir, [{ id: 'd' }], ticket)).toEqual(['a', 'b', 'c']);
+    expect(foundersOf(dir, [{ id: 'd' }], ticket)).toEqual({ founders: ['a', 'b', 'c'] });
     expect(() => prepareViewRecord(dataDir(), 'e', [], 9, newId, ticket)).toThrow(/this join ticket adds d, not e/);
   });
 });
