@@ -340,9 +340,11 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
-    const acceptor = this.#takesPart() && this.#record !== null ? { acceptor: this.#record.acceptor } : {};
+    // The acceptor's state and id, for a peer that takes part in changes of the view.
+    const record = this.#takesPart() ? this.#record : null;
+    const acceptor = record === null ? {} : { acceptor: record.acceptor, acceptorId: record.acceptorId };
     return new Session({
-      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, acceptorId: this.#takesPart() ? this.#record?.acceptorId : undefined, ...acceptor,
+      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, ...acceptor,
       clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
