@@ -10,7 +10,7 @@ import { accept, freshAcceptor, promise, valueToPropose } from './acceptor.js';
 import type { Members } from './members.js';
 import type { AcceptMessage, AcceptedMessage, HeadAckMessage } from './messages.js';
 import type { AgreedView } from './view.js';
-import { sameView } from './view.js';
+import { canonicalView, sameView } from './view.js';
 
 /** The head of the view lock's queue: who asks, at which timestamp. */
 export interface ViewLockHead {
@@ -237,7 +237,7 @@ export class ViewChanges {
     const accepted = accept(mine, ballot, view);
     if (accepted === null) return null;
     this.#acceptor = accepted;
-    this.#proposal = { ts, view, own: view === own, acceptedBy: new Set(voters.voter && this.#votes(voters.self, voters.self) ? [voters.self] : []), chosen: false };
+    this.#proposal = { ts, view, own: canonicalView(view) === canonicalView(own), acceptedBy: new Set(voters.voter && this.#votes(voters.self, voters.self) ? [voters.self] : []), chosen: false };
     return { persist: accepted, msg: { t: 'accept', ts, view } };
   }
 

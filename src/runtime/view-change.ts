@@ -27,6 +27,23 @@ export function checkChange(view: AgreedView, change: ViewChange): AgreedView {
   return next;
 }
 
+/** Whether `change` is in effect in `view` (an add with the addresses asked). */
+function madeIn(view: AgreedView, change: ViewChange): boolean {
+  const m = change.op === 'level' ? undefined : view.members.find((x) => x.id === change.id);
+  switch (change.op) {
+    case 'add':
+      return m !== undefined && m.ws === change.ws && m.http === change.http;
+    case 'promote':
+      return m?.state === 'voter';
+    case 'remove':
+      return m === undefined || m.state === 'leaving';
+    case 'retire':
+      return m === undefined;
+    case 'level':
+      return view.level >= change.level;
+  }
+}
+
 /** What a change reads and moves of its peer (PeerRuntime lends it). */
 export interface ChangeHost {
   readonly env: Env;
@@ -36,7 +53,7 @@ export interface ChangeHost {
   /** Why this peer cannot take part in a change now, if it cannot (no data dir, a level below 10). */
   refusal(): LockError | null;
   /** The core's view of its proposal. */
-  machine(): Pick<Machine, 'proposal' | 'viewAcked' | 'clusterView'>;
+  machine(): Pick<Machine, 'proposal' | 'viewAcked' | 'clusterView' | 'removed'>;
   request(lock: string, opts: AcquireOptions, cb: RequestCallbacks): RequestHandle;
   release(lock: string, id: string): void;
   /** Steps the current incarnation's core (`propose`). */
@@ -78,6 +95,8 @@ class ChangeRun {
   #timer: Timer | null = null;
   #stopWatching: (() => void) | null = null;
   #finished = false;
+  /** Set once this run proposed its change: a later try that finds it made (finished by the next holder) succeeds. */
+  #proposed = false;
 
   constructor(host: ChangeHost, change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void) {
     this.#host = host;
@@ -115,13 +134,19 @@ class ChangeRun {
     // The incarnation that was granted the lock ended meanwhile (its holds ended with it).
     if (!hold.live || view === null || this.#finished) return this.#again();
     const target = applyChange(view, this.#change);
-    if (typeof target === 'string') return this.#finish(new LockError(ErrorCode.ChangeRefused, `${target} (the view at epoch ${view.epoch})`, { epoch: view.epoch }));
+    if (typeof target === 'string') {
+      // Our own change, proposed by an earlier try and finished by the next holder: made.
+      if (this.#proposed && madeIn(view, this.#change)) return this.#finish(view);
+      return this.#finish(new LockError(ErrorCode.ChangeRefused, `${target} (the view at epoch ${view.epoch})`, { epoch: view.epoch }));
+    }
     this.#host.step({ type: 'propose', view: target });
     const proposal = this.#host.machine().proposal;
     if (proposal === null) return this.#again(); // Too few promises: a rival's ballot was higher.
+    if (proposal.own) this.#proposed = true;
     const ready = (): boolean => {
       const m = this.#host.machine();
-      return (m.clusterView?.epoch ?? -1) >= proposal.view.epoch && m.viewAcked;
+      // The view chosen and passed back by every member; or this peer removed by it (it holds nothing more).
+      return (m.clusterView?.epoch ?? -1) >= proposal.view.epoch && (m.viewAcked || m.removed);
     };
     const settled = (): void => {
       if (!proposal.own) {

@@ -1,0 +1,25 @@
+/** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
+import { describe, expect, it } from 'vitest';
+import { ownChangeRetried, removedAsksItself, replacedWhileCutOff } from './review-scenarios.js';
+
+describe('changes of the view, as the review found them', () => {
+  it('a member replaced while cut off, back after its retirement, grants nothing and breaks nothing', () => {
+    const r = replacedWhileCutOff();
+    expect(r.steps.map((s) => (s !== null && 'epoch' in s ? s.epoch : s))).toEqual([1, 2, 3, 4]);
+    expect(r.violations).toEqual([]);
+    expect(r.p2Granted).toBe(false);
+  });
+
+  it('a change retried by its own run after its hold ended is reported made', () => {
+    const r = ownChangeRetried();
+    expect(r.violations).toEqual([]);
+    expect(r.outcome).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:voter,p3:learner' });
+  });
+
+  it('member remove asked of the member removed answers the view that removes it', () => {
+    const r = removedAsksItself();
+    expect(r.violations).toEqual([]);
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving' });
+    expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
+  });
+});
