@@ -66,7 +66,7 @@ export function checkClusterMemory(dataDir: string, shape: ClusterShape, accept:
   if (before !== null && !accept && fingerprintOf(before) !== fingerprintOf(shape)) {
     const differences = shapeDifferences(shape, before, 'the config this data dir last ran with');
     throw new LockError(ErrorCode.ConfigInvalid,
-      `this config differs from the one this peer's data dir last ran with (${differences.join('; ')}). A peer of a changed config would count majorities of another member set than its peers: change every host's file with every peer stopped, then start each with --accept-config-change; or put the old file back`,
+      `this config differs from the one this peer's data dir last ran with (${differences.join('; ')}). A peer of a changed config would count majorities of another member set than its peers. If the members were changed while this peer was down (lamport-lock member ...), put back the file it last ran with: it learns the members from the others. If every host's file was changed on purpose with every peer stopped, start each with --accept-config-change`,
       { problems: differences });
   }
   const path = clusterMemoryPath(dataDir);

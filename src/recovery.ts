@@ -28,14 +28,18 @@ function clockOf(path: string): number {
 }
 
 /**
- * Rewrites `dataDir` into a new cluster with `self` its only voter, its clock above its own and
- * every clock of `clockFrom`. Returns the new cluster's lineage.
+ * Rewrites `dataDir` into a new cluster with `self` its only voter, at protocol `level`, its
+ * clock above its own and every clock of `clockFrom`. Returns the new cluster's lineage.
  */
-export function forceNewCluster(dataDir: string, self: string, clockFrom: readonly string[], log: Logger): string {
+export function forceNewCluster(dataDir: string, self: string, level: number, clockFrom: readonly string[], log: Logger): string {
   const record = loadViewRecord(dataDir);
   if (record === null) throw new LockError(ErrorCode.ConfigInvalid, `--force-new-cluster needs the data dir of a member: ${dataDir} records no agreed view`);
+  // A flag left on a command line must not start yet another cluster at every restart.
+  if (record.lineage !== undefined) {
+    throw new LockError(ErrorCode.ConfigInvalid, `this data dir started a new cluster already (lineage ${record.lineage}): start it without --force-new-cluster. To recover that cluster from a lost majority in turn, delete the "lineage" field of ${dataDir}/view.json first`);
+  }
   const lineage = randomBytes(8).toString('hex');
-  const next = recoveredRecord(record, self, lineage);
+  const next = recoveredRecord(record, self, lineage, level);
   const store = new FileClockStore(dataDir);
   const floor = Math.max(store.load(), ...clockFrom.map(clockOf));
   store.write(floor);

@@ -79,11 +79,12 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   else if (opts.join !== undefined || opts.forceNewCluster !== undefined) throw new LockError(ErrorCode.ConfigInvalid, `--${opts.join === undefined ? 'force-new-cluster' : 'join'} needs --data-dir: a member keeps the agreed view and its promises on disk`);
   if (opts.join !== undefined && opts.join.cluster !== opts.config.cluster) throw new LockError(ErrorCode.ConfigInvalid, `this join ticket is for cluster ${JSON.stringify(opts.join.cluster)}; the config names ${JSON.stringify(opts.config.cluster)}`);
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
-  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level, opts.acceptConfigChange === true);
+  // A recovery starts a new cluster: at the newest level, so that the others can join it (rule P9).
+  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
   // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
   const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);
   if (opts.dataDir !== undefined) {
-    if (opts.forceNewCluster !== undefined) forceNewCluster(opts.dataDir, opts.id, opts.forceNewCluster.clockFrom, opts.logger);
+    if (opts.forceNewCluster !== undefined) forceNewCluster(opts.dataDir, opts.id, protocolLevel, opts.forceNewCluster.clockFrom, opts.logger);
     const { founders, lineage } = foundersOf(opts.dataDir, opts.config.peers, opts.join);
     const shape = clusterShapeOf({ ...opts.config, peers: founders.map((id) => ({ id })) }, protocolLevel);
     checkClusterMemory(opts.dataDir, lineage === undefined ? shape : { ...shape, lineage }, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);

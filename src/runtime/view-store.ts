@@ -99,13 +99,13 @@ const isLineage = (v: unknown): boolean => v === undefined || (typeof v === 'str
  * own, no ordinal given again (the next ordinal kept), nothing promised, and a new founding:
  * `self` alone, under `lineage`, so that no host of the old cluster links with it.
  */
-export function recoveredRecord(record: ViewRecord, self: string, lineage: string): ViewRecord {
+export function recoveredRecord(record: ViewRecord, self: string, lineage: string, level: number): ViewRecord {
   const last = record.chain[record.chain.length - 1];
   const me = last?.members.find((m) => m.id === self);
   if (last === undefined || me === undefined || me.state !== 'voter') {
     throw new LockError(ErrorCode.ConfigInvalid, `--force-new-cluster starts a new cluster from a voter of the old one; ${self} is ${me === undefined ? 'not a member' : `a ${me.state} member`} of the view this data dir records`);
   }
-  const view: AgreedView = { epoch: last.epoch + 1, members: [{ ...me, state: 'voter' }], nextOrdinal: last.nextOrdinal, level: last.level };
+  const view: AgreedView = { epoch: last.epoch + 1, members: [{ ...me, state: 'voter' }], nextOrdinal: last.nextOrdinal, level: Math.max(last.level, level) };
   return { acceptorId: record.acceptorId, chain: [view], acceptor: freshAcceptor(view.epoch + 1), founders: [self], lineage };
 }
 

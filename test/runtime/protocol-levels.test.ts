@@ -77,6 +77,25 @@ describe('the protocol level of a data dir', () => {
     expect((await refusal(dir, { oldest: 9, newest: 9 }))?.message).toContain('runs protocol level 10; this binary speaks levels 9 to 9');
   });
 
+  it('a recovery from a lost majority starts the new cluster at the newest level, and refuses to run twice', async () => {
+    const dir = dataDir();
+    expect(await runOnce(dir, { oldest: 9, newest: 9 })).toBe(9);
+    const recover = async (): Promise<number> => {
+      const server = await startPeerServer({ config, id: 'a', dataDir: dir, levels: { oldest: 9, newest: 10 }, forceNewCluster: { clockFrom: [] }, logger: silentLogger() });
+      try {
+        return server.runtime.inspect.cluster().shape.protocol;
+      } finally {
+        await server.stop();
+      }
+    };
+    expect(await recover()).toBe(10);
+    expect(loadViewRecord(dir)?.chain.at(-1)).toMatchObject({ epoch: 1, level: 10, members: [{ id: 'a', state: 'voter' }] });
+    // Left on a command line, the flag must not start yet another cluster.
+    const again = await recover().then(() => null, (err: unknown) => err);
+    expect(again).toMatchObject({ code: ErrorCode.ConfigInvalid, message: expect.stringContaining('this data dir started a new cluster already') as unknown });
+    expect(await runOnce(dir, { oldest: 9, newest: 10 })).toBe(10);
+  });
+
   it('a data dir at a level the binary does not speak refuses the start, saying what to do, even with --accept-config-change', async () => {
     const dir = dataDir();
     expect(await runOnce(dir, { oldest: 9, newest: 10 })).toBe(10);
