@@ -19,7 +19,6 @@ import { QueueLog } from '../core/queue-log.js';
 import type { EndReason, Meta } from '../core/types.js';
 import { formatIncarnation } from '../core/types.js';
 import type { AgreedView, ViewChange } from '../core/view.js';
-import { firstView } from '../core/view.js';
 import type { Env } from '../env.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
@@ -35,9 +34,8 @@ import type { HoldsHost } from './local-holds.js';
 import { PeerMetrics } from './peer-metrics.js';
 import { PeerInspector } from './inspector.js';
 import { Session } from './session.js';
-import { viewFramesLevel } from '../core/messages.js';
-import type { JoinTicket, ViewRecord, ViewStore } from './view-store.js';
-import { checkAcceptorId, withView } from './view-store.js';
+import { ViewKeeper } from './view-keeper.js';
+import type { JoinTicket, ViewStore } from './view-store.js';
 import type { ChangeOptions } from './view-change.js';
 import { startChange } from './view-change.js';
 import type { ProtocolLevels } from '../transport/codec.js';
@@ -166,9 +164,8 @@ export class PeerRuntime implements LockService {
   readonly #bounds: PersistedBounds;
   readonly #sessions: CurrentSession;
   readonly #holds: LocalHolds;
-  /** The agreed view and the acceptor state as the view store keeps them; null without one (then `#seeded` is the view). */
-  #record: ViewRecord | null;
-  readonly #seeded: AgreedView;
+  /** The agreed view and the acceptor's state, as the view store keeps them (view-keeper.ts). */
+  readonly #views: ViewKeeper;
   #stopping = false;
   #rejoining = false;
   /**
@@ -182,8 +179,7 @@ export class PeerRuntime implements LockService {
     this.#levels = opts.levels ?? protocolLevels;
     this.#protocolLevel = opts.protocolLevel ?? this.#levels.newest;
     // The agreed view (docs/reconfiguration.md): the store's, else the one the config file seeds.
-    this.#seeded = firstView(opts.config.peers, this.#protocolLevel);
-    this.#record = opts.world.viewStore?.load(this.#seeded) ?? null;
+    this.#views = new ViewKeeper({ config: opts.config, level: this.#protocolLevel, store: opts.world.viewStore, log: opts.logger.child({ component: 'runtime' }) });
     const view = this.view;
     const me = view.members.find((m) => m.id === opts.id);
     if (me === undefined || me.state === 'leaving') {
@@ -217,47 +213,7 @@ export class PeerRuntime implements LockService {
 
   /** The agreed view as this peer holds it now. */
   get view(): AgreedView {
-    const chain = this.#record?.chain;
-    return chain?.[chain.length - 1] ?? this.#seeded;
-  }
-
-  /**
-   * Whether this peer's core takes part in changes of the view: it keeps its promises on disk
-   * (a view store), and its cluster runs at a level whose binaries all read messages about the
-   * view (`viewFramesLevel`).
-   */
-  #takesPart(): boolean {
-    return this.#record !== null && this.view.level >= viewFramesLevel;
-  }
-
-  /**
-   * Whether `aid` is the acceptor id first told by the member of `ordinal`, recording it when
-   * none was (SessionHooks.onAcceptorId). Without a record there is nothing to check.
-   */
-  #acceptorIdOf(ordinal: number, aid: string): boolean {
-    if (this.#record === null) return true;
-    const { trusted, record } = checkAcceptorId(this.#record, ordinal, aid);
-    if (record !== this.#record) this.#save(() => record);
-    return trusted;
-  }
-
-  /** Persists a view the core applied (docs/reconfiguration.md P2): false when it could not be. */
-  #saveView(view: AgreedView): boolean {
-    return this.#save((record) => withView(record, view));
-  }
-
-  #save(change: (record: ViewRecord) => ViewRecord): boolean {
-    const store = this.#world.viewStore;
-    if (this.#record === null || store === undefined) return false;
-    try {
-      const next = change(this.#record);
-      store.save(next);
-      this.#record = next;
-      return true;
-    } catch (err) {
-      this.#log.error({ code: ErrorCode.Storage, err: (err as Error).message }, 'cannot write the agreed view');
-      return false;
-    }
+    return this.#views.view;
   }
 
   /**
@@ -340,11 +296,8 @@ export class PeerRuntime implements LockService {
 
   #newSession(clockFloor: number, startFloorMs: number, promises?: readonly EchoPromise[], quietForMs = 0): Session {
     const joinsHeldForMs = this.#joinsHeldForMs();
-    // The acceptor's state and id, for a peer that takes part in changes of the view.
-    const record = this.#takesPart() ? this.#record : null;
-    const acceptor = record === null ? {} : { acceptor: record.acceptor, acceptorId: record.acceptorId };
     return new Session({
-      config: this.config, index: this.index, view: this.view, founders: this.joinTicket().founders, lineage: this.#record?.lineage, ...acceptor,
+      config: this.config, index: this.index, view: this.view, ...this.#views.forSession(),
       clockFloor, startFloorMs, logger: this.#rootLog, world: this.#world,
       protocolLevel: this.#protocolLevel, levels: this.#levels,
       linkUnackedBytesMax: this.#linkUnackedBytesMax, frameBytesMax: this.#frameBytesMax, promises, quietForMs, joinsHeldForMs, queueLog: this.queueLog,
@@ -358,9 +311,9 @@ export class PeerRuntime implements LockService {
       onClock: (clock) => this.#reservation.reserve(clock),
       onPromise: () => this.#bounds.ensure('promise'),
       onEchoing: () => this.#onEchoing(),
-      onView: (view) => this.#saveView(view),
-      onAcceptor: (state) => this.#save((record) => ({ ...record, acceptor: state })),
-      onAcceptorId: (ordinal, aid) => this.#acceptorIdOf(ordinal, aid),
+      onView: (view) => this.#views.saveView(view),
+      onAcceptor: (state) => this.#views.saveAcceptor(state),
+      onAcceptorId: (ordinal, aid) => this.#views.acceptorIdOf(ordinal, aid),
     });
   }
 
@@ -505,7 +458,7 @@ export class PeerRuntime implements LockService {
     startChange({
       env: this.#env, log: this.#log,
       view: () => this.view,
-      refusal: () => this.#changeRefusal() ?? this.#stallOf(change),
+      refusal: () => this.#views.refusal() ?? this.#refusal() ?? this.#stallOf(change),
       machine: () => this.inspect.protocol.machine,
       request: (lock, o, cb) => this.request(lock, o, cb),
       release: (lock, id) => void this.release(lock, id),
@@ -519,17 +472,7 @@ export class PeerRuntime implements LockService {
 
   /** What a host added to the cluster starts from (`lamport-peer --join`): the cluster's name and founders, and the view now. */
   joinTicket(): JoinTicket {
-    const lineage = this.#record?.lineage;
-    const ticket = { cluster: this.config.cluster, founders: this.#record?.founders ?? this.config.peers.map((p) => p.id), view: this.view };
-    return lineage === undefined ? ticket : { ...ticket, lineage };
-  }
-
-  /** Why this peer cannot run a change of the view now (ChangeHost.refusal). */
-  #changeRefusal(): LockError | null {
-    if (this.#record === null) return new LockError(ErrorCode.ChangeRefused, 'this peer runs without --data-dir: a peer that changes the members keeps its promises on disk. Ask a peer with a data dir, or give this one a data dir');
-    const level = this.view.level;
-    if (level < viewFramesLevel) return new LockError(ErrorCode.ChangeRefused, `this cluster runs at protocol level ${level}; changes of the members need level ${viewFramesLevel} (docs/operations.md, "Protocol levels")`);
-    return this.#refusal();
+    return this.#views.joinTicket();
   }
 
   /**
