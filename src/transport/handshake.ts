@@ -46,6 +46,7 @@ export type RefuseReason =
   | 'wrong_cluster'
   | 'wrong_config'
   | 'unknown_peer'
+  | 'removed'
   | 'bad_mac'
   | 'replayed'
   | IncarnationRefusal
@@ -170,6 +171,8 @@ export class NonceBook {
 /** What the listener's world answers about a dialer, before and after authentication. */
 export interface ListenerGate {
   peerIndex(id: string): number | undefined;
+  /** Whether `id` named a member this peer took out (the agreed view retired it). */
+  retired?(id: string): boolean;
   check(peer: number, inc: Incarnation): IncarnationRefusal | null;
   /** The newest incarnation of `peer` admitted or refused, named in a refusal. */
   newest(peer: number): Incarnation | null;
@@ -253,6 +256,9 @@ export class ListenerHandshake {
       refuseConfig(`peer ${JSON.stringify(h.from)}'s cluster configuration (fingerprint ${fp}) differs from this peer's (${this.#id.fingerprint})`, this.#id.shape);
     }
     const peer = this.#gate.peerIndex(h.from);
+    if (h.to === this.#id.selfId && peer === undefined && this.#gate.retired?.(h.from) === true) {
+      refuse('removed', `peer ${JSON.stringify(h.from)} was removed from the cluster: stop it. To bring the host back, empty its data dir and add it again (lamport-lock member add)`);
+    }
     if (h.to !== this.#id.selfId || peer === undefined) {
       refuse('unknown_peer', `peer ${JSON.stringify(h.from)} dialing ${JSON.stringify(h.to)} is not configured here`);
     }

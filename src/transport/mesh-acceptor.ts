@@ -32,6 +32,7 @@ export class MeshAcceptor<P> {
     this.#mesh = mesh;
     this.#gate = {
       peerIndex: (id) => mesh.peerIndex(id),
+      retired: (id) => mesh.retired(id),
       check: (peer, inc) => mesh.book.check(peer, inc),
       newest: (peer) => mesh.book.newest(peer),
       isRefused: (peer, inc) => mesh.book.isRefused(peer, inc),

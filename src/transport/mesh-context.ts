@@ -27,6 +27,8 @@ export interface MeshContext<P> {
   closing(): boolean;
   /** The index of a configured peer id, if it is one. */
   peerIndex(id: string): number | undefined;
+  /** Whether `id` named a member the mesh took out (Mesh.removePeer). */
+  retired(id: string): boolean;
   link(peer: number): PeerLink<P>;
   /** Wraps and tracks a new socket, so that closing the mesh cuts it. */
   newSocket(raw: RawSocket, remote: string): FrameSocket<P>;

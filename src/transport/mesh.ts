@@ -75,6 +75,8 @@ export class Mesh<P> {
   /** One link per other peer, by peer index (undefined for self and gaps). */
   readonly #links: (PeerLink<P> | undefined)[];
   readonly #indexOfId = new Map<string, number>();
+  /** Ids of members taken out (`removePeer`) and not added again: refused as removed. */
+  readonly #retired = new Set<string>();
   readonly #sockets = new Set<FrameSocket<P>>();
   readonly #counters = new MeshCounters();
   readonly #flusher: MeshFlusher<P>;
@@ -120,6 +122,7 @@ export class Mesh<P> {
       flusher: this.#flusher,
       closing: () => this.#closing,
       peerIndex: (id) => this.#indexOfId.get(id),
+      retired: (id) => this.#retired.has(id),
       link: (peer) => this.#link(peer),
       newSocket: (ws, remote) => this.#newSocket(ws, remote),
       forget: (sock) => this.#sockets.delete(sock),
@@ -139,6 +142,7 @@ export class Mesh<P> {
       merge: opts.mergePayloads, split: opts.splitPayload, frameBytesMax: opts.frameBytesMax });
     this.#links[peer.index] = link;
     this.#indexOfId.set(peer.id, peer.index);
+    this.#retired.delete(peer.id);
     return link;
   }
 
@@ -162,7 +166,10 @@ export class Mesh<P> {
     const link = this.#links[peer];
     if (link === undefined) return;
     this.#links[peer] = undefined;
-    if (this.#indexOfId.get(link.peer.id) === peer) this.#indexOfId.delete(link.peer.id);
+    if (this.#indexOfId.get(link.peer.id) === peer) {
+      this.#indexOfId.delete(link.peer.id);
+      this.#retired.add(link.peer.id);
+    }
     this.#dialer.remove(link);
     link.dialing?.terminate('peer retired');
     link.dropStreams();

@@ -8,6 +8,9 @@ describe('changes of the view, as the review found them', () => {
     expect(r.steps.map((s) => (s !== null && 'epoch' in s ? s.epoch : s))).toEqual([1, 2, 3, 4]);
     expect(r.violations).toEqual([]);
     expect(r.p2Granted).toBe(false);
+    // It is told why, and its dialing does not make the members report a configuration mismatch.
+    expect(r.p2ToldRemoved).toBe(true);
+    expect(r.p0Ready).toBe(true);
   });
 
   it('a change retried by its own run after its hold ended is reported made', () => {

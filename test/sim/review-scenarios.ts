@@ -21,7 +21,7 @@ function ask(parts: Parts, at: number, lock: string): void {
  * the members took a retired member out of their links, they echoed its heartbeats and acked its
  * request: two holders.
  */
-export function replacedWhileCutOff(): { steps: ChangeOutcome[]; p2Granted: boolean; violations: readonly string[] } {
+export function replacedWhileCutOff(): { steps: ChangeOutcome[]; p2Granted: boolean; p2ToldRemoved: boolean; p0Ready: boolean; violations: readonly string[] } {
   const parts = foundedBy(3, 5);
   runUntil(parts, 3000);
   for (const x of [0, 1, 3]) {
@@ -51,7 +51,9 @@ export function replacedWhileCutOff(): { steps: ChangeOutcome[]; p2Granted: bool
   parts.cluster.restart(3);
   runUntil(parts, (t += 8000));
   const p2Granted = parts.transcript.lines().some((l) => / p2 #\d+ GRANT /.test(l));
-  return { steps, p2Granted, violations: parts.checker.violations };
+  const p2ToldRemoved = parts.transcript.lines().some((l) => / p2 #\d+ mesh: peer p0 refused this peer: peer "p2" was removed from the cluster/.test(l));
+  const p0Ready = parts.cluster.current(0)?.runtime.ready() === true;
+  return { steps, p2Granted, p2ToldRemoved, p0Ready, violations: parts.checker.violations };
 }
 
 /**
