@@ -38,7 +38,7 @@ export function loadClusterMemory(dataDir: string): ClusterShape | null {
  * The protocol level a peer of this data dir runs at: the one it recorded; for a new data dir
  * (or none), the level of the cluster it is `joining`, else the newest of `levels`. With
  * `raise` (`--accept-config-change`: every peer stopped, every host changed on purpose), a
- * recorded level below the newest is raised to it. Throws ERR_CONFIG_INVALID when this binary
+ * recorded level this binary speaks is raised to its newest. Throws ERR_CONFIG_INVALID when this binary
  * does not speak the recorded level: a restart alone never changes a peer's level.
  */
 export function runningLevel(dataDir: string | undefined, levels: ProtocolLevels, joining?: number, raise = false): number {
@@ -47,13 +47,13 @@ export function runningLevel(dataDir: string | undefined, levels: ProtocolLevels
     throw new LockError(ErrorCode.ConfigInvalid, `the cluster this host joins runs protocol level ${joining}; this binary speaks levels ${levelsText(levels)}: run a binary that speaks it`);
   }
   if (before === null) return joining ?? levels.newest;
-  if (raise && before.protocol < levels.newest) return levels.newest;
   if (!speaks(levels, before.protocol)) {
     throw new LockError(ErrorCode.ConfigInvalid,
       `this peer's data dir runs protocol level ${before.protocol}; this binary speaks levels ${levelsText(levels)}. Run a binary that speaks level ${before.protocol} on this host: a level is raised only through the cluster (or with every peer stopped and --accept-config-change), never by a restart (docs/operations.md, "Protocol levels")`,
       { problems: [`the data dir runs protocol level ${before.protocol}; this binary speaks levels ${levelsText(levels)}`] });
   }
-  return before.protocol;
+  // Raised only from a level this binary speaks: a data dir it does not know stays refused.
+  return raise ? levels.newest : before.protocol;
 }
 
 /**

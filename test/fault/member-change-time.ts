@@ -11,16 +11,13 @@
  *   expected), and the contenders' refusals (a client of the killed peer finds it gone).
  * Prints each figure; exits 1 if a token went backwards or two holds overlapped.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { timingDefaults } from '../../src/config.js';
 import { LocalCluster } from '../../src/tools/local-cluster.js';
 import { acquire, call } from '../integration/helpers.js';
 import { waitFor } from '../support/wait.js';
-import { admin, Contenders, replaceHost, spread } from './member-changes.js';
+import { admin, adminTokenFile, Contenders, replaceHost, spread } from './member-changes.js';
 
 const testTimings = { heartbeatMs: 100, leaseMs: 1000, evictMs: 3000 };
 
@@ -44,9 +41,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { timings: { type: 'string', default: 'default' } } });
   const timings = values.timings === 'test' ? testTimings : values.timings === 'default' ? timingDefaults : null;
   if (timings === null) throw new Error('--timings takes default or test');
-  const dir = mkdtempSync(join(tmpdir(), 'lamport-member-change-time-'));
-  const tokenFile = join(dir, 'admin-token');
-  writeFileSync(tokenFile, 'admin-token-for-member-change-time\n', { mode: 0o600 });
+  const tokenFile = adminTokenFile('member-change-time');
   const cluster = await LocalCluster.start({ peers: 3, ...timings, peerArgs: ['--admin-token-file', tokenFile] });
   say(`member-change-time: 3 peers, heartbeat/lease/evict ${timings.heartbeatMs}/${timings.leaseMs}/${timings.evictMs} ms, 12 clients on one lock`);
   let live = ['a', 'b', 'c'];

@@ -7,7 +7,10 @@
  * The changes are made with the built CLI (`lamport-lock member ...`), as an operator would.
  */
 import { performance } from 'node:perf_hooks';
-import { resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { runBin } from '../integration/helpers.js';
 import type { BinRun } from '../integration/helpers.js';
@@ -90,6 +93,13 @@ export class Contenders {
 async function post(url: string, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A fresh admin token file (mode 0600) for a test's or a run's peers, named after `what`. */
+export function adminTokenFile(what: string): string {
+  const file = join(mkdtempSync(join(tmpdir(), `lamport-${what}-`)), 'admin-token');
+  writeFileSync(file, `admin-token-for-${what}-${randomBytes(8).toString('hex')}\n`, { mode: 0o600 });
+  return file;
 }
 
 /** `lamport-lock --peer <at> ARGS... --admin-token-file FILE`, run to its end. */

@@ -7,20 +7,17 @@
  * (exit 2); a member restarted with its old config file comes back into the changed cluster,
  * and the added one restarted with its ticket again starts from its data dir.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import { loadViewRecord } from '../../src/runtime/view-store.js';
-import { acquire, call, runBin, startTestCluster } from './helpers.js';
+import { acquire, call, startTestCluster } from './helpers.js';
+import { adminTokenFile, admin as runAdmin } from '../fault/member-changes.js';
 import type { BinRun } from './helpers.js';
 import { waitFor } from '../support/wait.js';
 
-const lockBin = resolve('dist/bin/lamport-lock.js');
-const dir = mkdtempSync(join(tmpdir(), 'lamport-member-changes-'));
-const tokenFile = join(dir, 'admin-token');
-writeFileSync(tokenFile, 'admin-token-for-the-member-changes-test\n', { mode: 0o600 });
+const tokenFile = adminTokenFile('member-changes');
 
 let cluster: LocalCluster | undefined;
 afterAll(async () => {
@@ -29,7 +26,7 @@ afterAll(async () => {
 
 /** `lamport-lock --peer <at> ARGS... --admin-token-file <file>`, run to its end. */
 function admin(c: LocalCluster, at: string, ...args: string[]): Promise<BinRun> {
-  return runBin(lockBin, ['--peer', c.url(at), ...args, '--admin-token-file', tokenFile]).done;
+  return runAdmin(c, at, tokenFile, ...args);
 }
 
 /** Epoch and `id:state` of each member, as peer `at` answers GET /v1/members. */

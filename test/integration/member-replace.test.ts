@@ -5,18 +5,13 @@
  * joined, removes c and retires it. Throughout, every grant's token is above the one before it
  * and no two holds overlap, a hold of another peer's client lives on, and e grants once a voter.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
-import { Contenders, replaceHost } from '../fault/member-changes.js';
+import { adminTokenFile, Contenders, replaceHost } from '../fault/member-changes.js';
 import { acquire, call, startTestCluster } from './helpers.js';
 import { waitFor } from '../support/wait.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'lamport-member-replace-'));
-const tokenFile = join(dir, 'admin-token');
-writeFileSync(tokenFile, 'admin-token-for-the-member-replace-test\n', { mode: 0o600 });
+const tokenFile = adminTokenFile('member-replace');
 
 let cluster: LocalCluster | undefined;
 afterAll(async () => {
