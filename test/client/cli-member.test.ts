@@ -20,7 +20,7 @@ describe('member replace', () => {
       calls.push(`${what} ${JSON.stringify(args)}`);
       return Promise.resolve(view(calls.length));
     };
-    const joined = { members: [{ id: 'd', connected: true }] };
+    const joined = { members: [{ id: 'd', connected: true, evicted: false }] };
     const client = {
       addMember: (...args: unknown[]) => record('add')(...args).then((v) => ({ ...v, join: 'TICKET' })),
       promoteMember: record('promote'), removeMember: record('remove'), retireMember: record('retire'),
