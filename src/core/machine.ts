@@ -80,6 +80,13 @@ export class Machine {
       fence: () => (this.#fenced = true),
       announceRelease: (own) => this.#announceRelease(own),
     });
+    // A new incarnation of a member its view removes (a rejoin after its removal): removed from
+    // the start, it issues and grants nothing (rule P6), whatever its clients ask.
+    const me = opts.view?.members.find((m) => m.ordinal === this.self);
+    if (opts.view !== undefined && (me === undefined || me.state === 'leaving')) {
+      this.#changes.remove();
+      this.#fenced = true;
+    }
   }
 
   /** Whether `peer`'s acceptor id is the one recorded for it first: a member whose data dir was replaced casts no vote that counts (F70, F76). */

@@ -214,6 +214,24 @@ describe('changes of the view', () => {
     expect(refused.proposal).toBeNull();
   });
 
+  it('a new incarnation of a member its view removes is removed from the start: it requests nothing (a rejoin after its removal)', () => {
+    const net = holding();
+    net.step(0, { type: 'propose', view: next(v0, { op: 'remove', id: 'c' }) });
+    net.settle();
+    const v1 = net.machine(0).clusterView;
+    if (v1 === null) throw new Error('no view');
+    expect(net.machine(2).removed).toBe(true);
+    // p2 rejoins (an eviction, a link overflow): its new core starts from the view that removes it.
+    net.restart(2, 50, 0, v1);
+    for (const p of [0, 1]) net.join(p, 2);
+    net.settle();
+    expect(net.machine(2).removed).toBe(true);
+    net.acquire(2, 9, 'x');
+    expect(net.settle()).toEqual([]);
+    expect(requestsFrom(net, 2, 0)).toEqual([]);
+    expect(net.machine(0).queue('x')).toEqual([]);
+  });
+
   it('counts no vote of a member whose data dir was replaced, its own included once a member tells it so (F70, F76)', () => {
     const promiseFrom = (c: ViewChanges, from: number, replaced = false): void => {
       c.onHeadAck(from, { t: 'hack', ts: 50, view: v0, speaks: 10, promised: true, accepted: null, ...(replaced ? { replaced: true as const } : {}) });
