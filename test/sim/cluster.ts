@@ -324,16 +324,26 @@ export class Cluster {
   }
 
   /**
-   * True when `peer` can never sync because of the dead peer: its current incarnation never
-   * met any incarnation of `dead`, so by design it keeps waiting for it, even after the
-   * others evicted it. Its requests never leave; nobody waits for them.
+   * True when `peer` can never sync because of the dead peer (or a removed member down): its
+   * current incarnation never met any incarnation of it, so by design it keeps waiting for it,
+   * even after the others evicted it. Its requests never leave; nobody waits for them.
    */
-  cannotSync(peer: number, dead: number | null): boolean {
+  cannotSync(peer: number, dead: number | null, removed: readonly number[] = []): boolean {
     const p = this.current(peer);
-    if (dead === null || p === undefined) return false;
+    const gone = dead === null ? removed : [dead, ...removed];
+    if (gone.length === 0 || p === undefined) return false;
     const m = p.runtime.inspect.protocol.machine;
-    if (m.synced || p.runtime.inspect.links().some((l) => l.peer === dead && l.incarnation !== null)) return false;
-    return m.view().every((q) => q === dead || m.lastTs(q) > 0);
+    if (m.synced || p.runtime.inspect.links().some((l) => gone.includes(l.peer) && l.incarnation !== null)) return false;
+    return m.view().every((q) => gone.includes(q) || m.lastTs(q) > 0);
+  }
+
+  /**
+   * Members the newest view removes (leaving) whose host is down: like the dead peer, a peer
+   * that never met one waits for it until it is retired (it is in the ack set until its LEAVE
+   * or its eviction, which a peer that never met it does not apply: docs/reconfiguration.md P6).
+   */
+  removedDown(): number[] {
+    return this.#hosts.filter((h) => h.procs.length === 0 && this.removed(h.peer)).map((h) => h.peer);
   }
 
   /**
@@ -580,7 +590,7 @@ export class Cluster {
   #checkEvictions(p: SimPeerProcess): void {
     const session = p.runtime.inspect.protocol;
     for (const host of this.#hosts) {
-      if (host.peer === p.proc.peer) continue;
+      if (host.peer === p.proc.peer || this.#learnerIn(session, host.peer)) continue;
       for (const q of host.procs) {
         if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.inspect.protocol) continue;
         const inc = q.lease.session.incarnation;
@@ -596,6 +606,15 @@ export class Cluster {
         }
       }
     }
+  }
+
+  /**
+   * Whether `peer` is a learner in the view of `session`'s core: a learner requests nothing
+   * (docs/reconfiguration.md P5), so it holds nothing its lease would protect, and the
+   * eviction and successor rules do not judge it there.
+   */
+  #learnerIn(session: ProtocolReader, peer: number): boolean {
+    return session.machine.clusterView?.members.some((m) => m.id === `p${peer}` && m.state === 'learner') === true;
   }
 
   /** Per session, the incarnation of each peer its core counted at the last check. */
@@ -614,7 +633,7 @@ export class Cluster {
     let seen = this.#admitted.get(session);
     if (seen === undefined) this.#admitted.set(session, (seen = []));
     for (const host of this.#hosts) {
-      if (host.peer === p.proc.peer) continue;
+      if (host.peer === p.proc.peer || this.#learnerIn(session, host.peer)) continue;
       const now = machine.incarnation(host.peer);
       const before = seen[host.peer];
       seen[host.peer] = now;
