@@ -184,6 +184,8 @@ export class Changer {
   #after(change: ViewChange): void {
     const { cluster, rng, scenario: s, schedule, time } = this.#o;
     this.made++;
+    // In the liveness phase a change under way still ends, but the operator starts and stops nothing.
+    if (!this.#active) return;
     const evictGlobalMs = Math.ceil(s.evictMs / Math.min(...s.clockRates));
     const peer = 'id' in change ? peerOf(change.id) : -1;
     if (change.op === 'add') {

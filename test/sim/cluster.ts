@@ -12,6 +12,7 @@ import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { JoinTicket, ViewRecord, ViewStore } from '../../src/runtime/view-store.js';
 import type { AgreedView } from '../../src/core/view.js';
+import { canonicalView } from '../../src/core/view.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import { newViewRecord, startRecord } from '../../src/runtime/view-store.js';
 import { protocolLevels } from '../../src/transport/codec.js';
@@ -487,6 +488,7 @@ export class Cluster {
       this.#bornEvicted(p.proc.peer, session.incarnation);
     }
     if (session.machine.synced) track.synced = true;
+    if (this.#founders < this.#hosts.length) this.#checkView(p);
     this.#checkZombie(p, session);
     this.#checkEvictions(p);
     this.#checkSuccessors(p, session);
@@ -500,6 +502,33 @@ export class Cluster {
     if (holds > 0) {
       const u = session.leaseValidUntilMs();
       this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${p.runtime.inspect.nowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
+    }
+  }
+
+  /** Each epoch's view as the first data dir to apply it wrote it (canonicalView), and each ordinal's member id. */
+  readonly #epochs = new Map<number, string>();
+  readonly #ordinals = new Map<number, string>();
+  readonly #viewsSeen = new WeakSet<AgreedView>();
+
+  /**
+   * With changes of the members: one view per epoch on every data dir (Paxos's safety,
+   * docs/reconfiguration.md A1), and an ordinal never given to two members (A4). Checked on
+   * the newest view of the process's data dir after each of its tasks.
+   */
+  #checkView(p: SimPeerProcess): void {
+    const chain = this.#host(p.proc.peer).disk.viewRecord?.chain;
+    const v = chain?.[chain.length - 1];
+    if (v === undefined || this.#viewsSeen.has(v)) return;
+    this.#viewsSeen.add(v);
+    const text = canonicalView(v);
+    const known = this.#epochs.get(v.epoch);
+    const now = this.#o.time.nowMs;
+    if (known !== undefined && known !== text) this.#o.checker.view(now, `p${p.proc.peer} (process ${p.proc.id}) applied ${text} at epoch ${v.epoch}, another data dir ${known}`);
+    if (known === undefined) this.#epochs.set(v.epoch, text);
+    for (const m of v.members) {
+      const id = this.#ordinals.get(m.ordinal);
+      if (id !== undefined && id !== m.id) this.#o.checker.view(now, `ordinal ${m.ordinal} given to ${m.id} at epoch ${v.epoch}, and to ${id} before`);
+      this.#ordinals.set(m.ordinal, m.id);
     }
   }
 
