@@ -5,9 +5,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropPlanted, plantedModule } from './planted.js';
-import { addJoinPromote, removeThenRetire } from './view-scenarios.js';
+import * as scenarios from './view-scenarios.js';
 
-type ViewScenarios = typeof import('./view-scenarios.js');
+const { addJoinPromote, removeThenRetire } = scenarios;
+type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
 
