@@ -327,7 +327,10 @@ export class Membership {
     for (const [from, atMs] of t.confirmations) {
       if (from !== this.#self && nowMs - atMs >= this.#confirmationValidMs) t.confirmations.delete(from);
     }
-    if (t.confirmations.size < needed) return [];
+    // Voters' only: a learner's or leaving member's own suspicion is no vote (docs/reconfiguration.md P5).
+    let votes = 0;
+    for (const from of t.confirmations.keys()) if (this.#members.has(from)) votes++;
+    if (votes < needed) return [];
     const inc = t.inc; // #apply moves on to a successor, if any
     this.decided.evictions++;
     const last = !this.knowsNewer(peer, inc);

@@ -310,6 +310,23 @@ describe('changes of the view', () => {
   });
 });
 
+describe('evictions with learners', () => {
+  it("a learner's own suspicion is no vote: it evicts only with a majority of the voters' confirmations (simulator seed 242 --changes --net link)", async () => {
+    const { Membership } = await import('../../src/core/membership.js');
+    const { Members } = await import('../../src/core/members.js');
+    const X = { startMs: 1000, nonce: 7 };
+    // Learner 3 beside voters 0, 1, 2: a majority is two voters.
+    const m = new Membership({ members: new Members(3, [0, 1, 2]), evictMs: 3000, nowMs: 0 });
+    m.heard(1, X, 0);
+    const suspected = m.tick(3000);
+    expect(suspected.flatMap((e) => (e.type === 'send' ? [e.to] : []))).toEqual([0, 2]);
+    // Voter 2 echoes 1 (its lease), so only voter 0 confirms: counted with the learner's own
+    // suspicion that made two, and 1 was evicted while its lease held.
+    expect(m.onMessage(0, { t: 'confirm', peer: 1, inc: X, at: 3000 }, 3000).some((e) => e.type === 'evict')).toBe(false);
+    expect(m.onMessage(2, { t: 'confirm', peer: 1, inc: X, at: 3000 }, 3000).some((e) => e.type === 'evict')).toBe(true);
+  });
+});
+
 describe('a protocol that takes part in changes', () => {
   it('writes its acceptance before the ACCEPTED that depends on it leaves, and a chosen view before its packets', async () => {
     const { PeerProtocol } = await import('../../src/core/protocol.js');

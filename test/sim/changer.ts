@@ -108,13 +108,28 @@ export class Changer {
     const { cluster, rng } = this.#o;
     const view = cluster.latestView();
     if (view === undefined) return;
-    const options = this.#options(view);
+    const behind = this.#behind(view);
+    // P4's catch-up is not built: a member two epochs behind never applies the newest view
+    // (docs/reconfiguration.md, "What is built"). So the next change waits until every member
+    // applied the newest one, but for the removal of a member one behind (a dead voter).
+    const options = behind.length === 0 ? this.#options(view) : this.#options(view).filter((c) => c.op === 'remove' && behind.includes(c.id));
     if (options.length === 0) return;
     const change = rng.pick(options);
     const voters = view.members.filter((m) => m.state === 'voter' && cluster.current(peerOf(m.id)) !== undefined);
     const at = voters.length === 0 ? undefined : rng.pick(voters);
     if (at === undefined) return;
     this.#ask(peerOf(at.id), change);
+  }
+
+  /** Members of `view` not leaving whose data dir has not applied it (learners never started aside). */
+  #behind(view: AgreedView): string[] {
+    const { cluster } = this.#o;
+    return view.members.filter((m) => {
+      if (m.state === 'leaving') return false;
+      const chain = cluster.hostOf(peerOf(m.id)).disk.viewRecord?.chain;
+      const epoch = chain?.[chain.length - 1]?.epoch;
+      return epoch !== undefined && epoch < view.epoch;
+    }).map((m) => m.id);
   }
 
   /** The changes drawn from: each kind the view allows, once. */
@@ -129,7 +144,9 @@ export class Changer {
     const leaving = of('leaving');
     if (learners.length > 0) out.push({ op: 'promote', id: rng.pick(learners) }, { op: 'remove', id: rng.pick(learners) });
     // Keep two voters (three once the cluster had three): a pair still evicts, one voter alone does not need to.
-    if (voters.length > Math.min(3, cluster.founders)) out.push({ op: 'remove', id: rng.pick(voters) });
+    const behind = this.#behind(view);
+    const removable = voters.some((id) => behind.includes(id)) ? voters.filter((id) => behind.includes(id)) : voters;
+    if (voters.length > Math.min(3, cluster.founders)) out.push({ op: 'remove', id: rng.pick(removable) });
     if (leaving.length > 0) out.push({ op: 'retire', id: rng.pick(leaving) });
     return out;
   }
@@ -167,6 +184,8 @@ export class Changer {
   #after(change: ViewChange): void {
     const { cluster, rng, scenario: s, schedule, time } = this.#o;
     this.made++;
+    // In the liveness phase a change under way still ends, but the operator starts and stops nothing.
+    if (!this.#active) return;
     const evictGlobalMs = Math.ceil(s.evictMs / Math.min(...s.clockRates));
     const peer = 'id' in change ? peerOf(change.id) : -1;
     if (change.op === 'add') {

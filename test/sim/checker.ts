@@ -113,6 +113,11 @@ export class Checker {
     this.#fail(nowMs, `meta: ${what}`);
   }
 
+  /** Two views chosen for one epoch, or an ordinal given to two members (docs/reconfiguration.md A1, A4). */
+  view(nowMs: number, what: string): void {
+    this.#fail(nowMs, `view: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);

@@ -12,6 +12,7 @@ import { PeerRuntime } from '../../src/runtime/peer.js';
 import type { Bound, ClockStore } from '../../src/runtime/clock-store.js';
 import type { JoinTicket, ViewRecord, ViewStore } from '../../src/runtime/view-store.js';
 import type { AgreedView } from '../../src/core/view.js';
+import { canonicalView } from '../../src/core/view.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import { newViewRecord, startRecord } from '../../src/runtime/view-store.js';
 import { protocolLevels } from '../../src/transport/codec.js';
@@ -325,16 +326,26 @@ export class Cluster {
   }
 
   /**
-   * True when `peer` can never sync because of the dead peer: its current incarnation never
-   * met any incarnation of `dead`, so by design it keeps waiting for it, even after the
-   * others evicted it. Its requests never leave; nobody waits for them.
+   * True when `peer` can never sync because of the dead peer (or a removed member down): its
+   * current incarnation never met any incarnation of it, so by design it keeps waiting for it,
+   * even after the others evicted it. Its requests never leave; nobody waits for them.
    */
-  cannotSync(peer: number, dead: number | null): boolean {
+  cannotSync(peer: number, dead: number | null, removed: readonly number[] = []): boolean {
     const p = this.current(peer);
-    if (dead === null || p === undefined) return false;
+    const gone = dead === null ? removed : [dead, ...removed];
+    if (gone.length === 0 || p === undefined) return false;
     const m = p.runtime.inspect.protocol.machine;
-    if (m.synced || p.runtime.inspect.links().some((l) => l.peer === dead && l.incarnation !== null)) return false;
-    return m.view().every((q) => q === dead || m.lastTs(q) > 0);
+    if (m.synced || p.runtime.inspect.links().some((l) => gone.includes(l.peer) && l.incarnation !== null)) return false;
+    return m.view().every((q) => gone.includes(q) || m.lastTs(q) > 0);
+  }
+
+  /**
+   * Members the newest view removes (leaving) whose host is down: like the dead peer, a peer
+   * that never met one waits for it until it is retired (it is in the ack set until its LEAVE
+   * or its eviction, which a peer that never met it does not apply: docs/reconfiguration.md P6).
+   */
+  removedDown(): number[] {
+    return this.#hosts.filter((h) => h.procs.length === 0 && this.removed(h.peer)).map((h) => h.peer);
   }
 
   /**
@@ -478,6 +489,7 @@ export class Cluster {
       this.#bornEvicted(p.proc.peer, session.incarnation);
     }
     if (session.machine.synced) track.synced = true;
+    if (this.#founders < this.#hosts.length) this.#checkView(p);
     this.#checkZombie(p, session);
     this.#checkEvictions(p);
     this.#checkSuccessors(p, session);
@@ -491,6 +503,33 @@ export class Cluster {
     if (holds > 0) {
       const u = session.leaseValidUntilMs();
       this.#o.checker.selfFence(now, `p${p.proc.peer} (process ${p.proc.id}) has no lease (until ${u.toFixed(1)}, true now ${trueNow().toFixed(1)}, its lease clock ${p.runtime.inspect.nowMs().toFixed(1)}) but ${holds} hold(s) still granted after its event`);
+    }
+  }
+
+  /** Each epoch's view as the first data dir to apply it wrote it (canonicalView), and each ordinal's member id. */
+  readonly #epochs = new Map<number, string>();
+  readonly #ordinals = new Map<number, string>();
+  readonly #viewsSeen = new WeakSet<AgreedView>();
+
+  /**
+   * With changes of the members: one view per epoch on every data dir (Paxos's safety,
+   * docs/reconfiguration.md A1), and an ordinal never given to two members (A4). Checked on
+   * the newest view of the process's data dir after each of its tasks.
+   */
+  #checkView(p: SimPeerProcess): void {
+    const chain = this.#host(p.proc.peer).disk.viewRecord?.chain;
+    const v = chain?.[chain.length - 1];
+    if (v === undefined || this.#viewsSeen.has(v)) return;
+    this.#viewsSeen.add(v);
+    const text = canonicalView(v);
+    const known = this.#epochs.get(v.epoch);
+    const now = this.#o.time.nowMs;
+    if (known !== undefined && known !== text) this.#o.checker.view(now, `p${p.proc.peer} (process ${p.proc.id}) applied ${text} at epoch ${v.epoch}, another data dir ${known}`);
+    if (known === undefined) this.#epochs.set(v.epoch, text);
+    for (const m of v.members) {
+      const id = this.#ordinals.get(m.ordinal);
+      if (id !== undefined && id !== m.id) this.#o.checker.view(now, `ordinal ${m.ordinal} given to ${m.id} at epoch ${v.epoch}, and to ${id} before`);
+      this.#ordinals.set(m.ordinal, m.id);
     }
   }
 
@@ -581,7 +620,7 @@ export class Cluster {
   #checkEvictions(p: SimPeerProcess): void {
     const session = p.runtime.inspect.protocol;
     for (const host of this.#hosts) {
-      if (host.peer === p.proc.peer) continue;
+      if (host.peer === p.proc.peer || this.#learnerIn(session, host.peer)) continue;
       for (const q of host.procs) {
         if (!q.proc.alive || !q.runtime.started || q.lease.session === null || q.lease.session !== q.runtime.inspect.protocol) continue;
         const inc = q.lease.session.incarnation;
@@ -597,6 +636,15 @@ export class Cluster {
         }
       }
     }
+  }
+
+  /**
+   * Whether `peer` is a learner in the view of `session`'s core: a learner requests nothing
+   * (docs/reconfiguration.md P5), so it holds nothing its lease would protect, and the
+   * eviction and successor rules do not judge it there.
+   */
+  #learnerIn(session: ProtocolReader, peer: number): boolean {
+    return session.machine.clusterView?.members.some((m) => m.id === `p${peer}` && m.state === 'learner') === true;
   }
 
   /** Per session, the incarnation of each peer its core counted at the last check. */
@@ -615,7 +663,7 @@ export class Cluster {
     let seen = this.#admitted.get(session);
     if (seen === undefined) this.#admitted.set(session, (seen = []));
     for (const host of this.#hosts) {
-      if (host.peer === p.proc.peer) continue;
+      if (host.peer === p.proc.peer || this.#learnerIn(session, host.peer)) continue;
       const now = machine.incarnation(host.peer);
       const before = seen[host.peer];
       seen[host.peer] = now;

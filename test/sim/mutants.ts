@@ -174,6 +174,22 @@ const mutants = {
   'meta-not-sent': [at(machine, "this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });", '')],
   /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
   'pieces-ack': [at('src/core/messages.js', 'pieces.push(last && packet.u !== true ?', 'pieces.push(packet.u !== true ?')],
+  // Changes of the members (docs/reconfiguration.md): their seeds run with --changes (changesOf).
+  /** An acceptor accepts a ballot below the one it promised (rule P2): two views can be chosen for one epoch. */
+  'accept-without-promise': [at('src/core/acceptor.js', 'if (state.promised !== null && compareBallots(ballot, state.promised) < 0)', 'if (false)')],
+  /** A view counts as chosen at the holder's own acceptance, without a majority of the voters (rule P2). */
+  'chosen-at-one-acceptance': [at('src/core/view-changes.js', 'if (p.acceptedBy.size < voters.majority)', 'if (p.acceptedBy.size < 1)')],
+  /** A learner counts in the majorities as a voter does (rule P5). */
+  'learner-counted-as-voter': [at('src/core/view.js', 'return new Members(self, voters(view).map((m) => m.ordinal));', "return new Members(self, view.members.filter((m) => m.state !== 'leaving').map((m) => m.ordinal));")],
+  /** A leaving member leaves the ack set as soon as the view removes it, before its LEAVE or its eviction (rule P3 iii). */
+  'leaving-dropped-early': [
+    at('src/core/peer-view.js', 'this.#candidates = new Set([...members.others(), ...leaving.filter((p) => p !== members.self)]);', 'this.#candidates = new Set([...members.others()]);'),
+    at('src/core/peer-view.js', 'const next = new Set([...members.others(), ...leaving.filter((p) => p !== members.self)]);', 'const next = new Set([...members.others()]);'),
+  ],
+  /** An added member gets the ordinal of the members' count, which a removed member's leaves free for another to reuse (rule P1). */
+  'reused-ordinal': [at('src/core/view.js', 'const member = { id: change.id, ordinal: view.nextOrdinal,', 'const member = { id: change.id, ordinal: view.members.length,')],
+  /** The view lock is granted with a head ack from any one member of its ack set, not every one (rule P3 i). */
+  'gate-without-every-head-ack': [at('src/core/view-changes.js', 'return ackSet.every((p) => { const h = this.#headAcks.get(p);', 'return ackSet.length === 0 || ackSet.some((p) => { const h = this.#headAcks.get(p);')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -209,7 +225,7 @@ export function multiChanceOf(mutant: MutantName | undefined): number | undefine
 }
 
 /** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */
-const changeMutants: readonly MutantName[] = [];
+const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

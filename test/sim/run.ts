@@ -240,9 +240,10 @@ function describeStuck(parts: Parts, r: ClientRequest): string {
     if (qp === undefined) return `p${q} down`;
     const m = qp.runtime.inspect.protocol.machine;
     const link = qp.runtime.inspect.links().find((l) => l.peer === r.peer);
-    return `p${q}#${qp.proc.id}: synced ${m.synced}, clock ${m.clock}, lastTs(p${r.peer}) ${m.lastTs(r.peer)}, link ${link?.connected ?? '-'}; requester's lastTs(p${q}) ${p.runtime.inspect.protocol.machine.lastTs(q)}`;
+    return `p${q}#${qp.proc.id}: synced ${m.synced},${parts.changer === null ? '' : ` epoch ${m.clusterView?.epoch ?? '-'},`} clock ${m.clock}, lastTs(p${r.peer}) ${m.lastTs(r.peer)}, link ${link?.connected ?? '-'}; requester's lastTs(p${q}) ${p.runtime.inspect.protocol.machine.lastTs(q)}`;
   });
-  return `process ${p.proc.id}: ${String(state)}; ${ref === undefined ? 'no core ref' : parts.cluster.explain(p, ref)} [${missing.join(' | ')}]`;
+  const epoch = parts.changer === null ? '' : ` at epoch ${p.runtime.inspect.protocol.machine.clusterView?.epoch ?? '-'} of ${parts.cluster.latestView()?.epoch ?? '-'}`;
+  return `process ${p.proc.id}${epoch}: ${String(state)}; ${ref === undefined ? 'no core ref' : parts.cluster.explain(p, ref)} [${missing.join(' | ')}]`;
 }
 
 function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
@@ -259,12 +260,13 @@ function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   // more epochs behind the newest view never applies it (a VIEW that does not follow its own is
   // ignored), so its own requests are excused too; nobody else's.
   const voter = (peer: number): boolean => parts.changer === null || (parts.cluster.isVoter(peer) && !parts.cluster.behind(peer));
-  const expected = clients.waiting().filter((r) => voter(r.peer) && !parts.cluster.cannotSync(r.peer, dead) && !parts.cluster.waitsForUnevictable(r.proc, dead));
+  const removed = parts.changer === null ? [] : parts.cluster.removedDown();
+  const expected = clients.waiting().filter((r) => voter(r.peer) && !parts.cluster.cannotSync(r.peer, dead, removed) && !parts.cluster.waitsForUnevictable(r.proc, dead));
   const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.opts.mode} ${r.state} since ${r.issuedMs}ms (${describeStuck(parts, r)})`);
   // Every peer that can sync grants its probe (Workload.probe); a waiting probe is reported above.
   for (const peer of parts.workload.unprobed()) {
     const p = parts.cluster.current(peer);
-    if (p === undefined || peer === dead || !voter(peer) || parts.cluster.cannotSync(peer, dead) || parts.cluster.waitsForUnevictable(p, dead)) continue;
+    if (p === undefined || peer === dead || !voter(peer) || parts.cluster.cannotSync(peer, dead, removed) || parts.cluster.waitsForUnevictable(p, dead)) continue;
     if (!clients.waiting().some((r) => r.peer === peer && r.opts.owner === 'probe')) stuck.push(`p${peer} granted no probe request of the liveness phase (the last one: ${parts.workload.lastProbeOutcome(peer)})`);
   }
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { timingDefaults } from '../../src/config.js';
 import { seedFrom } from '../support/seed.js';
 import type { MutantName } from './mutants.js';
-import { multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
+import { changesOf, multiChanceOf, mutantNames, proclaimChanceOf } from './mutants.js';
 import { dropPlanted, simFor } from './planted.js';
 import type { RunOptions, RunResult } from './run.js';
 import { runSeed } from './run.js';
@@ -42,7 +42,7 @@ function runSeeds(first: number, count: number, net: 'fifo' | 'link' = 'fifo'): 
  * FIFO network and 100,000 above that on the link network. `flags` are the CLI's for it
  * (null: run here only).
  */
-function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance' | 'timing'>, flags: string | null, count = 60): { failures: string[]; results: RunResult[] } {
+function runBothNetworks(offset: number, extra: Pick<RunOptions, 'proclaimChance' | 'multiChance' | 'timing' | 'changes'>, flags: string | null, count = 60): { failures: string[]; results: RunResult[] } {
   const failures: string[] = [];
   const results: RunResult[] = [];
   for (const [first, net] of [[baseSeed + offset, 'fifo'], [baseSeed + offset + 100_000, 'link']] as const) {
@@ -174,12 +174,24 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // (test/sim/meta-check.ts): a peer that heard past a holder's META still shows the old meta.
   'meta-ignored': 1,
   'meta-not-sent': 1,
+  // Changes of the members (--changes, changesOf): an ordinal reused is caught by the
+  // checker's view property; the others leave a request waiting in the liveness phase (an
+  // acceptance below the promise, a view chosen by one acceptance, a learner counted in the
+  // ack sets, a leaving member dropped from them, the view lock granted on one head ack): no
+  // seed yet shows two views chosen for one epoch.
+  'accept-without-promise': { seed: 9, net: 'link' },
+  'chosen-at-one-acceptance': { seed: 5, net: 'link' },
+  'learner-counted-as-voter': 1,
+  'leaving-dropped-early': 2,
+  'reused-ordinal': 1,
+  'gate-without-every-head-ack': 66,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
 const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'meta-ignored': /meta: .* not the latest/,
   'meta-not-sent': /meta: .* not the latest/,
+  'reused-ordinal': /view: ordinal \d+ given to/,
 };
 
 /**
@@ -277,6 +289,16 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     expect(results.reduce((n, r) => n + r.multiGrants, 0)).toBeGreaterThan(300);
   });
 
+  it('keeps every safety invariant while changes of the members are drawn among the faults (--changes), on both networks', () => {
+    // Opt-in like META (test/sim/changer.ts): adds, joins, promotions, removals and retirements
+    // at random members, two raced at times. Liveness stalls are left out of this check for
+    // now: a removed member down that a majority of the voters never met can be neither evicted
+    // nor retired, and P4's catch-up is not built (docs/reconfiguration.md, "What is built").
+    const { failures, results } = runBothNetworks(800_000, { changes: true }, ' --changes', 15);
+    expect(failures.filter((f) => !/ liveness: /.test(f))).toEqual([]);
+    expect(results.reduce((n, r) => n + r.changesMade, 0)).toBeGreaterThan(30);
+  });
+
   it('keeps every invariant at the default timings (heartbeat 200, lease 1000, evict 1700: issue 15), on both networks', () => {
     // The drawn timings cover these ratios; this runs the defaults themselves, everything else drawn.
     const { failures, results } = runBothNetworks(600_000, { timing: { ...timingDefaults } }, ' --timing defaults', 20);
@@ -321,10 +343,11 @@ describe('deterministic simulator on the production runtime', { timeout: rangeTi
     const netFlag = net === 'link' ? ' --net link' : '';
     const multi = multiChanceOf(mutant);
     const meta = proclaimChanceOf(mutant);
-    const workload = { ...(multi === undefined ? {} : { multiChance: multi }), ...(meta === undefined ? {} : { proclaimChance: meta }) };
-    it(`regression seed ${seed}${netFlag} fails with the ${mutant} mutant and passes without it`, async () => {
+    const workload = { ...(multi === undefined ? {} : { multiChance: multi }), ...(meta === undefined ? {} : { proclaimChance: meta }), ...(changesOf(mutant) ? { changes: true } : {}) };
+    const changesFlag = changesOf(mutant) ? ' --changes' : '';
+    it(`regression seed ${seed}${netFlag}${changesFlag} fails with the ${mutant} mutant and passes without it`, async () => {
       const planted = (await simFor(mutant)).run.runSeed({ seed, net, ...workload });
-      console.log(`mutant ${mutant}, seed ${seed}: ${planted.violations[0] ?? 'NOT caught'} (reproduce with: npm run sim -- --seed ${seed} --seeds 1${netFlag} --mutant ${mutant})`);
+      console.log(`mutant ${mutant}, seed ${seed}: ${planted.violations[0] ?? 'NOT caught'} (reproduce with: npm run sim -- --seed ${seed} --seeds 1${netFlag}${changesFlag} --mutant ${mutant})`);
       expect(planted.violations.length).toBeGreaterThan(0);
       expect(planted.violations[0]).toMatch(violationOf[mutant] ?? /./);
       expect(runSeed({ seed, net, ...workload }).violations).toEqual([]);

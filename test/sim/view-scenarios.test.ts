@@ -1,0 +1,45 @@
+/**
+ * The scripted changes of the view (test/sim/view-scenarios.ts) on the production runtime in
+ * the simulated world: each ends as docs/reconfiguration.md says, with no violation, and each
+ * fails with a planted bug that breaks it (test/sim/mutants.ts).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { dropPlanted, plantedModule } from './planted.js';
+import * as scenarios from './view-scenarios.js';
+
+const { addJoinPromote, removeThenRetire } = scenarios;
+type ViewScenarios = typeof scenarios;
+
+afterAll(dropPlanted);
+
+const four = '2 p0:voter,p1:voter,p2:voter,p3:voter';
+
+describe('scripted changes of the view', () => {
+  it('three founders add p3, which joins with the ticket, is promoted and is granted a lock', () => {
+    const r = addJoinPromote();
+    expect(r.violations).toEqual([]);
+    expect(r.added).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:voter,p3:learner' });
+    expect(r.promoted).toEqual({ epoch: 2, members: 'p0:voter,p1:voter,p2:voter,p3:voter' });
+    expect(r.p3Granted).toBe(true);
+    expect(r.views).toEqual([four, four, four, four]);
+  });
+
+  it('p0 removes p2, which applies its removal, then retires it', () => {
+    const r = removeThenRetire();
+    expect(r.violations).toEqual([]);
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving' });
+    expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
+    expect(r.views).toEqual(['2 p0:voter,p1:voter', '2 p0:voter,p1:voter', '1 p0:voter,p1:voter,p2:leaving']);
+  });
+
+  it('without the state transfer, the founders never choose the add: the ticket names no learner', async () => {
+    const planted = await plantedModule<ViewScenarios>('no-state-transfer', 'test/sim/view-scenarios.js');
+    expect(() => planted.addJoinPromote()).toThrow(/this join ticket adds no learner, not p3/);
+    expect(planted.removeThenRetire().removed).toBeNull();
+  });
+
+  it('with a leaving member out of the ack set at once, p2 never hears the view that removes it', async () => {
+    const planted = await plantedModule<ViewScenarios>('leaving-dropped-early', 'test/sim/view-scenarios.js');
+    expect(planted.removeThenRetire().views[2]).toBe('0 p0:voter,p1:voter,p2:voter');
+  });
+});
