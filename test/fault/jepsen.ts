@@ -53,6 +53,10 @@ export interface RunResult {
   readonly faults: Readonly<Record<FaultKind, number>>;
   readonly faultsTotal: number;
   readonly grants: number;
+  /** Grants by the peer that granted them (new hosts of `replace` faults included). */
+  readonly grantsByPeer: Readonly<Record<string, number>>;
+  /** The members at the end (a replaced peer is not one, its replacement is). */
+  readonly members: readonly string[];
   readonly validHolds: number;
   /** Checked holds whose peer had a fault window during the hold. */
   readonly faultedHolds: number;
@@ -73,6 +77,12 @@ function countBy<T>(items: readonly T[], key: (t: T) => string | null): string {
     if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+function grantsByPeer(history: readonly Op[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const op of history) if (op.outcome === 'granted') out[op.peer] = (out[op.peer] ?? 0) + 1;
+  return out;
 }
 
 /** Violation lines followed by the history of the locks and times they name. */
@@ -158,7 +168,9 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       `reproduce with FAULT_SEED=${opts.seed}`,
     ];
     return {
-      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, validHolds: safety.validHolds, faultedHolds: safety.faultedHolds,
+      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, members: [...nemesis.members],
+      grantsByPeer: grantsByPeer(history),
+      validHolds: safety.validHolds, faultedHolds: safety.faultedHolds,
       writesAccepted: [...registers.values()].reduce((s, r) => s + r.accepted, 0), writesRejected: [...registers.values()].reduce((s, r) => s + r.rejected, 0),
       violations: safety.violations, liveness, summary, dir: cluster.dir,
     };
