@@ -28,7 +28,8 @@ import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import type { Prng } from '../support/prng.js';
 import { delay } from '../support/wait.js';
 import type { FaultWindows } from './fault-windows.js';
-import { replaceDeadMember } from './replace.js';
+import type { ReplaceContext } from './replace.js';
+import { mendReplace, replaceDeadMember } from './replace.js';
 import { TwinPeer } from './twin-peer.js';
 
 /** The kinds of fault the nemesis draws from. */
@@ -190,19 +191,28 @@ export class Nemesis {
     this.#note(`kill -9 ${old}, to be replaced by ${neu}`);
     this.#windows.setPeer(old, 'down');
     await this.#cluster.stopPeer(old, 'SIGKILL');
-    const problem = await replaceDeadMember({
+    const ctx: ReplaceContext = {
       cluster: this.#cluster, members: this.#ids, evictMs: this.#timings.evictMs, note: (what) => this.#note(what),
       started: (id) => {
         this.#windows.replace(old, id);
         this.#hooks.started?.(id);
       },
-    }, old, neu);
+    };
+    const problem = await replaceDeadMember(ctx, old, neu);
     if (problem !== null) {
       this.changeProblems.push(`${old} -> ${neu} at ${(this.#now() / 1000).toFixed(1)}s: ${problem}`);
       this.#note(`replace of ${old} by ${neu} stopped: ${problem}`);
-      // Never restarted: OLD may be removed already. NEW runs (or not) as the failed step left it.
-      if (this.#cluster.peers.some((p) => p.id === neu && p.proc !== null)) this.#ids.splice(this.#ids.indexOf(old), 1, neu);
-      return;
+      // The runbook: the changes left, one by one; OLD restarted when NEW never ran.
+      const mended = await mendReplace(ctx, old, neu);
+      if (mended === 'restore') {
+        this.#restart(old);
+        return this.#waitReady(old);
+      }
+      if (mended !== 'replaced') {
+        this.changeProblems.push(`${old} -> ${neu}: ${mended}`);
+        this.#note(`replace of ${old} by ${neu} not mended: ${mended}`);
+        if (!this.#cluster.peers.some((p) => p.id === neu && p.proc !== null)) return this.#restart(old);
+      }
     }
     this.#ids.splice(this.#ids.indexOf(old), 1, neu);
     this.#hooks.replaced?.(old, neu);

@@ -55,14 +55,59 @@ async function evictedAt(cluster: LocalCluster, at: string, id: string): Promise
   return body?.members?.some((m) => m.id === id && m.evicted === true) === true;
 }
 
-/** A running member other than `old` that answers /readyz 200; null when none does. */
-async function readyMember(cluster: LocalCluster, members: readonly string[], old: string): Promise<string | null> {
-  for (const id of members) {
-    if (id === old || cluster.peer(id).proc === null) continue;
-    const ok = await fetch(`${cluster.url(id)}/readyz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.status === 200, () => false);
-    if (ok) return id;
+/** A running member other than `old` that answers /readyz 200 within `boundMs`; null when none does. */
+async function readyMember(cluster: LocalCluster, members: readonly string[], old: string, boundMs: number): Promise<string | null> {
+  let found: string | null = null;
+  await waitFor('a ready member', async () => {
+    for (const id of members) {
+      if (id === old || cluster.peer(id).proc === null) continue;
+      const ok = await fetch(`${cluster.url(id)}/readyz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.status === 200, () => false);
+      if (ok) found = id;
+      if (ok) return true;
+    }
+    return false;
+  }, boundMs, 100).catch(() => undefined);
+  return found;
+}
+
+/** The state of each member in the view `at` answers (GET /v1/members); null when it does not answer. */
+async function statesAt(cluster: LocalCluster, at: string): Promise<Map<string, string> | null> {
+  const body = await fetch(`${cluster.url(at)}/v1/members`, { signal: AbortSignal.timeout(2000) }).then((r) => r.json() as Promise<{ members?: Array<{ id: string; state: string }> }>, () => null);
+  return body?.members === undefined ? null : new Map(body.members.map((m) => [m.id, m.state]));
+}
+
+/** The change the runbook makes next after a replace stopped, by the view: null when none is left. */
+function nextMend(states: ReadonlyMap<string, string>, old: string, neu: string, neuRuns: boolean): string[] | null {
+  if (neuRuns) {
+    if (states.get(neu) === 'learner') return ['member', 'promote', neu];
+    if (states.get(old) === 'voter') return ['member', 'remove', old];
+    if (states.get(old) === 'leaving') return ['member', 'retire', old];
+    return null;
   }
-  return null;
+  // NEW never ran: a learner added for it goes, and OLD comes back (the replace became a kill).
+  return states.get(neu) === 'learner' ? ['member', 'remove', neu] : null;
+}
+
+/**
+ * After a replace stopped: the changes left, one command at a time as an operator runs them
+ * (docs/operations.md: "run them once the cause is mended"), each read off the view anew.
+ * 'replaced' when NEW runs and OLD is out; 'restore' when NEW never ran (OLD is to be
+ * restarted); else what failed.
+ */
+export async function mendReplace(ctx: ReplaceContext, old: string, neu: string): Promise<'replaced' | 'restore' | string> {
+  const { cluster } = ctx;
+  const neuRuns = cluster.peers.some((p) => p.id === neu && p.proc !== null);
+  for (let i = 0; i < 4; i++) {
+    const via = await readyMember(cluster, ctx.members.filter((id) => id !== neu), old, 3 * ctx.evictMs + 10_000);
+    const states = via === null ? null : await statesAt(cluster, via);
+    if (via === null || states === null) return `no member ready to mend the replace of ${old} by ${neu}`;
+    const args = nextMend(states, old, neu, neuRuns);
+    if (args === null) return neuRuns ? 'replaced' : 'restore';
+    const run = await runLockCli(['--peer', cluster.url(via), ...args, '--admin-token-file', cluster.adminTokenFile ?? ''], () => undefined).done;
+    ctx.note(`mending the replace of ${old} by ${neu}: lamport-lock ${args.join(' ')} via ${via} exited ${run.code}`);
+    if (run.code !== 0) return `lamport-lock ${args.join(' ')} via ${via} exited ${run.code}: ${run.stderr.trim().split('\n').join(' | ')}`;
+  }
+  return `the replace of ${old} by ${neu} was not mended in 4 changes`;
 }
 
 /**
@@ -81,7 +126,7 @@ export async function replaceDeadMember(ctx: ReplaceContext, old: string, neu: s
     return (err as Error).message;
   }
   ctx.note(`${old} evicted by every running member [${running.join(',')}]`);
-  const via = await readyMember(cluster, running, old);
+  const via = await readyMember(cluster, running, old, boundMs);
   if (via === null) return `no member ready to run member replace ${old} ${neu} against`;
   const host = await cluster.addHost(neu);
   const cli = runLockCli(['--peer', cluster.url(via), 'member', 'replace', old, neu, '--ws', host.ws, '--http', host.http, '--admin-token-file', adminTokenFile], (line) => {
