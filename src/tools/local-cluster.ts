@@ -68,8 +68,15 @@ export interface LocalClusterOptions {
   readonly logLevel?: string;
   /** Route every ordered peer link through its own TcpProxy (see `link`). Not with `configPath`. */
   readonly linkProxies?: boolean;
+  /**
+   * With `linkProxies` and `adminToken`: give every peer one agreed view before the proxied
+   * configs are used, so that the members can be changed (see `#agreeView`).
+   */
+  readonly agreedView?: boolean;
   /** An API token every peer requires (written to a mode-0600 file, given as --token-file). */
   readonly token?: string;
+  /** The admin token of every peer (written to `adminTokenFile`, given as --admin-token-file). */
+  readonly adminToken?: string;
   /** More lamport-peer flags, for every peer. */
   readonly peerArgs?: readonly string[];
 }
@@ -97,6 +104,9 @@ export class LocalCluster {
   readonly #peerArgs: string[] = [];
   /** Headers of this class's own requests (the token, when the peers require one). */
   readonly #headers: Record<string, string> = {};
+  /** The file of the admin token (option `adminToken`), for `lamport-lock --admin-token-file`. */
+  adminTokenFile: string | null = null;
+  #adminToken: string | null = null;
 
   private constructor(dir: string, configPath: string, peers: LocalPeer[], logLevel: string) {
     this.dir = dir;
@@ -112,6 +122,12 @@ export class LocalCluster {
       this.#peerArgs.push('--token-file', tokenFile);
       this.#headers['authorization'] = `Bearer ${opts.token}`;
     }
+    if (opts.adminToken !== undefined) {
+      this.#adminToken = opts.adminToken;
+      this.adminTokenFile = join(this.dir, 'admin-token');
+      writeFileSync(this.adminTokenFile, `${opts.adminToken}\n`, { mode: 0o600 });
+      this.#peerArgs.push('--admin-token-file', this.adminTokenFile);
+    }
     this.#peerArgs.push(...(opts.peerArgs ?? []));
   }
 
@@ -123,6 +139,7 @@ export class LocalCluster {
     cluster.#guard(opts);
     try {
       if (opts.linkProxies === true) await cluster.#proxyLinks();
+      if (opts.agreedView === true) await cluster.#agreeView();
       for (const p of cluster.peers) cluster.startPeer(p.id);
       await cluster.waitReady();
       await cluster.waitConnected();
@@ -175,11 +192,40 @@ export class LocalCluster {
     }
   }
 
+  /**
+   * Every peer's first view (epoch 0) is seeded from its own config file, addresses included,
+   * and a change of the members needs every head ack at the proposer's very view (core/view.ts
+   * sameView compares `ws` and `http`): with proxied links the peers' configs name each other at
+   * different addresses, their epoch-0 views differ, and every change times out. So the peers
+   * start once on the shared config, a learner `seed-view` is added and removed (epoch 2, one
+   * view everywhere, in each data dir), and they stop; `start` then runs them on their own
+   * configs, which only say where each host dials the others.
+   */
+  async #agreeView(): Promise<void> {
+    const own = new Map(this.#configs);
+    this.#configs.clear();
+    for (const p of this.peers) this.startPeer(p.id);
+    await this.waitReady();
+    await this.waitConnected();
+    const admin = { ...this.#headers, authorization: `Bearer ${this.#adminToken ?? ''}`, 'content-type': 'application/json' };
+    const first = this.url(this.peers[0]?.id ?? '');
+    const add = await fetch(`${first}/v1/members`, { method: 'POST', headers: admin, body: JSON.stringify({ id: 'seed-view', ws: 'ws://127.0.0.1:1', http: '127.0.0.1:1' }) });
+    const remove = await fetch(`${first}/v1/members/seed-view`, { method: 'DELETE', headers: admin });
+    if (add.status !== 200 || remove.status !== 200) throw new Error(`agreeing on a view failed: add ${add.status} ${await add.text()}, remove ${remove.status} ${await remove.text()}`);
+    await Promise.all(this.peers.map((p) => this.stopPeer(p.id)));
+    for (const [id, path] of own) this.#configs.set(id, path);
+  }
+
   /** The proxy of the ordered link `from` -> `to` (needs `linkProxies`). */
   link(from: string, to: string): TcpProxy {
     const proxy = this.#links.get(`${from}>${to}`);
     if (proxy === undefined) throw new Error(`no proxy for link ${from} -> ${to} (start the cluster with linkProxies)`);
     return proxy;
+  }
+
+  /** Whether the ordered link `from` -> `to` goes through a proxy (see `addHost` for which do not). */
+  hasLink(from: string, to: string): boolean {
+    return this.#links.has(`${from}>${to}`);
   }
 
   /** Every link proxy, as [from, to, proxy]. */
@@ -210,12 +256,29 @@ export class LocalCluster {
   /**
    * A new host `id` for a running cluster (`lamport-lock member add`): its ports, its empty data
    * dir, and a config file of its own, the shared one with its entry added. Not started: start it
-   * with `startPeer(id, { args: ['--join', ticket] })`.
+   * with `startPeer(id, { args: ['--join', ticket] })`. With `linkProxies`, its OUTGOING links go
+   * through proxies of their own (`link(id, q)`, one for every host known, its config names them),
+   * which carry its lease's echoes as a founder's do. The links TO it are not proxied: the running
+   * peers dial it at the `ws` given to `member add` (their config files, read at their start, do
+   * not name it), so faults cannot cut or stall q -> id.
    */
   async addHost(id: string): Promise<LocalPeer> {
+    if (this.peers.some((p) => p.id === id)) throw new Error(`peer ${id} exists already`);
     const peer: LocalPeer = { id, http: `127.0.0.1:${await freePort()}`, ws: `ws://127.0.0.1:${await freePort()}`, dataDir: join(this.dir, id), proc: null };
+    const others = [...this.peers];
     this.peers.push(peer);
-    this.rewriteConfig(id, (c) => ({ ...c, peers: [...(c['peers'] as unknown[]), { id, ws: peer.ws, http: peer.http }] }));
+    if (this.#links.size === 0) {
+      this.rewriteConfig(id, (c) => ({ ...c, peers: [...(c['peers'] as unknown[]), { id, ws: peer.ws, http: peer.http }] }));
+      return peer;
+    }
+    const entries: Array<{ id: string; ws: string; http: string }> = [];
+    for (const to of others) {
+      const proxy = await TcpProxy.start();
+      proxy.target = Number(new URL(to.ws).port);
+      this.#links.set(`${id}>${to.id}`, proxy);
+      entries.push({ id: to.id, ws: `ws://127.0.0.1:${proxy.port}`, http: to.http });
+    }
+    this.rewriteConfig(id, (c) => ({ ...c, peers: [...entries, { id, ws: peer.ws, http: peer.http }] }));
     return peer;
   }
 

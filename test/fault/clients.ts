@@ -52,10 +52,10 @@ function outcomeOf(status: number): AcquireOutcome {
   return 'error';
 }
 
-/** One client bound to one peer. */
+/** One client bound to one peer (moved to its replacement when the nemesis replaces it). */
 export class Client {
   readonly name: string;
-  readonly peer: string;
+  #peer: string;
   readonly #opts: ClientOptions;
   readonly #rng: Prng;
   #stopping = false;
@@ -63,9 +63,22 @@ export class Client {
 
   constructor(name: string, peer: string, rng: Prng, opts: ClientOptions) {
     this.name = name;
-    this.peer = peer;
+    this.#peer = peer;
     this.#rng = rng;
     this.#opts = opts;
+  }
+
+  /** The peer its next acquire goes to. */
+  get peer(): string {
+    return this.#peer;
+  }
+
+  /**
+   * Sends the next acquires to `peer` (its peer was replaced by it). A hold keeps its own peer:
+   * its release goes where it was granted.
+   */
+  moveTo(peer: string): void {
+    this.#peer = peer;
   }
 
   /** Starts the loop. */
@@ -88,8 +101,8 @@ export class Client {
     }
   }
 
-  #base(): string {
-    return this.#opts.cluster.url(this.peer);
+  #base(peer: string = this.#peer): string {
+    return this.#opts.cluster.url(peer);
   }
 
   /**
@@ -107,14 +120,15 @@ export class Client {
 
   async #acquire(lock: string, mode: OpMode): Promise<Op> {
     const op: Op = {
-      client: this.name, peer: this.peer, lock, ...mode, invokedAt: performance.now(), completedAt: 0, outcome: null, status: null, token: null, id: null,
+      client: this.name, peer: this.#peer, lock, ...mode, invokedAt: performance.now(), completedAt: 0, outcome: null, status: null, token: null, id: null,
       grantedAt: null, releasedAt: null, releaseDoneAt: null, end: null, reason: null, writesAccepted: 0, writesRejected: 0, refusedAt: null,
     };
     this.#opts.history.push(op);
     const modeBody = mode.mode === 'exclusive' ? {} : mode.mode === 'shared' ? { mode: 'shared' } : { limit: mode.limit, permits: mode.permits };
+    const base = this.#base(op.peer);
     const body = { timeout_ms: this.#opts.acquireTimeoutMs, ttl_ms: this.#opts.ttlMs, owner: this.name, ...modeBody };
     try {
-      const a = await post(`${this.#base()}/v1/locks/${lock}/acquire`, body, this.#opts.acquireTimeoutMs + this.#opts.answerGraceMs);
+      const a = await post(`${base}/v1/locks/${lock}/acquire`, body, this.#opts.acquireTimeoutMs + this.#opts.answerGraceMs);
       op.completedAt = performance.now();
       op.status = a.status;
       op.outcome = outcomeOf(a.status);
@@ -184,7 +198,7 @@ export class Client {
   async #release(op: Op): Promise<void> {
     op.releasedAt = performance.now();
     try {
-      const a = await post(`${this.#base()}/v1/locks/${op.lock}/release`, { id: op.id }, this.#opts.releaseWaitMs);
+      const a = await post(`${this.#base(op.peer)}/v1/locks/${op.lock}/release`, { id: op.id }, this.#opts.releaseWaitMs);
       op.releaseDoneAt = performance.now();
       if (a.status === 200) op.end = 'released';
       else {

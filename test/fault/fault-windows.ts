@@ -25,7 +25,8 @@ export interface Window {
 
 /** Peer and link state, and the degraded windows it implies. */
 export class FaultWindows {
-  readonly #ids: readonly string[];
+  /** The members: founders, and replacements in place of the peers they replaced. */
+  readonly #ids: string[];
   readonly #now: () => number;
   readonly #status = new Map<string, PeerStatus>();
   readonly #brokenLinks = new Set<string>();
@@ -35,7 +36,7 @@ export class FaultWindows {
   readonly #deaths = new Map<string, number[]>();
 
   constructor(ids: readonly string[], now: () => number) {
-    this.#ids = ids;
+    this.#ids = [...ids];
     this.#now = now;
     for (const id of ids) {
       this.#status.set(id, 'up');
@@ -52,6 +53,20 @@ export class FaultWindows {
   setPeer(id: string, status: PeerStatus): void {
     if (status === 'down') this.#deaths.set(id, [...(this.#deaths.get(id) ?? []), this.#now()]);
     this.#status.set(id, status);
+    this.#recompute();
+  }
+
+  /**
+   * `neu` (just started with its join ticket) takes the place of `old` (dead, being replaced)
+   * among the members whose echoes count: a majority stays one of as many peers. `old` keeps
+   * its recorded death and windows.
+   */
+  replace(old: string, neu: string): void {
+    const i = this.#ids.indexOf(old);
+    if (i < 0) throw new Error(`${old} is not a member`);
+    this.#ids[i] = neu;
+    this.#status.set(neu, 'up');
+    this.#windows.set(neu, []);
     this.#recompute();
   }
 

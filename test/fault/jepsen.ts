@@ -4,6 +4,7 @@
  * their fenced registers, a seeded nemesis, then the heal and the checks. Shared by the
  * CI test (test/fault/jepsen.test.ts) and the long-run script (test/fault/run.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -52,6 +53,10 @@ export interface RunResult {
   readonly faults: Readonly<Record<FaultKind, number>>;
   readonly faultsTotal: number;
   readonly grants: number;
+  /** Grants by the peer that granted them (new hosts of `replace` faults included). */
+  readonly grantsByPeer: Readonly<Record<string, number>>;
+  /** The members at the end (a replaced peer is not one, its replacement is). */
+  readonly members: readonly string[];
   readonly validHolds: number;
   /** Checked holds whose peer had a fault window during the hold. */
   readonly faultedHolds: number;
@@ -72,6 +77,12 @@ function countBy<T>(items: readonly T[], key: (t: T) => string | null): string {
     if (k !== null) counts.set(k, (counts.get(k) ?? 0) + 1);
   }
   return [...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
+}
+
+function grantsByPeer(history: readonly Op[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const op of history) if (op.outcome === 'granted') out[op.peer] = (out[op.peer] ?? 0) + 1;
+  return out;
 }
 
 /** Violation lines followed by the history of the locks and times they name. */
@@ -116,24 +127,33 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   // One clock for everything: the history, the fault windows and the nemesis log.
   const now = (): number => performance.now();
   const t0 = now();
-  const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, ...timings });
+  // The admin token lets the nemesis change the members (`replace`) with the CLI.
+  const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, agreedView: true, adminToken: randomBytes(16).toString('hex'), ...timings });
   log(`cluster up in ${((now() - t0) / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
   const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
-  const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(), timings, now, log, ...(opts.faultKinds === undefined ? {} : { kinds: opts.faultKinds }) });
   // Sampled twice a heartbeat: the lease floors of the checker trail by at most that.
   const leases = new LeaseProbe(cluster, Math.max(50, timings.heartbeatMs * 2));
+  let clients: Client[] = [];
+  const hooks = {
+    started: (id: string): void => leases.watch(id),
+    replaced: (old: string, neu: string): void => {
+      for (const c of clients) if (c.peer === old) c.moveTo(neu);
+    },
+  };
+  const nemesis = new Nemesis({ cluster, windows, rng: rng.fork(), timings, now, log, hooks, ...(opts.faultKinds === undefined ? {} : { kinds: opts.faultKinds }) });
   try {
     leases.start();
     const registers = new Map(Array.from({ length: opts.locks ?? 3 }, (_, i) => [`lock-${i}`, new FencedRegister(`lock-${i}`)]));
     const history: Op[] = [];
-    const clients = startClients(cluster, rng.fork(), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
+    clients = startClients(cluster, rng.fork(), { perPeer: opts.clientsPerPeer ?? 2, registers, history, timings });
     await delay(1000);
     await nemesis.run(now() + opts.faultMs);
-    const liveness = await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now });
+    const liveness = await checkLiveness(cluster, { ids: nemesis.members, locks: [...registers.keys()], timings, log, now });
     await delay(2000); // The clients work a little on the healed cluster before they stop.
     await Promise.all(clients.map((c) => c.stop()));
     await leases.stop();
-    liveness.push(...(await checkLiveness(cluster, { locks: [...registers.keys()], timings, log, now, final: true })));
+    liveness.push(...(await checkLiveness(cluster, { ids: nemesis.members, locks: [...registers.keys()], timings, log, now, final: true })));
+    liveness.push(...nemesis.changeProblems.map((p) => `replace stopped: ${p}`));
     writeFileSync(join(cluster.dir, 'history.jsonl'), history.map(opLine).join('\n') + '\n');
     writeFileSync(join(cluster.dir, 'leases.jsonl'), leases.lines().join('\n') + '\n');
     const safety = checkSafety(history, windows, [...registers.values()], { leases, ttlMs, heartbeatMs: timings.heartbeatMs });
@@ -148,7 +168,9 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
       `reproduce with FAULT_SEED=${opts.seed}`,
     ];
     return {
-      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, validHolds: safety.validHolds, faultedHolds: safety.faultedHolds,
+      seed: opts.seed, faults: nemesis.counts, faultsTotal: nemesis.total, grants: safety.grants, members: [...nemesis.members],
+      grantsByPeer: grantsByPeer(history),
+      validHolds: safety.validHolds, faultedHolds: safety.faultedHolds,
       writesAccepted: [...registers.values()].reduce((s, r) => s + r.accepted, 0), writesRejected: [...registers.values()].reduce((s, r) => s + r.rejected, 0),
       violations: safety.violations, liveness, summary, dir: cluster.dir,
     };

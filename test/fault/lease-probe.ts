@@ -48,6 +48,13 @@ export class LeaseProbe implements LeaseEvidence {
     this.#loops = this.#cluster.peers.map((p) => this.#loop(p.id));
   }
 
+  /** Samples peer `id` too from now on (a host added while the run goes). */
+  watch(id: string): void {
+    if (this.#samples.has(id)) return;
+    this.#samples.set(id, []);
+    this.#loops.push(this.#loop(id));
+  }
+
   /** Stops the loops and waits for their last probes. */
   async stop(): Promise<void> {
     this.#stopping = true;

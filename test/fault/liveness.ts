@@ -11,6 +11,8 @@ import { delay } from '../support/wait.js';
 
 /** What a liveness check needs. */
 export interface LivenessOptions {
+  /** The members to check (a replaced peer stays stopped and is none). */
+  readonly ids: readonly string[];
   readonly locks: readonly string[];
   readonly timings: { readonly heartbeatMs: number; readonly leaseMs: number; readonly evictMs: number };
   readonly log: (line: string) => void;
@@ -36,7 +38,8 @@ async function post(url: string, body: unknown, waitMs: number): Promise<{ statu
 async function everyLockEverywhere(cluster: LocalCluster, opts: LivenessOptions): Promise<string[]> {
   const problems: string[] = [];
   const timeoutMs = opts.timings.evictMs + 10_000;
-  for (const p of cluster.peers) {
+  for (const id of opts.ids) {
+    const p = cluster.peer(id);
     for (const lock of opts.locks) {
       try {
         const a = await post(`${cluster.url(p.id)}/v1/locks/${lock}/acquire`, { timeout_ms: timeoutMs, ttl_ms: 30_000, owner: 'final-check' }, timeoutMs + 5000);
@@ -54,12 +57,12 @@ async function everyLockEverywhere(cluster: LocalCluster, opts: LivenessOptions)
   return problems;
 }
 
-async function queuesDrain(cluster: LocalCluster, boundMs: number): Promise<string[]> {
+async function queuesDrain(cluster: LocalCluster, ids: readonly string[], boundMs: number): Promise<string[]> {
   const deadline = performance.now() + boundMs;
   let left: string[] = [];
   while (performance.now() < deadline) {
     left = [];
-    for (const p of cluster.peers) {
+    for (const p of ids.map((id) => cluster.peer(id))) {
       const res = await fetch(`${cluster.url(p.id)}/v1/locks`, { signal: AbortSignal.timeout(2000) }).then((r) => r.json() as Promise<unknown>, () => null);
       const locks = Array.isArray(res) ? res : ((res as Record<string, unknown> | null)?.['locks'] as unknown[] | undefined) ?? [];
       for (const l of locks as Array<{ name: string; holders: unknown[]; waiters: unknown[] }>) {
@@ -77,14 +80,14 @@ export async function checkLiveness(cluster: LocalCluster, opts: LivenessOptions
   if (opts.final === true) {
     const problems = await everyLockEverywhere(cluster, opts);
     // TTL holds of clients that gave up waiting for a grant answer may outlive them by ttl_ms.
-    problems.push(...(await queuesDrain(cluster, 10_000)));
-    opts.log(`final acquire+release of ${opts.locks.length} locks through ${cluster.peers.length} peers: ${problems.length === 0 ? 'ok, queues drained' : `${problems.length} problem(s)`}`);
+    problems.push(...(await queuesDrain(cluster, opts.ids, 10_000)));
+    opts.log(`final acquire+release of ${opts.locks.length} locks through ${opts.ids.length} peers: ${problems.length === 0 ? 'ok, queues drained' : `${problems.length} problem(s)`}`);
     return problems;
   }
   const healedAt = opts.now();
   const boundMs = readyBoundMs(opts.timings);
   try {
-    await cluster.waitReady(boundMs, cluster.peers.map((p) => p.id));
+    await cluster.waitReady(boundMs, opts.ids);
     opts.log(`every peer ready ${((opts.now() - healedAt) / 1000).toFixed(1)} s after the heal (bound ${boundMs / 1000} s)`);
     return [];
   } catch (err) {

@@ -16,28 +16,43 @@
  *   after 2-3 evict_ms (what the README asks of a lost data dir);
  * - twin: a second process started with a live peer's id (twin-peer.ts) for 1-4 lease_ms,
  *   then killed (issue 12, defect 1: today the others drop the old process's holds when the
- *   twin handshakes, while the old one still holds its lease; the checker flags it).
+ *   twin handshakes, while the old one still holds its lease; the checker flags it);
+ * - replace: kill -9 of one member, then, once every running member evicted it, `lamport-lock
+ *   member replace OLD NEW` with a new host and a new id (e1, e2, ..., never reused; replace.ts);
+ *   OLD's clients move to NEW. Once a replace happened, `wipe` is no longer drawn: a wiped
+ *   peer would come back with the config file's view at epoch 0 (a lost data dir is not
+ *   detected yet; the runbook removes such a host and adds it again under a new id).
  */
 import { rmSync } from 'node:fs';
 import type { LocalCluster } from '../../src/tools/local-cluster.js';
 import type { Prng } from '../support/prng.js';
 import { delay } from '../support/wait.js';
 import type { FaultWindows } from './fault-windows.js';
+import type { ReplaceContext } from './replace.js';
+import { mendReplace, replaceDeadMember } from './replace.js';
 import { TwinPeer } from './twin-peer.js';
 
 /** The kinds of fault the nemesis draws from. */
-export const faultKinds = ['kill', 'pause', 'partition', 'bridge', 'stall', 'one-way', 'link-kill', 'wipe', 'twin'] as const;
+export const faultKinds = ['kill', 'pause', 'partition', 'bridge', 'stall', 'one-way', 'link-kill', 'wipe', 'twin', 'replace'] as const;
 
 /** One kind of fault. */
 export type FaultKind = (typeof faultKinds)[number];
 
 /** Relative weights of the fault kinds. */
-const weights: Readonly<Record<FaultKind, number>> = { kill: 2, pause: 2, partition: 3, bridge: 2, stall: 2, 'one-way': 2, 'link-kill': 2, wipe: 1, twin: 2 };
+const weights: Readonly<Record<FaultKind, number>> = { kill: 2, pause: 2, partition: 3, bridge: 2, stall: 2, 'one-way': 2, 'link-kill': 2, wipe: 1, twin: 2, replace: 1 };
 
 /** Timings the nemesis scales its fault durations by. */
 export interface NemesisTimings {
   readonly leaseMs: number;
   readonly evictMs: number;
+}
+
+/** What the run does when the members change (the lease probe and the clients follow them). */
+export interface NemesisHooks {
+  /** A new host was started with its join ticket. */
+  readonly started?: (id: string) => void;
+  /** `old` was replaced by `neu`: every step of `member replace` was made. */
+  readonly replaced?: (old: string, neu: string) => void;
 }
 
 /** A line of the nemesis log, with its time on the test's clock. */
@@ -49,24 +64,31 @@ export interface NemesisEvent {
 /** Draws, injects and heals faults on a LocalCluster started with `linkProxies`. */
 export class Nemesis {
   /** Faults injected, by kind. */
-  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, partition: 0, bridge: 0, stall: 0, 'one-way': 0, 'link-kill': 0, wipe: 0, twin: 0 };
+  readonly counts: Record<FaultKind, number> = { kill: 0, pause: 0, partition: 0, bridge: 0, stall: 0, 'one-way': 0, 'link-kill': 0, wipe: 0, twin: 0, replace: 0 };
   readonly events: NemesisEvent[] = [];
   /** Peers that did not answer /readyz within the bound after a restart (liveness notes). */
   readonly slowRestarts: string[] = [];
+  /** Replaces that did not make every step (liveness notes). */
+  readonly changeProblems: string[] = [];
   readonly #cluster: LocalCluster;
   readonly #windows: FaultWindows;
   readonly #rng: Prng;
   readonly #timings: NemesisTimings;
   readonly #now: () => number;
-  readonly #ids: readonly string[];
+  /** The members now: founders, and new hosts in place of the peers they replaced. */
+  readonly #ids: string[];
+  /** The number of the next new host (e1, e2, ...): an id is never reused. */
+  #nextHost = 1;
+  readonly #hooks: NemesisHooks;
   readonly #log: (line: string) => void;
   readonly #kinds: readonly FaultKind[];
   readonly #twins = new Set<TwinPeer>();
 
   /** `kinds` narrows the faults drawn (all by default). */
   constructor(opts: {
-    cluster: LocalCluster; windows: FaultWindows; rng: Prng; timings: NemesisTimings; now: () => number; log: (line: string) => void; kinds?: readonly FaultKind[];
+    cluster: LocalCluster; windows: FaultWindows; rng: Prng; timings: NemesisTimings; now: () => number; log: (line: string) => void; kinds?: readonly FaultKind[]; hooks?: NemesisHooks;
   }) {
+    this.#hooks = opts.hooks ?? {};
     this.#kinds = opts.kinds ?? faultKinds;
     this.#cluster = opts.cluster;
     this.#windows = opts.windows;
@@ -75,6 +97,11 @@ export class Nemesis {
     this.#now = opts.now;
     this.#log = opts.log;
     this.#ids = opts.cluster.peers.map((p) => p.id);
+  }
+
+  /** The members now (a replaced peer is not one; its replacement is). */
+  get members(): readonly string[] {
+    return this.#ids;
   }
 
   /** Total faults injected. */
@@ -88,13 +115,15 @@ export class Nemesis {
   }
 
   #draw(): FaultKind {
-    const total = this.#kinds.reduce((s, k) => s + weights[k], 0);
+    // No wipe once a replace happened (see the header); a run of wipes only then kills.
+    const kinds = this.#nextHost > 1 ? this.#kinds.filter((k) => k !== 'wipe') : this.#kinds;
+    const total = kinds.reduce((s, k) => s + weights[k], 0);
     let x = this.#rng.float() * total;
-    for (const k of this.#kinds) {
+    for (const k of kinds) {
       x -= weights[k];
       if (x < 0) return k;
     }
-    return this.#kinds[this.#kinds.length - 1] ?? 'link-kill';
+    return kinds[kinds.length - 1] ?? 'kill';
   }
 
   /** Injects faults one after another until `untilMs` (test clock), then heals everything. */
@@ -128,6 +157,8 @@ export class Nemesis {
         return this.#kill(true);
       case 'twin':
         return this.#twin();
+      case 'replace':
+        return this.#replace();
     }
   }
 
@@ -147,6 +178,46 @@ export class Nemesis {
     await delay(downMs);
     this.#restart(id);
     await this.#waitReady(id);
+  }
+
+  /**
+   * kill -9 of a member, then `member replace OLD NEW` once every running member evicted it
+   * (replace.ts). NEW takes OLD's place in the fault windows from its start, and among the
+   * members once every step was made; OLD's clients then move to it.
+   */
+  async #replace(): Promise<void> {
+    const old = this.#rng.pick(this.#ids);
+    const neu = `e${this.#nextHost++}`;
+    this.#note(`kill -9 ${old}, to be replaced by ${neu}`);
+    this.#windows.setPeer(old, 'down');
+    await this.#cluster.stopPeer(old, 'SIGKILL');
+    const ctx: ReplaceContext = {
+      cluster: this.#cluster, members: this.#ids, evictMs: this.#timings.evictMs, note: (what) => this.#note(what),
+      started: (id) => {
+        this.#windows.replace(old, id);
+        this.#hooks.started?.(id);
+      },
+    };
+    const problem = await replaceDeadMember(ctx, old, neu);
+    if (problem !== null) {
+      this.changeProblems.push(`${old} -> ${neu} at ${(this.#now() / 1000).toFixed(1)}s: ${problem}`);
+      this.#note(`replace of ${old} by ${neu} stopped: ${problem}`);
+      // The runbook: the changes left, one by one; OLD restarted when NEW never ran.
+      const mended = await mendReplace(ctx, old, neu);
+      if (mended === 'restore') {
+        this.#restart(old);
+        return this.#waitReady(old);
+      }
+      if (mended !== 'replaced') {
+        this.changeProblems.push(`${old} -> ${neu}: ${mended}`);
+        this.#note(`replace of ${old} by ${neu} not mended: ${mended}`);
+        if (!this.#cluster.peers.some((p) => p.id === neu && p.proc !== null)) return this.#restart(old);
+      }
+    }
+    this.#ids.splice(this.#ids.indexOf(old), 1, neu);
+    this.#hooks.replaced?.(old, neu);
+    this.#note(`${old} replaced by ${neu}; ${old}'s clients moved to ${neu}`);
+    await this.#waitReady(neu);
   }
 
   /** A second process with a live peer's id, killed after 1-4 lease_ms. */
@@ -201,6 +272,7 @@ export class Nemesis {
 
   /** Breaks the link from -> to: blocked (clean cut) or stalled (half-open), maybe one way. */
   #breakLink(from: string, to: string, how: 'block' | 'stall' | 'stall-to' | 'stall-from'): void {
+    if (!this.#cluster.hasLink(from, to)) return; // A link to a new host: not proxied (replace.ts).
     const proxy = this.#cluster.link(from, to);
     if (how === 'block') proxy.block();
     else if (how === 'stall') proxy.stall();
@@ -245,10 +317,14 @@ export class Nemesis {
     await this.#split(rest.slice(0, half), rest.slice(half), this.#rng.int(this.#timings.leaseMs, 2 * this.#timings.evictMs));
   }
 
+  /** A random proxied link between members (the links to a new host are not proxied). */
   #randomLink(): [string, string] {
     const from = this.#rng.pick(this.#ids);
-    const to = this.#rng.pick(this.#ids.filter((x) => x !== from));
-    return [from, to];
+    const tos = this.#ids.filter((x) => x !== from && this.#cluster.hasLink(from, x));
+    if (tos.length > 0) return [from, this.#rng.pick(tos)];
+    // A founder whose every other member is a new host: a new host's link instead (it has them all).
+    const neu = this.#ids.filter((x) => x !== from);
+    return [this.#rng.pick(neu), from];
   }
 
   async #stall(): Promise<void> {
@@ -291,10 +367,10 @@ export class Nemesis {
     await delay(this.#rng.int(200, 1000));
   }
 
-  /** Heals everything: links resumed, paused peers continued, dead peers restarted. */
+  /** Heals everything: links resumed, paused members continued, dead members restarted. */
   async healAll(): Promise<void> {
     this.#healLinks();
-    for (const p of this.#cluster.peers) {
+    for (const p of this.#cluster.peers.filter((x) => this.#ids.includes(x.id))) {
       if (p.proc === null) this.#restart(p.id);
       else {
         this.#cluster.signal(p.id, 'SIGCONT');
