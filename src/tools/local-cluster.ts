@@ -68,11 +68,6 @@ export interface LocalClusterOptions {
   readonly logLevel?: string;
   /** Route every ordered peer link through its own TcpProxy (see `link`). Not with `configPath`. */
   readonly linkProxies?: boolean;
-  /**
-   * With `linkProxies` and `adminToken`: give every peer one agreed view before the proxied
-   * configs are used, so that the members can be changed (see `#agreeView`).
-   */
-  readonly agreedView?: boolean;
   /** An API token every peer requires (written to a mode-0600 file, given as --token-file). */
   readonly token?: string;
   /** The admin token of every peer (written to `adminTokenFile`, given as --admin-token-file). */
@@ -106,7 +101,6 @@ export class LocalCluster {
   readonly #headers: Record<string, string> = {};
   /** The file of the admin token (option `adminToken`), for `lamport-lock --admin-token-file`. */
   adminTokenFile: string | null = null;
-  #adminToken: string | null = null;
 
   private constructor(dir: string, configPath: string, peers: LocalPeer[], logLevel: string) {
     this.dir = dir;
@@ -123,7 +117,6 @@ export class LocalCluster {
       this.#headers['authorization'] = `Bearer ${opts.token}`;
     }
     if (opts.adminToken !== undefined) {
-      this.#adminToken = opts.adminToken;
       this.adminTokenFile = join(this.dir, 'admin-token');
       writeFileSync(this.adminTokenFile, `${opts.adminToken}\n`, { mode: 0o600 });
       this.#peerArgs.push('--admin-token-file', this.adminTokenFile);
@@ -139,7 +132,6 @@ export class LocalCluster {
     cluster.#guard(opts);
     try {
       if (opts.linkProxies === true) await cluster.#proxyLinks();
-      if (opts.agreedView === true) await cluster.#agreeView();
       for (const p of cluster.peers) cluster.startPeer(p.id);
       await cluster.waitReady();
       await cluster.waitConnected();
@@ -190,30 +182,6 @@ export class LocalCluster {
       writeFileSync(path, JSON.stringify({ ...shared, peers }, null, 2));
       this.#configs.set(from.id, path);
     }
-  }
-
-  /**
-   * Every peer's first view (epoch 0) is seeded from its own config file, addresses included,
-   * and a change of the members needs every head ack at the proposer's very view (core/view.ts
-   * sameView compares `ws` and `http`): with proxied links the peers' configs name each other at
-   * different addresses, their epoch-0 views differ, and every change times out. So the peers
-   * start once on the shared config, a learner `seed-view` is added and removed (epoch 2, one
-   * view everywhere, in each data dir), and they stop; `start` then runs them on their own
-   * configs, which only say where each host dials the others.
-   */
-  async #agreeView(): Promise<void> {
-    const own = new Map(this.#configs);
-    this.#configs.clear();
-    for (const p of this.peers) this.startPeer(p.id);
-    await this.waitReady();
-    await this.waitConnected();
-    const admin = { ...this.#headers, authorization: `Bearer ${this.#adminToken ?? ''}`, 'content-type': 'application/json' };
-    const first = this.url(this.peers[0]?.id ?? '');
-    const add = await fetch(`${first}/v1/members`, { method: 'POST', headers: admin, body: JSON.stringify({ id: 'seed-view', ws: 'ws://127.0.0.1:1', http: '127.0.0.1:1' }) });
-    const remove = await fetch(`${first}/v1/members/seed-view`, { method: 'DELETE', headers: admin });
-    if (add.status !== 200 || remove.status !== 200) throw new Error(`agreeing on a view failed: add ${add.status} ${await add.text()}, remove ${remove.status} ${await remove.text()}`);
-    await Promise.all(this.peers.map((p) => this.stopPeer(p.id)));
-    for (const [id, path] of own) this.#configs.set(id, path);
   }
 
   /** The proxy of the ordered link `from` -> `to` (needs `linkProxies`). */

@@ -128,7 +128,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunResult> {
   const now = (): number => performance.now();
   const t0 = now();
   // The admin token lets the nemesis change the members (`replace`) with the CLI.
-  const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, agreedView: true, adminToken: randomBytes(16).toString('hex'), ...timings });
+  const cluster = await LocalCluster.start({ peers: opts.peers ?? 5, linkProxies: true, adminToken: randomBytes(16).toString('hex'), ...timings });
   log(`cluster up in ${((now() - t0) / 1000).toFixed(1)} s; logs under ${cluster.dir}`);
   const windows = new FaultWindows(cluster.peers.map((p) => p.id), now);
   // Sampled twice a heartbeat: the lease floors of the checker trail by at most that.
