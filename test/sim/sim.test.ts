@@ -179,12 +179,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // acceptance below the promise, a view chosen by one acceptance, a learner counted in the
   // ack sets, a leaving member dropped from them, the view lock granted on one head ack): no
   // seed yet shows two views chosen for one epoch.
-  'accept-without-promise': { seed: 9, net: 'link' },
+  'accept-without-promise': 7,
   'chosen-at-one-acceptance': { seed: 5, net: 'link' },
   'learner-counted-as-voter': 1,
   'leaving-dropped-early': 2,
   'reused-ordinal': 1,
-  'gate-without-every-head-ack': 66,
+  'gate-without-every-head-ack': 339,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
