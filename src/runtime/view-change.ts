@@ -108,6 +108,7 @@ class ChangeRun {
 
   /** Asks for the view lock, for at most what is left of the time. */
   ask(): void {
+    if (this.#finished) return;
     const left = Math.ceil(this.#deadline - this.#host.env.monoMs());
     if (left <= 0 || this.#opts.signal?.aborted === true) return this.#finish(this.#timedOut());
     const handle = this.#host.request(viewLock, {
@@ -130,9 +131,11 @@ class ChangeRun {
 
   /** With the view lock held: proposes the change on top of the core's view, then waits for its end. */
   #propose(hold: { readonly id: string; live: boolean }): void {
+    // A grant that comes after the run ended (timed out, aborted) is let go at once.
+    if (this.#finished) return this.#letGo();
     const view = this.#host.machine().clusterView;
     // The incarnation that was granted the lock ended meanwhile (its holds ended with it).
-    if (!hold.live || view === null || this.#finished) return this.#again();
+    if (!hold.live || view === null) return this.#again();
     const target = applyChange(view, this.#change);
     if (typeof target === 'string') {
       // Our own change, proposed by an earlier try and finished by the next holder: made.
