@@ -4,7 +4,7 @@
  */
 import { checkClusterMemory, runningLevel } from './cluster-memory.js';
 import type { JoinTicket } from './runtime/view-store.js';
-import { FileViewStore, foundersOf, prepareViewRecord } from './runtime/view-store.js';
+import { checkRecordLevel, FileViewStore, foundersOf, prepareViewRecord } from './runtime/view-store.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
@@ -80,7 +80,9 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   if (opts.join !== undefined && opts.join.cluster !== opts.config.cluster) throw new LockError(ErrorCode.ConfigInvalid, `this join ticket is for cluster ${JSON.stringify(opts.join.cluster)}; the config names ${JSON.stringify(opts.config.cluster)}`);
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
   // A recovery starts a new cluster: at the newest level, so that the others can join it (rule P9).
-  const protocolLevel = runningLevel(opts.dataDir, opts.levels ?? protocolLevels, opts.join?.view.level, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
+  const levels = opts.levels ?? protocolLevels;
+  const joining = opts.join === undefined ? undefined : (opts.join.shapeLevel ?? opts.join.view.level);
+  const protocolLevel = runningLevel(opts.dataDir, levels, joining, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
   // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
   const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);
   if (opts.dataDir !== undefined) {
@@ -88,6 +90,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
     const { founders, lineage } = foundersOf(opts.dataDir, opts.config.peers, opts.join);
     const shape = clusterShapeOf({ ...opts.config, peers: founders.map((id) => ({ id })) }, protocolLevel);
     checkClusterMemory(opts.dataDir, lineage === undefined ? shape : { ...shape, lineage }, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
+    checkRecordLevel(opts.dataDir, levels, opts.join);
     prepareViewRecord(opts.dataDir, opts.id, opts.config.peers, protocolLevel, () => Buffer.from(nodeEnv.randomBytes(8)).toString('hex'), opts.join);
   }
   checkPortsApart(target, wsListenAddress(self.ws), self.ws);
@@ -99,8 +102,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   const clockStore = opts.dataDir === undefined ? new MemoryClockStore() : new FileClockStore(opts.dataDir);
   let runtime: PeerRuntime;
   try {
-    const levels = opts.levels === undefined ? {} : { levels: opts.levels };
-    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, ...levels, world: { env: nodeEnv, network, listener, clockStore, viewStore } });
+    runtime = new PeerRuntime({ config: opts.config, id: opts.id, logger: opts.logger, protocolLevel, levels, world: { env: nodeEnv, network, listener, clockStore, viewStore } });
     runtime.start();
   } catch (err) {
     await listener.close();

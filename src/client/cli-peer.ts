@@ -92,7 +92,9 @@ function linksOf(cluster: Record<string, unknown>): Map<string, Record<string, u
  */
 export function formatMemberList(m: Members, cluster: Record<string, unknown>): string {
   const lease = typeof cluster['lease'] === 'object' && cluster['lease'] !== null ? (cluster['lease'] as Record<string, unknown>) : {};
-  const peer = `peer ${cell(cluster['id'])} of cluster ${cell(cluster['cluster'])}: lease ${lease['valid'] === true ? 'valid' : 'NOT valid'}, ${cluster['synced'] === true ? 'synced' : 'NOT synced'}\n`;
+  const held = typeof cluster['echoes_held_for_ms'] === 'number' && cluster['echoes_held_for_ms'] > 0
+    ? `, echoing no heartbeat for ${cluster['echoes_held_for_ms']} ms more (restart no other peer before then)` : '';
+  const peer = `peer ${cell(cluster['id'])} of cluster ${cell(cluster['cluster'])}: lease ${lease['valid'] === true ? 'valid' : 'NOT valid'}, ${cluster['synced'] === true ? 'synced' : 'NOT synced'}${held}\n`;
   const head = `view epoch ${m.epoch}, protocol level ${m.level}, next ordinal ${m.nextOrdinal}\n`;
   const yesNo = (v: boolean | null): string => (v === null ? '-' : v ? 'yes' : 'no');
   const links = linksOf(cluster);

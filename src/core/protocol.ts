@@ -38,7 +38,7 @@ const noOutputs: readonly ProtocolOutput[] = Object.freeze([]);
  * its queries, none of its inputs.
  */
 export type ProtocolReader = Pick<PeerProtocol, 'incarnation' | 'machine' | 'supersededError' | 'peerId' | 'leaseValidUntilMs' | 'leaseSilentPeers'
-  | 'joinsHeldLeftMs' | 'isEvicted' | 'membershipDecided' | 'waiting' | 'silence'>;
+  | 'joinsHeldLeftMs' | 'quietLeftMs' | 'isEvicted' | 'membershipDecided' | 'waiting' | 'silence'>;
 
 /** One incarnation's whole protocol: inputs in, outputs out. */
 export class PeerProtocol {

@@ -103,9 +103,9 @@ const cluster = obj({
   fingerprint: str('the fingerprint of what every peer\'s config must hold equal (lamport-peer --check-config prints a file\'s)'),
   shape: obj({
     cluster: str(), peers: { type: 'array', items: str(), description: 'peer ids in config order' },
-    heartbeat_ms: int(), lease_ms: int(), evict_ms: int(), clock_rate_margin: { type: 'number' }, protocol: int('the protocol level the peers run at'),
+    heartbeat_ms: int(), lease_ms: int(), evict_ms: int(), clock_rate_margin: { type: 'number' }, protocol: int('the protocol level of the cluster\'s shape: the one it was founded at (or set to with every peer stopped); a raise while it runs moves protocol_level, not this'),
   }),
-  protocol_level: int('the protocol level this peer runs at: the one its data dir records (docs/operations.md, "Protocol levels")'),
+  protocol_level: int('the protocol level this peer runs at: its agreed view\'s, which `lamport-lock level raise` moves (docs/operations.md, "Protocol levels")'),
   protocol_levels: obj({ oldest: int(), newest: int() }, ['oldest', 'newest'], 'the protocol levels this peer\'s binary speaks'),
   epoch: int('the epoch of the agreed view (GET /v1/members)', 0),
   config_mismatch: { type: ['string', 'null'], description: 'while a peer\'s config differs from this one\'s: the sentence of ERR_CONFIG_MISMATCH (/readyz answers 503 with it); else null' },
@@ -122,6 +122,7 @@ const cluster = obj({
   clock: int('this peer\'s Lamport clock, a counter (seeded above wall-clock ms, so not a time)'),
   synced: bool,
   lease: obj({ valid: bool, valid_for_ms: { type: 'number', minimum: 0 } }),
+  echoes_held_for_ms: int('how much longer this peer echoes no heartbeat after its restart (a confirmation its previous process gave may still bind); restart no other peer before it is 0 (docs/operations.md, "Upgrades")', 0),
   stats: obj({ locks: int(), queued: int(), own: int(), waiting: int(), granted: int() }),
   degraded: obj({
     active: bool,

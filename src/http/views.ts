@@ -46,6 +46,7 @@ export function clusterJson(c: ClusterView): Record<string, unknown> {
     refused_links: c.refusedLinks.map((r) => ({ peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences, ms_ago: r.msAgo, count: r.count })),
     incarnation: c.incarnation, clock: c.clock, synced: c.synced,
     lease: { valid: c.lease.valid, valid_for_ms: c.lease.validForMs },
+    echoes_held_for_ms: c.echoesHeldForMs,
     stats: c.stats,
     degraded: degradedJson(c.degraded),
     superseded: c.superseded,

@@ -64,12 +64,12 @@ export class PeerInspector {
     return this.protocol.incarnation;
   }
 
-  /** Now on the lease clock, which the lease and the links' times use (it counts suspends). */
-  /** The protocol level this peer runs at (its data dir's). */
+  /** The protocol level this peer runs at now (its agreed view's: Session.level). */
   protocolLevel(): number {
-    return this.#src.sessions.get().shape.protocol;
+    return this.#src.sessions.get().level();
   }
 
+  /** Now on the lease clock, which the lease and the links' times use (it counts suspends). */
   nowMs(): number {
     return this.#src.sessions.get().nowMs();
   }
@@ -270,7 +270,7 @@ export class PeerInspector {
     const link = this.#linkReader();
     return {
       id, cluster: config.cluster, fingerprint: session.links.fingerprint, shape: session.shape,
-      protocolLevel: session.shape.protocol, protocolLevels: session.levels, epoch: this.#src.view().epoch,
+      protocolLevel: session.level(), protocolLevels: session.levels, epoch: this.#src.view().epoch,
       refusedLinks: session.links.refusals().map((r) => ({
         peer: r.peer, direction: r.direction, reason: r.reason, message: r.message, differences: r.differences,
         msAgo: Math.round(now - r.atMs), count: r.count,
@@ -278,6 +278,7 @@ export class PeerInspector {
       configMismatch: session.links.configMismatch()?.message ?? null,
       incarnation: formatIncarnation(protocol.incarnation), clock: machine.clock,
       synced: machine.synced,
+      echoesHeldForMs: Math.ceil(protocol.quietLeftMs(now)),
       lease: { valid: machine.leaseValid, validForMs: machine.leaseValid ? Math.max(0, Math.round(Math.min(protocol.leaseValidUntilMs() - now, 1e12))) : 0 },
       stats: machine.stats(),
       degraded: this.degraded(),

@@ -458,6 +458,7 @@ export class PeerRuntime implements LockService {
     startChange({
       env: this.#env, log: this.#log,
       view: () => this.view,
+      memberLevels: () => this.inspect.members().members,
       refusal: () => this.#views.refusal() ?? this.#refusal() ?? this.#stallOf(change),
       machine: () => this.inspect.protocol.machine,
       request: (lock, o, cb) => this.request(lock, o, cb),

@@ -107,7 +107,11 @@ export interface SessionOptions {
   readonly acceptorId?: string | undefined;
   /** The acceptor state the data dir keeps for the epoch after `view`'s; none: this incarnation takes no part in changes of the view. */
   readonly acceptor?: AcceptorState | undefined;
-  /** The protocol level this peer runs at (PeerOptions.protocolLevel): the shape's `protocol`, which every link checks. */
+  /**
+   * The protocol level of this peer's cluster shape (PeerOptions.protocolLevel), which every
+   * link checks: the level the cluster was founded at, or set to with every peer stopped. A
+   * raise while the cluster runs moves the agreed view's level instead (`Session.level`).
+   */
   readonly protocolLevel: number;
   /** The protocol levels this binary speaks (PeerOptions.levels). */
   readonly levels: ProtocolLevels;
@@ -179,7 +183,7 @@ export class Session {
   readonly incarnation: Incarnation;
   /** What this peer holds equal with every other (src/cluster-shape.ts); its fingerprint is checked on every link. */
   readonly shape: ClusterShape;
-  /** The protocol levels this binary speaks; the one this peer runs at is `shape.protocol`. */
+  /** The protocol levels this binary speaks; the one this peer runs at now is `level()`. */
   readonly levels: ProtocolLevels;
   readonly #config: ClusterConfig;
   readonly #log: Logger;
@@ -228,6 +232,14 @@ export class Session {
     return this.#clock.nowMs();
   }
 
+  /**
+   * The protocol level this peer runs at now: its agreed view's, which `lamport-lock level
+   * raise` moves while the cluster runs (docs/reconfiguration.md P9), never below its shape's.
+   */
+  level(): number {
+    return Math.max(this.shape.protocol, this.#protocol.machine.clusterView?.level ?? 0);
+  }
+
   #createMesh(opts: SessionOptions, incarnations: IncarnationBook): Mesh<Payload> {
     const peers = opts.view.members.map((m) => ({ id: m.id, index: m.ordinal, ws: this.#wsOf(m) }));
     const self = peers.find((p) => p.index === opts.index);
@@ -251,7 +263,8 @@ export class Session {
     const p = this.#protocol;
     return new Mesh<Payload>(
       {
-        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, levels: opts.levels, self, peers: peers.filter((q) => q.index !== opts.index), acceptorId: opts.acceptorId,
+        cluster: opts.config.cluster, secret: opts.config.secret, shape: this.shape, levels: opts.levels, level: () => this.level(),
+        self, peers: peers.filter((q) => q.index !== opts.index), acceptorId: opts.acceptorId,
         env, network: guardedNetwork(opts.world.network, guard), listener: guardedListener(opts.world.listener, guard), incarnation: this.incarnation,
         heartbeatMs: opts.config.heartbeatMs, isPayload, clock: () => p.machine.clock,
         logger: opts.logger.child({ component: 'mesh' }), linkUnackedBytesMax: opts.linkUnackedBytesMax,
@@ -395,6 +408,7 @@ export class Session {
           return;
         }
         this.#followView(o.view);
+        this.#mesh.dropBelow(this.level());
         return;
       case 'acceptor':
         if (!this.#hooks.onAcceptor(o.state)) this.#storageFailed();

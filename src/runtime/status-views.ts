@@ -129,7 +129,7 @@ export interface ClusterView {
   /** The fingerprint of what every peer must hold equal (src/cluster-shape.ts), and what it covers. */
   readonly fingerprint: string;
   readonly shape: ClusterShape;
-  /** The protocol level this peer runs at (the shape's, its data dir's), and the levels its binary speaks. */
+  /** The protocol level this peer runs at now (its agreed view's: a raise moves it), and the levels its binary speaks. */
   readonly protocolLevel: number;
   readonly protocolLevels: ProtocolLevels;
   /** The epoch of the agreed view (0: the one the config file seeds). */
@@ -142,6 +142,12 @@ export interface ClusterView {
   readonly clock: number;
   readonly synced: boolean;
   readonly lease: { readonly valid: boolean; readonly validForMs: number };
+  /**
+   * How much longer this peer echoes no heartbeat, because a confirmation its previous process
+   * gave may still bind (docs/design.md section 5, "Eviction"); 0 once it echoes. Restarting
+   * another peer before it is 0 can lapse the others' leases (docs/operations.md, "Upgrades").
+   */
+  readonly echoesHeldForMs: number;
   readonly stats: { readonly locks: number; readonly queued: number; readonly own: number; readonly waiting: number; readonly granted: number };
   readonly degraded: DegradedView;
   /** Once this process is a zombie (a newer process runs with its id): why, as its clients hear it (ERR_SUPERSEDED); else null. */

@@ -20,9 +20,33 @@ export interface ChangeOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+/** The newest protocol level a member's binary advertised (its last handshake; this binary's for this peer), null: none since this peer started. */
+export interface MemberLevel {
+  readonly id: string;
+  readonly newestLevel: number | null;
+}
+
+/**
+ * Who among `members` has not told a binary that speaks `level` (rule P9), in words; null:
+ * every one has. A member not heard from since this peer started counts as not speaking it.
+ */
+export function unspoken(members: readonly MemberLevel[], level: number): string | null {
+  const behind = members.filter((m) => m.newestLevel === null || m.newestLevel < level)
+    .map((m) => (m.newestLevel === null ? `${m.id} (not heard from since this peer started)` : `${m.id} (speaks up to ${m.newestLevel})`));
+  return behind.length === 0 ? null : behind.join(', ');
+}
+
+/** `change` applied to `view`, or why not; a raise only once every member's binary speaks the level (rule P9). */
+function changed(view: AgreedView, change: ViewChange, members: readonly MemberLevel[]): AgreedView | string {
+  if (change.op !== 'level' || change.level <= view.level) return applyChange(view, change);
+  const behind = unspoken(members, change.level);
+  if (behind !== null) return `level ${change.level} is not spoken by every member yet: ${behind}. Run a binary that speaks it on every member first (remove a member that is down for good)`;
+  return applyChange(view, change, change.level);
+}
+
 /** What the operator's change is checked against before anything is sent: the view as this peer knows it. */
-export function checkChange(view: AgreedView, change: ViewChange): AgreedView {
-  const next = applyChange(view, change);
+export function checkChange(view: AgreedView, change: ViewChange, members: readonly MemberLevel[]): AgreedView {
+  const next = changed(view, change, members);
   if (typeof next === 'string') throw new LockError(ErrorCode.ChangeRefused, `${next} (the view at epoch ${view.epoch})`, { epoch: view.epoch });
   return next;
 }
@@ -50,6 +74,8 @@ export interface ChangeHost {
   readonly log: Logger;
   /** The view as this peer holds it now. */
   view(): AgreedView;
+  /** The newest level each member's binary advertised, this peer's included. */
+  memberLevels(): readonly MemberLevel[];
   /** Why this peer cannot take part in a change now, if it cannot (no data dir, a level below 10). */
   refusal(): LockError | null;
   /** The core's view of its proposal. */
@@ -74,7 +100,7 @@ const retryMs = 50;
  */
 export function startChange(host: ChangeHost, change: ViewChange, opts: ChangeOptions, done: (result: AgreedView | LockError) => void): void {
   try {
-    checkChange(host.view(), change);
+    checkChange(host.view(), change, host.memberLevels());
   } catch (err) {
     return done(err as LockError);
   }
@@ -136,7 +162,7 @@ class ChangeRun {
     const view = this.#host.machine().clusterView;
     // The incarnation that was granted the lock ended meanwhile (its holds ended with it).
     if (!hold.live || view === null) return this.#again();
-    const target = applyChange(view, this.#change);
+    const target = changed(view, this.#change, this.#host.memberLevels());
     if (typeof target === 'string') {
       // Our own change, proposed by an earlier try and finished by the next holder: made.
       if (this.#proposed && madeIn(view, this.#change)) return this.#finish(view);

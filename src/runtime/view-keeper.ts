@@ -22,9 +22,12 @@ export class ViewKeeper {
   /** The record as the store keeps it; null without a store (then `#seeded` is the view). */
   #record: ViewRecord | null;
   readonly #seeded: AgreedView;
+  /** The protocol level of the cluster's shape (PeerOptions.protocolLevel), told in join tickets. */
+  readonly #shapeLevel: number;
 
   constructor(opts: { config: ClusterConfig; level: number; store: ViewStore | undefined; log: Logger }) {
     this.#config = opts.config;
+    this.#shapeLevel = opts.level;
     this.#store = opts.store;
     this.#log = opts.log;
     this.#seeded = firstView(opts.config.peers, opts.level);
@@ -56,7 +59,7 @@ export class ViewKeeper {
   /** What a host added to the cluster starts from (`lamport-peer --join`): the cluster's name and founders, and the view now. */
   joinTicket(): JoinTicket {
     const lineage = this.#record?.lineage;
-    const ticket = { cluster: this.#config.cluster, founders: this.#record?.founders ?? this.#config.peers.map((p) => p.id), view: this.view };
+    const ticket = { cluster: this.#config.cluster, founders: this.#record?.founders ?? this.#config.peers.map((p) => p.id), shapeLevel: this.#shapeLevel, view: this.view };
     return lineage === undefined ? ticket : { ...ticket, lineage };
   }
 

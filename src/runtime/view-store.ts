@@ -19,7 +19,8 @@ import { canonicalView, firstView, isAgreedView } from '../core/view.js';
 import { readDataFile, replaceFileSync } from '../data-dir.js';
 import { ErrorCode, LockError } from '../errors.js';
 import { limits } from '../limits.js';
-import { isAcceptorId } from '../transport/codec.js';
+import type { ProtocolLevels } from '../transport/codec.js';
+import { isAcceptorId, levelsText, speaks } from '../transport/codec.js';
 
 /** What `view.json` holds. */
 export interface ViewRecord {
@@ -49,6 +50,12 @@ export interface JoinTicket {
   readonly cluster: string;
   readonly founders: readonly string[];
   readonly lineage?: string;
+  /**
+   * The protocol level of the cluster's shape, which every link checks (ClusterShape.protocol):
+   * the founding one, below the view's once a raise ran (docs/reconfiguration.md P9). Absent in
+   * tickets of builds before raises: the view's level, then equal to it.
+   */
+  readonly shapeLevel?: number;
   /** The view that added it, as a learner. */
   readonly view: AgreedView;
 }
@@ -88,7 +95,8 @@ export function decodeJoinTicket(text: string): JoinTicket {
 
 /** Shape guard for a join ticket from the command line. */
 export function isJoinTicket(v: unknown): v is JoinTicket {
-  return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isLineage(v['lineage']) && isAgreedView(v['view']);
+  return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isLineage(v['lineage']) && isAgreedView(v['view']) &&
+    (v['shapeLevel'] === undefined || (typeof v['shapeLevel'] === 'number' && Number.isSafeInteger(v['shapeLevel']) && v['shapeLevel'] >= 0 && v['shapeLevel'] <= v['view'].level));
 }
 
 const isLineage = (v: unknown): boolean => v === undefined || (typeof v === 'string' && /^[0-9a-f]{1,64}$/.test(v));
@@ -137,6 +145,30 @@ function isViewRecord(v: unknown): v is ViewRecord {
   const ids = v['acceptorIds'];
   const idsOk = ids === undefined || (isRecord(ids) && Object.entries(ids).every(([k, id]) => /^[0-9]{1,4}$/.test(k) && isAcceptorId(id)));
   return linked && isAcceptorState(v['acceptor']) && isIdList(v['founders']) && isLineage(v['lineage']) && idsOk;
+}
+
+/**
+ * The highest protocol level `record` binds its peer to: its view's, or a view it accepted
+ * (written before its ACCEPTED left, so a binary that does not speak it never runs on it).
+ */
+export function recordLevel(record: ViewRecord): number {
+  const last = record.chain[record.chain.length - 1];
+  return Math.max(last?.level ?? 0, record.acceptor.accepted?.view.level ?? 0);
+}
+
+/**
+ * Refuses a start on a binary that does not speak the level the data dir's record binds it to
+ * (`recordLevel`), or, for a new data dir, the level of the view a join ticket gives: a level
+ * raised while the cluster runs is never undone by a restart (ERR_CONFIG_INVALID, exit 2).
+ */
+export function checkRecordLevel(dataDir: string, levels: ProtocolLevels, join: JoinTicket | undefined): void {
+  const record = loadViewRecord(dataDir);
+  const level = record === null ? join?.view.level : recordLevel(record);
+  if (level === undefined || speaks(levels, level)) return;
+  const whose = record === null ? 'the cluster this host joins runs' : 'this peer\'s data dir runs';
+  throw new LockError(ErrorCode.ConfigInvalid,
+    `${whose} protocol level ${level}; this binary speaks levels ${levelsText(levels)}. Run a binary that speaks level ${level} on this host: a level raised while the cluster runs is never undone (docs/operations.md, "Protocol levels")`,
+    { problems: [`${whose} protocol level ${level}; this binary speaks levels ${levelsText(levels)}`] });
 }
 
 /** The record of `dataDir`; null for a data dir that has none yet. A damaged one is refused with what to do. */

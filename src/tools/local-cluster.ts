@@ -271,14 +271,15 @@ export class LocalCluster {
 
   /**
    * Starts (or restarts) one peer process; its log goes to <dir>/<id>.log. `extra.args`: flags
-   * beyond every peer's; `extra.env`: more environment variables for it.
+   * beyond every peer's; `extra.env`: more environment variables for it; `extra.bin`: another
+   * build of lamport-peer to run (a rolling upgrade's next release), default this one's.
    */
-  startPeer(id: string, extra: { readonly args?: readonly string[]; readonly env?: Readonly<Record<string, string>> } = {}): void {
+  startPeer(id: string, extra: { readonly args?: readonly string[]; readonly env?: Readonly<Record<string, string>>; readonly bin?: string } = {}): void {
     const extraArgs = extra.args ?? [];
     const env = extra.env ?? {};
     const p = this.peer(id);
     const log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
-    const proc = spawn(process.execPath, [peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs, ...extraArgs], {
+    const proc = spawn(process.execPath, [extra.bin ?? peerBinPath(), '--config', this.configOf(id), '--id', id, '--data-dir', p.dataDir, '--log-level', this.#logLevel, '--no-log-pretty', ...this.#peerArgs, ...extraArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...env },
     });

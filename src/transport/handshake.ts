@@ -99,8 +99,13 @@ export interface HandshakeIdentity {
   /** What this peer holds equal with every other (src/cluster-shape.ts), and its fingerprint. */
   readonly shape: ClusterShape;
   readonly fingerprint: string;
-  /** The protocol levels this binary speaks; the one it runs at is `shape.protocol`, one of them. */
+  /** The protocol levels this binary speaks; the one it runs at now is `level()`, one of them. */
   readonly levels: ProtocolLevels;
+  /**
+   * The protocol level this peer runs at now, told in its hellos: its agreed view's, which a
+   * raise moves while the peer runs (docs/reconfiguration.md P9); never below `shape.protocol`.
+   */
+  readonly level: () => number;
   /** This peer's acceptor id, told in its hellos; none without a data dir. */
   readonly acceptorId?: string | undefined;
   /** Random nonce source (node:crypto randomBytes in production). */
@@ -255,6 +260,10 @@ export class ListenerHandshake {
     if (fp !== this.#id.fingerprint) {
       refuseConfig(`peer ${JSON.stringify(h.from)}'s cluster configuration (fingerprint ${fp}) differs from this peer's (${this.#id.fingerprint})`, this.#id.shape);
     }
+    const level = this.#id.level();
+    if ((h.newest ?? h.v) < level) {
+      refuse('wrong_version', `peer ${JSON.stringify(h.from)}'s binary speaks protocol levels up to ${h.newest ?? h.v}; this cluster runs at level ${level}: run a binary that speaks it on that host (docs/operations.md, "Protocol levels")`);
+    }
     const peer = this.#gate.peerIndex(h.from);
     if (h.to === this.#id.selfId && peer === undefined && this.#gate.retired?.(h.from) === true) {
       refuse('removed', `peer ${JSON.stringify(h.from)} was removed from the cluster: stop it. To bring the host back, empty its data dir and add it again (lamport-lock member add)`);
@@ -305,8 +314,8 @@ export class DialerHandshake {
 
   /** The opening frame, with a fresh nonce and the current clock: the level we run at, and the newest we speak. */
   hello(clock: number): HelloFrame {
-    const { cluster, selfId, incarnation, shape, levels, acceptorId } = this.#id;
-    const hello: HelloFrame = { t: 'hello', v: shape.protocol, cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce(), newest: levels.newest };
+    const { cluster, selfId, incarnation, levels, acceptorId } = this.#id;
+    const hello: HelloFrame = { t: 'hello', v: this.#id.level(), cluster, from: selfId, to: this.#targetId, inc: incarnation, clock, nonce: this.#id.randomNonce(), newest: levels.newest };
     this.#hello = acceptorId === undefined ? hello : { ...hello, aid: acceptorId };
     return this.#hello;
   }

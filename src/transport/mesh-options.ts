@@ -28,8 +28,14 @@ export interface MeshOptions<P> {
   readonly secret: string;
   /** What every peer of the cluster holds equal (src/cluster-shape.ts): its fingerprint is checked on every link. */
   readonly shape: ClusterShape;
-  /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`); the one it runs at is `shape.protocol`. */
+  /** The protocol levels this binary speaks (default transport/codec.ts `protocolLevels`). */
   readonly levels?: ProtocolLevels | undefined;
+  /**
+   * The level this peer runs at now, told in its hellos (default: `shape.protocol`, the level
+   * its cluster was founded at): a peer whose view a raise moved runs above its shape's level
+   * (docs/reconfiguration.md P9). Always one its binary speaks.
+   */
+  readonly level?: (() => number) | undefined;
   readonly self: MeshPeer;
   /** Every other configured peer (not self). */
   readonly peers: readonly MeshPeer[];
@@ -117,7 +123,7 @@ export interface MeshEvents<P> {
 /** Asserts what a mesh assumes of its options: programmer errors, caught at construction. */
 export function validateMeshOptions<P>(opts: MeshOptions<P>): void {
   assert(opts.heartbeatMs > 0, 'heartbeatMs is positive');
-  assert(speaks(opts.levels ?? protocolLevels, opts.shape.protocol), 'the mesh runs at a protocol level its binary speaks');
+  assert(speaks(opts.levels ?? protocolLevels, opts.level?.() ?? opts.shape.protocol), 'the mesh runs at a protocol level its binary speaks');
   assert(opts.frameBytesMax === undefined || (opts.frameBytesMax >= 256 && opts.frameBytesMax <= limits.frameBytesMax), 'frameBytesMax within 256 bytes..limits.frameBytesMax');
   assert(opts.peers.length + 1 <= limits.peersMax, 'cluster within limits.peersMax');
   const ids = new Set([opts.self.id, ...opts.peers.map((p) => p.id)]);

@@ -108,6 +108,7 @@ export class Mesh<P> {
       shape: opts.shape,
       fingerprint: this.fingerprint,
       levels: opts.levels ?? protocolLevels,
+      level: opts.level ?? (() => opts.shape.protocol),
       acceptorId: opts.acceptorId,
       key: secretKey(opts.secret),
       selfId: opts.self.id,
@@ -258,6 +259,20 @@ export class Mesh<P> {
   refuseAhead(peer: number, inc: Incarnation): void {
     this.#book.refuseAhead(peer, inc);
     this.#links[peer]?.dropStreams();
+  }
+
+  /**
+   * Cuts the links to peers whose binary advertised no level as high as `level`, the one this
+   * peer runs at now: a raise while the cluster runs (docs/reconfiguration.md P9) leaves no link
+   * to a binary that cannot read it, and the listener refuses such a binary from then on.
+   */
+  dropBelow(level: number): void {
+    for (const link of this.#links) {
+      if (link === undefined || link.newestLevel === null || link.newestLevel >= level) continue;
+      this.#log.warn({ remote: link.peer.id, newest: link.newestLevel, level },
+        `peer ${link.peer.id}'s binary speaks protocol levels up to ${link.newestLevel}; this cluster runs at ${level} now: link cut (run a binary that speaks ${level} on that host)`);
+      link.dropStreams();
+    }
   }
 
   /** One line per peer, for GET /v1/cluster and metrics. */

@@ -34,6 +34,8 @@ export class Contenders {
   readonly refusals = new Map<string, number>();
   #stopping = false;
   readonly #loops: Promise<void>[] = [];
+  /** Turns under way on each peer, from the acquire sent to the release sent. */
+  readonly #busy = new Map<string, number>();
 
   constructor(readonly cluster: LocalCluster, readonly lock: string, readonly holdMs: number) {}
 
@@ -45,20 +47,38 @@ export class Contenders {
   async #loop(i: number, peerOf: (i: number) => string): Promise<void> {
     while (!this.#stopping) {
       const peer = peerOf(i);
-      const askedAt = performance.now();
-      const answer = await post(`${this.cluster.url(peer)}/v1/locks/${this.lock}/acquire`, { timeout_ms: 5000, ttl_ms: 60_000 }).catch(() => null);
-      if (answer === null || answer.status !== 200) {
-        const key = answer === null ? 'no answer' : `${answer.status} ${String(answer.body['error'])}`;
-        this.refusals.set(key, (this.refusals.get(key) ?? 0) + 1);
-        await new Promise((r) => setTimeout(r, 20));
-        continue;
+      this.#busy.set(peer, (this.#busy.get(peer) ?? 0) + 1);
+      try {
+        await this.#turn(peer);
+      } finally {
+        this.#busy.set(peer, (this.#busy.get(peer) ?? 1) - 1);
       }
-      const g: Granted = { peer, token: BigInt(String(answer.body['token'])), askedAt, grantedAt: performance.now(), releasedAt: Number.POSITIVE_INFINITY };
-      this.grants.push(g);
-      await new Promise((r) => setTimeout(r, this.holdMs));
-      g.releasedAt = performance.now();
-      await post(`${this.cluster.url(peer)}/v1/locks/${this.lock}/release`, { id: answer.body['id'] }).catch(() => null);
     }
+  }
+
+  /**
+   * Whether no client has a turn under way on `peer`: a peer stopped then ends no hold of theirs
+   * (a stop releases at once, while the client would hold on for its hold time).
+   */
+  idle(peer: string): boolean {
+    return (this.#busy.get(peer) ?? 0) === 0;
+  }
+
+  /** One acquire / hold / release on `peer`; a refusal is counted and waited out. */
+  async #turn(peer: string): Promise<void> {
+    const askedAt = performance.now();
+    const answer = await post(`${this.cluster.url(peer)}/v1/locks/${this.lock}/acquire`, { timeout_ms: 5000, ttl_ms: 60_000 }).catch(() => null);
+    if (answer === null || answer.status !== 200) {
+      const key = answer === null ? 'no answer' : `${answer.status} ${String(answer.body['error'])}`;
+      this.refusals.set(key, (this.refusals.get(key) ?? 0) + 1);
+      await new Promise((r) => setTimeout(r, 20));
+      return;
+    }
+    const g: Granted = { peer, token: BigInt(String(answer.body['token'])), askedAt, grantedAt: performance.now(), releasedAt: Number.POSITIVE_INFINITY };
+    this.grants.push(g);
+    await new Promise((r) => setTimeout(r, this.holdMs));
+    g.releasedAt = performance.now();
+    await post(`${this.cluster.url(peer)}/v1/locks/${this.lock}/release`, { id: answer.body['id'] }).catch(() => null);
   }
 
   async stop(): Promise<void> {

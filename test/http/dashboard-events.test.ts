@@ -24,7 +24,7 @@ class FakePeer {
     return {
       id: 'a', cluster: 't', fingerprint: '0'.repeat(24), refusedLinks: [], configMismatch: null,
       shape: { cluster: 't', peers: ['a'], heartbeatMs: 200, leaseMs: 1000, evictMs: 1700, marginMilli: 1500, protocol: 9 }, protocolLevel: 9, protocolLevels: { oldest: 9, newest: 9 }, epoch: 0,
-      incarnation: '1.1', clock: 1, synced: true, lease: { valid: true, validForMs: 1000 },
+      incarnation: '1.1', clock: 1, synced: true, lease: { valid: true, validForMs: 1000 }, echoesHeldForMs: 0,
       stats: { locks: 0, queued: 0, own: 0, waiting: 0, granted: 0 }, degraded: { active: false, waitingFor: [], minority: null }, superseded: null, peers: [],
     };
   }

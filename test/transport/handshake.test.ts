@@ -52,6 +52,7 @@ function dialRaw(port: number, o: RawOptions = {}): Promise<RawResult> {
     shape,
     fingerprint: fingerprintOf(shape),
     levels: protocolLevels,
+    level: () => shape.protocol,
     cluster: o.cluster ?? 'test',
     key: secretKey(o.secret ?? 'sesame'),
     selfId: o.selfId ?? 'p2',

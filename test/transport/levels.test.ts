@@ -37,7 +37,7 @@ const shapeAt = (level: number): ClusterShape => clusterShapeOf({ cluster: 'test
 function identity(selfId: 'p0' | 'p2', levels: ProtocolLevels, level: number): HandshakeIdentity {
   const shape = shapeAt(level);
   const incarnation: Incarnation = selfId === 'p2' ? { startMs: 5000, nonce: 1 } : { startMs: 6000, nonce: 2 };
-  return { cluster: 'test', key: secretKey(fixture.secret), selfId, incarnation, shape, fingerprint: fingerprintOf(shape), levels, randomNonce: () => fill(selfId === 'p2' ? 0x11 : 0x22) };
+  return { cluster: 'test', key: secretKey(fixture.secret), selfId, incarnation, shape, fingerprint: fingerprintOf(shape), levels, level: () => level, randomNonce: () => fill(selfId === 'p2' ? 0x11 : 0x22) };
 }
 
 function gate(): ListenerGate {
