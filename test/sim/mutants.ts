@@ -190,6 +190,12 @@ const mutants = {
   'reused-ordinal': [at('src/core/view.js', 'const member = { id: change.id, ordinal: view.nextOrdinal,', 'const member = { id: change.id, ordinal: view.members.length,')],
   /** The view lock is granted with a head ack from any one member of its ack set, not every one (rule P3 i). */
   'gate-without-every-head-ack': [at('src/core/view-changes.js', 'return ackSet.every((p) => { const h = this.#headAcks.get(p);', 'return ackSet.length === 0 || ackSet.some((p) => { const h = this.#headAcks.get(p);')],
+  /** A learner's heartbeat echoes are dropped: once promoted, it vouches for no lease until it echoes again (P5; the promotion's lease lapse of commit c551f32). */
+  'learner-echoes-dropped': [at('src/core/lease.js', 'this.#echoedSentAt[peer] = sentAtMs; if (this.#members.has(peer)) this.#recompute();', 'if (!this.#members.has(peer)) return; this.#echoedSentAt[peer] = sentAtMs; this.#recompute();')],
+  /** An eviction counts every member's confirmation, a learner's or leaving member's own suspicion too, not the voters' only (P5, P6; seed 242's bug). */
+  'eviction-counts-non-voters': [at(membership, 'if (this.#members.has(from)) votes++;', 'votes++;')],
+  /** A view applied does not re-check the lease: a view whose voters echoed too few heartbeats leaves holds granted past its event (seed 9's bug). */
+  'view-without-lease-check': [at(protocol, "if (effects.some((e) => e.type === 'view')) this.#refreshLease(nowMs);", '')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -225,7 +231,7 @@ export function multiChanceOf(mutant: MutantName | undefined): number | undefine
 }
 
 /** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */
-const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack'];
+const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack', 'learner-echoes-dropped', 'eviction-counts-non-voters', 'view-without-lease-check'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

@@ -16,6 +16,7 @@ import type { Parts } from './run.js';
 import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
+import { promotedWhileVoterDown } from './view-scenarios.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
@@ -721,4 +722,9 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'confirm-for-evict-ms': noViolation('lateConfirmationFastConfirmer', lateConfirmationFastConfirmer),
   'promise-bound-short': noViolation('slowConfirmerDiskCrashes', () => slowConfirmerDiskCrashes()),
   'echo-bound-short': noViolation('echoerCrashesOnShortBound', echoerCrashesOnShortBound),
+  // No invariant of a seed run flags a lease lapsed needlessly (test/sim/view-scenarios.ts).
+  'learner-echoes-dropped': { name: 'promotedWhileVoterDown', held: () => {
+    const r = promotedWhileVoterDown();
+    return r.held && r.violations.length === 0;
+  } },
 };

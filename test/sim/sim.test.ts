@@ -185,6 +185,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'leaving-dropped-early': 2,
   'reused-ordinal': 1,
   'gate-without-every-head-ack': 339,
+  // A learner counted among an eviction's voters: a learner and one voter evict a voter whose
+  // lease another voter's echo holds (the seed that found the bug).
+  'eviction-counts-non-voters': { seed: 242, net: 'link' },
+  // A view applied that removes the voter whose echo carried a peer's lease: its holds outlive
+  // the event (seed 9 found it, and now ends in a stall of its own).
+  'view-without-lease-check': { seed: 110, net: 'link' },
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -192,6 +198,8 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'meta-ignored': /meta: .* not the latest/,
   'meta-not-sent': /meta: .* not the latest/,
   'reused-ordinal': /view: ordinal \d+ given to/,
+  'eviction-counts-non-voters': /eviction: p\d+ \(process \d+\) evicted p\d+ .* while its lease held/,
+  'view-without-lease-check': /self-fencing: p\d+ \(process \d+\) has no lease/,
 };
 
 /**

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { dropPlanted, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, removeThenRetire } = scenarios;
+const { addJoinPromote, promotedWhileVoterDown, removeThenRetire } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -30,6 +30,23 @@ describe('scripted changes of the view', () => {
     expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving' });
     expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
     expect(r.views).toEqual(['2 p0:voter,p1:voter', '2 p0:voter,p1:voter', '1 p0:voter,p1:voter,p2:leaving']);
+  });
+
+  it('p0 promotes the learner p3 while p2 is down, and the hold of its client is kept: the echoes p3 gave as a learner count at once', () => {
+    const r = promotedWhileVoterDown();
+    expect(r.violations).toEqual([]);
+    expect(r.added).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:voter,p3:learner' });
+    expect(r.promoted).toEqual({ epoch: 2, members: 'p0:voter,p1:voter,p2:voter,p3:voter' });
+    expect(r.told).toEqual([]);
+    expect(r.held).toBe(true);
+  });
+
+  it('with the echoes of a learner dropped, the lease of p0 lapses as it applies the promotion, and the hold of its client ends', async () => {
+    const planted = await plantedModule<ViewScenarios>('learner-echoes-dropped', 'test/sim/view-scenarios.js');
+    const r = planted.promotedWhileVoterDown();
+    expect(r.promoted).toEqual({ epoch: 2, members: 'p0:voter,p1:voter,p2:voter,p3:voter' });
+    expect(r.told).toEqual(['lease_lost']);
+    expect(r.held).toBe(false);
   });
 
   it('without the state transfer, the founders never choose the add: the ticket names no learner', async () => {

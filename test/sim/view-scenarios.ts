@@ -83,3 +83,27 @@ export function addJoinPromote(): { added: ChangeOutcome; promoted: ChangeOutcom
   runUntil(parts, 13_000);
   return { added: added(), promoted: promoted(), p3Granted, views: views(parts, 4), violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
+
+/**
+ * p3 joins as a learner; p2 crashes; once the others evicted it, p0 promotes p3 while p0's client
+ * holds a lock. p0's lease, carried by p1's echoes of three voters, needs p3's echoes too as one of
+ * four: they were kept while p3 was a learner, so the promotion costs p0 no lease (before they were
+ * kept, p0's lease lapsed when it applied the promotion, ending every hold of its clients).
+ */
+export function promotedWhileVoterDown(): { added: ChangeOutcome; promoted: ChangeOutcome; held: boolean; told: readonly string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 4);
+  runUntil(parts, 3000);
+  const added = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
+  runUntil(parts, 4000);
+  joinHost(parts, 0, 3);
+  runUntil(parts, 7000);
+  parts.cluster.crash(2);
+  const p0 = parts.cluster.current(0);
+  if (p0 === undefined) throw new Error('p0 is not running');
+  const hold = parts.clients.acquire(p0, 'x', { mode: 'exclusive', limit: 1, permits: 1, owner: 'c0', meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null }, false, true);
+  // p2's eviction (evict_ms 3 s) opens the view lock's gate to p0's promotion.
+  runUntil(parts, 12_000);
+  const promoted = change(parts, 0, { op: 'promote', id: 'p3' });
+  runUntil(parts, 16_000);
+  return { added: added(), promoted: promoted(), held: hold.state === 'held', told: hold.told, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
