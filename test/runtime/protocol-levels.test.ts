@@ -12,8 +12,11 @@ import type { ClusterConfig } from '../../src/config.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import type { ProtocolLevels } from '../../src/transport/codec.js';
+import type { JoinTicket } from '../../src/runtime/view-store.js';
 import { loadViewRecord } from '../../src/runtime/view-store.js';
 import { startPeerServer } from '../../src/server.js';
+import { freePort } from '../../src/tools/local-cluster.js';
+import { waitFor } from '../support/wait.js';
 
 const config: ClusterConfig = {
   cluster: 'levels-test', secret: 'test-secret', peers: [{ id: 'a', ws: 'ws://127.0.0.1:0', http: '127.0.0.1:0' }],
@@ -106,5 +109,41 @@ describe('the protocol level of a data dir', () => {
     }
     expect((await refusal(dir, { oldest: 11, newest: 12 }))?.message).toContain('runs protocol level 10; this binary speaks levels 11 to 12');
     expect(recorded(dir)).toBe(10);
+  });
+
+  it('a raise while the cluster runs: the view moves, the shape keeps the founding level, a host added later links, and no older binary starts on either data dir', async () => {
+    const [wsA, wsD, httpA, httpD] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const a = { id: 'a', ws: `ws://127.0.0.1:${wsA}`, http: `127.0.0.1:${httpA}` };
+    const d = { id: 'd', ws: `ws://127.0.0.1:${wsD}`, http: `127.0.0.1:${httpD}` };
+    const [dirA, dirD] = [dataDir(), dataDir()];
+    const release = { oldest: 9, newest: 10 };
+    const next = { oldest: 9, newest: 11 };
+    const start = (id: string, dir: string, levels: ProtocolLevels, join?: JoinTicket): ReturnType<typeof startPeerServer> =>
+      startPeerServer({ config: { ...config, peers: id === 'a' ? [a] : [a, d] }, id, dataDir: dir, levels, join, logger: silentLogger() });
+    await (await start('a', dirA, release)).stop(); // Founded at 10 by this release.
+    const serverA = await start('a', dirA, next);
+    let serverD: Awaited<ReturnType<typeof startPeerServer>> | undefined;
+    try {
+      await waitFor('a ready', () => serverA.runtime.ready());
+      const raised = await serverA.runtime.changeView({ op: 'level', level: 11 }, { timeoutMs: 10_000 });
+      expect(raised.level).toBe(11);
+      expect(serverA.runtime.inspect.cluster()).toMatchObject({ protocolLevel: 11, shape: { protocol: 10 } });
+      await serverA.runtime.changeView({ op: 'add', id: 'd', ws: d.ws, http: d.http }, { timeoutMs: 10_000 });
+      const ticket = serverA.runtime.joinTicket();
+      expect(ticket).toMatchObject({ shapeLevel: 10, view: { level: 11 } });
+      const old = await start('d', dataDir(), release, ticket).then(() => null, (err: unknown) => err);
+      expect(old).toMatchObject({ code: ErrorCode.ConfigInvalid, message: expect.stringContaining('the cluster this host joins runs protocol level 11; this binary speaks levels 9 to 10') as unknown });
+      serverD = await start('d', dirD, next, ticket);
+      const joined = serverD;
+      await waitFor('a and d linked', () => serverA.runtime.inspect.members().members.some((m) => m.id === 'd' && m.connected === true) &&
+        joined.runtime.inspect.members().members.some((m) => m.id === 'a' && m.connected === true), 10_000);
+      expect(serverD.runtime.inspect.cluster()).toMatchObject({ protocolLevel: 11, shape: { protocol: 10 }, fingerprint: serverA.runtime.inspect.cluster().fingerprint });
+    } finally {
+      await serverD?.stop();
+      await serverA.stop();
+    }
+    for (const dir of [dirA, dirD]) {
+      expect((await refusal(dir, release))?.message).toContain('this peer\'s data dir runs protocol level 11; this binary speaks levels 9 to 10');
+    }
   });
 });

@@ -33,11 +33,11 @@ const wire = <F extends Frame<unknown>>(frame: F): F => decodeFrame(encodeFrame(
 const fill = (byte: number): Uint8Array => new Uint8Array(16).fill(byte);
 const shapeAt = (level: number): ClusterShape => clusterShapeOf({ cluster: 'test', peers: [{ id: 'p0' }, { id: 'p1' }, { id: 'p2' }], heartbeatMs: 100, leaseMs: 1000, evictMs: 1700 }, level);
 
-/** p2 dials, p0 listens, as in the fixture; `level` is the one it runs at. */
-function identity(selfId: 'p0' | 'p2', levels: ProtocolLevels, level: number): HandshakeIdentity {
+/** p2 dials, p0 listens, as in the fixture; `level` is its shape's, `running` the one it runs at (a raise moves it above). */
+function identity(selfId: 'p0' | 'p2', levels: ProtocolLevels, level: number, running = level): HandshakeIdentity {
   const shape = shapeAt(level);
   const incarnation: Incarnation = selfId === 'p2' ? { startMs: 5000, nonce: 1 } : { startMs: 6000, nonce: 2 };
-  return { cluster: 'test', key: secretKey(fixture.secret), selfId, incarnation, shape, fingerprint: fingerprintOf(shape), levels, level: () => level, randomNonce: () => fill(selfId === 'p2' ? 0x11 : 0x22) };
+  return { cluster: 'test', key: secretKey(fixture.secret), selfId, incarnation, shape, fingerprint: fingerprintOf(shape), levels, level: () => running, randomNonce: () => fill(selfId === 'p2' ? 0x11 : 0x22) };
 }
 
 function gate(): ListenerGate {
@@ -116,6 +116,21 @@ describe('protocol levels in the handshake', () => {
     const apart = handshake(identity('p2', nineToTen, 10), identity('p0', nineToTen, 9));
     expect(apart.reason).toBe('wrong_config');
     expect(handshake(identity('p2', nineToTen, 10), identity('p0', nineToTen, 10)).newest).toBe(10);
+  });
+
+  it('links peers on both sides of a raise, whose shapes keep the founding level; refuses a binary below the running level, with the sentence', () => {
+    const nineToEleven = { oldest: 9, newest: 11 };
+    // Dialer not yet at the raised view, listener at it: one shape, both binaries speak 11.
+    expect(handshake(identity('p2', nineToEleven, 10), identity('p0', nineToEleven, 10, 11))).toEqual({ reason: 'accepted', message: '', newest: 11 });
+    expect(handshake(identity('p2', nineToEleven, 10, 11), identity('p0', nineToEleven, 10))).toEqual({ reason: 'accepted', message: '', newest: 11 });
+    // The release before: it runs at 10 and speaks nothing higher; the raised listener refuses it.
+    expect(handshake(identity('p2', nineToTen, 10), identity('p0', nineToEleven, 10, 11))).toEqual({
+      reason: 'wrong_version',
+      message: 'peer "p2"\'s binary speaks protocol levels up to 10; this cluster runs at level 11: run a binary that speaks it on that host (docs/operations.md, "Protocol levels")',
+    });
+    // And a raised dialer's hello is outside what that release speaks.
+    const l = new ListenerHandshake(identity('p0', nineToTen, 10), gate());
+    expect(outcome(() => l.onHello(wire(new DialerHandshake(identity('p2', nineToEleven, 10, 11), 'p0').hello(7)), 100)).reason).toBe('wrong_version');
   });
 
   it('refuses a hello that advertises less than the level it runs at', () => {
