@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { formatStopped, formatView, replaceSteps, runSteps, StepsStopped } from '../../src/client/cli-member.js';
 import type { ChangeStep } from '../../src/client/cli-member.js';
 import type { LockClient, View } from '../../src/client/lock-client.js';
+import { formatMemberList } from '../../src/client/cli-peer.js';
 import { LockError } from '../../src/errors.js';
 
 const view = (epoch: number): View => ({ epoch, level: 9, nextOrdinal: 4, members: [{ id: 'd', ordinal: 3, state: 'voter', ws: 'ws://h:1', http: 'h:2' }] });
@@ -84,5 +85,15 @@ describe('member replace', () => {
 
   it('prints a view made as its epoch and level, then one line per member', () => {
     expect(formatView(view(3))).toBe('view epoch 3, protocol level 9, next ordinal 4\nID  ORDINAL  STATE  WS        HTTP\nd   3        voter  ws://h:1  h:2\n');
+  });
+});
+
+describe('member list', () => {
+  const members = { epoch: 2, level: 10, nextOrdinal: 4, members: [{ id: 'a', ordinal: 0, state: 'voter' as const, ws: 'ws://h:1', http: 'h:2', self: true, connected: null, incarnation: null, evicted: null, newestLevel: 11 }] };
+  const cluster = (echoesHeldForMs: number): Record<string, unknown> => ({ id: 'a', cluster: 't', synced: true, lease: { valid: true }, echoes_held_for_ms: echoesHeldForMs, peers: [] });
+
+  it('says in its first line while a restarted peer echoes no heartbeat, the pace of a rolling restart', () => {
+    expect(formatMemberList(members, cluster(1234)).split('\n')[0]).toBe('peer a of cluster t: lease valid, synced, echoing no heartbeat for 1234 ms more (restart no other peer before then)');
+    expect(formatMemberList(members, cluster(0)).split('\n')[0]).toBe('peer a of cluster t: lease valid, synced');
   });
 });
