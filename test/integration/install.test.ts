@@ -81,8 +81,8 @@ afterAll(async () => {
 });
 
 describe('npm pack', () => {
-  it('packs only what runs: the two binaries, dist/src, the OpenAPI description, README, LICENSE, package.json', () => {
-    const top = ['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js', 'dist/openapi.json'];
+  it('packs only what runs: the two binaries (and the peer\'s main), dist/src, the OpenAPI description, README, LICENSE, package.json', () => {
+    const top = ['package.json', 'README.md', 'LICENSE', 'dist/bin/lamport-peer.js', 'dist/bin/lamport-lock.js', 'dist/bin/peer-main.js', 'dist/openapi.json'];
     expect(packed).toEqual(expect.arrayContaining([...top, 'dist/src/client/lock-client.js', 'dist/src/client/lock-client.d.ts']));
     const stray = packed.filter((p) => !top.includes(p) && !p.startsWith('dist/src/'));
     expect(stray).toEqual([]);
