@@ -564,7 +564,7 @@ export class Cluster {
   /**
    * A process whose incarnation synced and was refused as evicted stays out while a newer
    * process of its id lives (docs/design.md section 5, "Zombies"): it rejoins only once a
-   * refusal says that one is evicted, or comes from a peer that never met it. So when it
+   * refusal says the newest one it was told of is evicted. So when it
    * starts a new incarnation, no other process of its id may run a newer, synced, not
    * superseded incarnation that every other running peer counts in its core and none evicted.
    */

@@ -1,6 +1,6 @@
 /** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
 import { describe, expect, it } from 'vitest';
-import { ownChangeRetried, removedAsksItself, replacedWhileCutOff } from './review-scenarios.js';
+import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
 
 describe('changes of the view, as the review found them', () => {
   it('a member replaced while cut off, back after its retirement, grants nothing and breaks nothing', () => {
@@ -24,5 +24,15 @@ describe('changes of the view, as the review found them', () => {
     expect(r.violations).toEqual([]);
     expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving' });
     expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
+  });
+
+  it('a twin told of its newer process stays out when a peer that never met that one refuses it as evicted', () => {
+    const r = twinRefusedByPeerBlindToNewer();
+    expect(r.toldOfY).toBe(true);
+    expect(r.refusedByBlindPeer).toBe(true);
+    expect(r.violations).toEqual([]);
+    expect(r.xStayedOut).toBe(true);
+    expect(r.ySuperseded).toBe(false);
+    expect(r.xRejoinedAboveY).toBe(true);
   });
 });

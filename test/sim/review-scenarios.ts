@@ -3,6 +3,7 @@
  * production runtime in the simulated world, the invariants checked after every event: each
  * broke a rule before its fix (test/sim/review-scenarios.test.ts).
  */
+import { compareIncarnation } from '../../src/core/types.js';
 import type { Parts } from './run.js';
 import { runUntil } from './run.js';
 import type { ChangeOutcome } from './view-scenarios.js';
@@ -83,4 +84,48 @@ export function removedAsksItself(): { removed: ChangeOutcome; retired: ChangeOu
   const retired = change(parts, 0, { op: 'retire', id: 'p2' });
   runUntil(parts, 12_000);
   return { removed: removed(), retired: retired(), violations: parts.checker.violations };
+}
+
+/**
+ * A twin told of its newer process, then refused as evicted by a peer that never met that one
+ * (simulator seed 45 --changes). p0's process X is cut off from p1 while a second process Y with
+ * p0's id starts and reaches p1 only; X, back at p1, is refused as stale (naming Y): it is a
+ * zombie. p1 and p2 evict X, cut off from p2 meanwhile; then p2 refuses X as evicted, naming X
+ * alone (it never met Y); X is held
+ * while p2 meets Y. The refusal says nothing of Y: X stays out. Before, it rejoined below Y, and
+ * being refused as stale then, above it, so Y became the zombie. Once Y died and was evicted,
+ * X rejoins above it.
+ */
+export function twinRefusedByPeerBlindToNewer(): { toldOfY: boolean; refusedByBlindPeer: boolean; xStayedOut: boolean; ySuperseded: boolean; xRejoinedAboveY: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 3);
+  const { cluster, net, transcript } = parts;
+  runUntil(parts, 2000);
+  const x = cluster.processes(0)[0];
+  if (x === undefined) throw new Error('p0 is not running');
+  const xInc = x.runtime.inspect.incarnation;
+  net.stallProcess(x.proc, 1, 2500);
+  net.stallProcess(x.proc, 2, 7000);
+  cluster.restart(0, { duplicate: true });
+  const y = cluster.processes(0)[1];
+  if (y === undefined) throw new Error('the second process of p0 did not start');
+  net.stallProcess(y.proc, 2, 60_000);
+  const refusal = new RegExp(` p2 #\\d+ mesh: refused peer p0: incarnation ${xInc.startMs}\\.${xInc.nonce} is evicted`);
+  let t = 2000;
+  while (t < 20_000 && !transcript.lines().some((l) => refusal.test(l)) && parts.checker.violations.length === 0) runUntil(parts, (t += 0.25));
+  const refusedByBlindPeer = transcript.lines().some((l) => refusal.test(l));
+  const toldOfY = x.runtime.inspect.protocol.supersededError !== null;
+  // X is held before the refusal reaches it, while p2 meets Y (the race of seed 45).
+  x.proc.pause();
+  net.healStalls();
+  runUntil(parts, (t += 1000));
+  x.proc.thaw();
+  runUntil(parts, (t += 8000));
+  const xStayedOut = x.proc.alive && compareIncarnation(x.runtime.inspect.incarnation, xInc) === 0;
+  const ySuperseded = y.runtime.inspect.protocol.supersededError !== null;
+  // Y dies; once the others evicted it, a refusal says so, and X rejoins above it.
+  const yInc = y.runtime.inspect.incarnation;
+  cluster.crash(0, 'newest');
+  runUntil(parts, t + 15_000);
+  const xRejoinedAboveY = x.proc.alive && compareIncarnation(x.runtime.inspect.incarnation, yInc) > 0;
+  return { toldOfY, refusedByBlindPeer, xStayedOut, ySuperseded, xRejoinedAboveY, violations: parts.checker.violations, transcript: transcript.lines() };
 }
