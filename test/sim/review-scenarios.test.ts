@@ -1,6 +1,6 @@
 /** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
 import { describe, expect, it } from 'vitest';
-import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
+import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
 
 describe('changes of the view, as the review found them', () => {
   it('a member replaced while cut off, back after its retirement, grants nothing and breaks nothing', () => {
@@ -34,5 +34,13 @@ describe('changes of the view, as the review found them', () => {
     expect(r.xStayedOut).toBe(true);
     expect(r.ySuperseded).toBe(false);
     expect(r.xRejoinedAboveY).toBe(true);
+  });
+
+  it('a restarted peer that learnt a member left does not wait for it when it meets its process', () => {
+    const r = restartMeetsLeftMember();
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:leaving,p2:voter,p3:voter' });
+    expect(r.violations).toEqual([]);
+    expect(r.p3Granted).toBe(true);
+    expect(r.p0Granted).toBe(true);
   });
 });

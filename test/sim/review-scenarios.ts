@@ -129,3 +129,29 @@ export function twinRefusedByPeerBlindToNewer(): { toldOfY: boolean; refusedByBl
   const xRejoinedAboveY = x.proc.alive && compareIncarnation(x.runtime.inspect.incarnation, yInc) > 0;
   return { toldOfY, refusedByBlindPeer, xStayedOut, ySuperseded, xRejoinedAboveY, violations: parts.checker.violations, transcript: transcript.lines() };
 }
+
+/**
+ * p1 is removed and leaves (its LEAVE reaches every member), its process still up, not retired
+ * yet; then p3 restarts. Its new incarnation learns from p0's state transfer that p1 left, then
+ * meets p1 itself (simulator seed 177 --changes). Before, that join put p1 back in its ack set:
+ * p3 waited for acks a member that left never sends, and so did every request behind p3's.
+ */
+export function restartMeetsLeftMember(): { removed: ChangeOutcome; p3Granted: boolean; p0Granted: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(4, 4);
+  runUntil(parts, 3000);
+  const removed = change(parts, 0, { op: 'remove', id: 'p1' });
+  runUntil(parts, 6000);
+  parts.cluster.crash(3);
+  runUntil(parts, 6500);
+  parts.cluster.restart(3);
+  // p3 meets p1 only once p0's and p2's state transfers told it that p1 left.
+  parts.wire.cut(1, 3, 11_000);
+  parts.wire.cut(3, 1, 11_000);
+  runUntil(parts, 12_000);
+  ask(parts, 3, 'x');
+  runUntil(parts, 14_000);
+  ask(parts, 0, 'y');
+  runUntil(parts, 20_000);
+  const granted = (peer: number): boolean => parts.transcript.lines().some((l) => new RegExp(` p${peer} #\\d+ GRANT `).test(l));
+  return { removed: removed(), p3Granted: granted(3), p0Granted: granted(0), violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
