@@ -1,5 +1,6 @@
 /** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
 import { describe, expect, it } from 'vitest';
+import { runSeed } from './run.js';
 import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
 
 describe('changes of the view, as the review found them', () => {
@@ -42,5 +43,11 @@ describe('changes of the view, as the review found them', () => {
     expect(r.violations).toEqual([]);
     expect(r.p3Granted).toBe(true);
     expect(r.p0Granted).toBe(true);
+  });
+
+  it('the liveness check lets wait, and names, only the peers that wait for a removed member down that they never met (simulator seed 171 --changes)', () => {
+    const r = runSeed({ seed: 171, changes: true });
+    expect(r.violations).toEqual([]);
+    expect(r.excused.map((e) => e.split(',')[0])).toEqual(['p0 waits for p5', 'p3 waits for p5', 'p7 waits for p5']);
   });
 });
