@@ -345,6 +345,9 @@ export class Machine {
     // A peer our view removed (a learner removed before its host started, a member that comes
     // back from an older view): the links may still admit it; it counts for nothing here.
     if (!this.#changes.inView(peer, this.#members)) return;
+    // A leaving member that left holds nothing and is out for good (rule P6), though its
+    // process may still live and link (simulator seed 177 --changes).
+    if (this.#changes.leftPeers().includes(peer)) return;
     if (!this.#peers.isNew(peer, inc)) return;
     const restarted = this.#peers.incarnation(peer) !== undefined;
     const wasSynced = this.synced;

@@ -68,6 +68,8 @@ export class PeerProtocol {
   #supersededError: LockError | null = null;
   /** A zombie that was evicted: it does not rejoin while the newer one lives. */
   #stayingOut = false;
+  /** The newest incarnation of our id a refusal named above ours, and whether a refusal said it is evicted. */
+  #newestOfOurs: { readonly inc: Incarnation; evicted: boolean } | null = null;
   #out: ProtocolOutput[] = [];
   /** Heartbeats this incarnation let be echoed (mayEcho said yes), for the simulator's checker. */
   #echoesAllowed = 0;
@@ -323,7 +325,8 @@ export class PeerProtocol {
       this.#log('error', { code: ErrorCode.ClockAhead, remote: this.peerId(peer), known: formatIncarnation(known) }, `peer ${this.peerId(peer)} names an incarnation of this peer too far ahead of this host's wall clock: not starting above it (check that host's wall clock)`);
       return;
     }
-    const newerLives = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted;
+    const newer = this.#newerOfOurs(known, knownEvicted);
+    const newerLives = newer !== null;
     if (reason === 'evicted' && newerLives && this.#everSynced) {
       // A newer process of our id lives: we stay out while it does. Rejoining above it would
       // make that one the zombie, and while it did not know yet, our confirmations and its
@@ -331,9 +334,9 @@ export class PeerProtocol {
       // one too (it died, or was stopped), the refusal says so and we rejoin. Not an
       // incarnation that never synced: it started below the others' knowledge (a wall clock
       // stepped back), granted nothing, and rejoins above it, as for a stale refusal below.
-      if (!this.#stayingOut) this.#log('error', { remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
+      if (!this.#stayingOut) this.#log('error', { remote: this.peerId(peer), known: formatIncarnation(newer) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
       this.#stayingOut = true;
-      this.#becomeZombie(peer, known, nowMs);
+      this.#becomeZombie(peer, newer, nowMs);
     } else if (reason === 'evicted') {
       this.#log('warn', { remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
       // The new incarnation starts above the newest one of our id the refuser knows: one
@@ -350,6 +353,22 @@ export class PeerProtocol {
     } else if (reason === 'predecessor_live') {
       this.#log('info', { remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
     }
+  }
+
+  /**
+   * Notes the incarnation of our id a refusal names; returns the newest one named so far that no
+   * refusal said is evicted (a newer process of our id that lives), or null. A refuser that never
+   * met that one names an older one, or ours: that says nothing of it (simulator seed 45 --changes).
+   */
+  #newerOfOurs(known: Incarnation | undefined, knownEvicted: boolean): Incarnation | null {
+    if (known !== undefined && compareIncarnation(known, this.incarnation) > 0) {
+      const newest = this.#newestOfOurs;
+      const order = newest === null ? 1 : compareIncarnation(known, newest.inc);
+      if (order > 0) this.#newestOfOurs = { inc: known, evicted: knownEvicted };
+      else if (order === 0 && knownEvicted && newest !== null) newest.evicted = true;
+    }
+    const n = this.#newestOfOurs;
+    return n !== null && !n.evicted ? n.inc : null;
   }
 
   /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#supersededError`). */

@@ -136,6 +136,8 @@ export class ViewSteps {
     this.#h.out.push({ type: 'left', peer });
     this.#h.dropPeerRequests(peer);
     for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'left', peer });
+    // The last peer we waited for may have been that one (simulator seed 7 --changes --net link).
+    if (this.#h.synced()) this.#h.issuePending();
   }
 
   /** Rule P6: our own removal. Every request of ours ends (`removed`), its release sent, then LEAVE; nothing more is issued or granted. */

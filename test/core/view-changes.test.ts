@@ -146,6 +146,25 @@ describe('changes of the view', () => {
     expect(net.machine(1).synced).toBe(true);
   });
 
+  it('a request that waits only for a member that left is issued when LEFT comes (simulator seed 7 --changes --net link)', () => {
+    const net = holding();
+    const v1 = next(v0, { op: 'remove', id: 'c' });
+    net.step(0, { type: 'propose', view: v1 });
+    net.deliver(0, 1);
+    net.deliver(1, 0); // chosen at peer 0; peer 2 has not heard of it yet
+    net.restart(1, 50, 0, v1); // a new incarnation of peer 1 counts by v1: it waits for peer 2 too
+    net.acquire(1, 7, 'b');
+    net.join(0, 1);
+    while (net.pending(0, 1).length > 0 || net.pending(1, 0).length > 0) {
+      if (net.pending(0, 1).length > 0) net.deliver(0, 1);
+      if (net.pending(1, 0).length > 0) net.deliver(1, 0);
+    }
+    expect(net.machine(1).explain(7)).toEqual({ state: 'pending', position: 0, missingPeers: [2] });
+    while (net.pending(0, 2).length > 0) net.deliver(0, 2); // peer 2 applies its removal: LEAVE
+    while (net.pending(2, 0).length > 0) net.deliver(2, 0); // peer 0 passes LEFT on to peer 1
+    expect(net.settle()).toEqual(['p1 granted 7']);
+  });
+
   it('a member that hears a LEAVE passes LEFT on to every peer it met (F74)', () => {
     const net = holding();
     const v1 = next(v0, { op: 'remove', id: 'c' });

@@ -326,17 +326,21 @@ export class Cluster {
   }
 
   /**
-   * True when `peer` can never sync because of the dead peer (or a removed member down): its
-   * current incarnation never met any incarnation of it, so by design it keeps waiting for it,
-   * even after the others evicted it. Its requests never leave; nobody waits for them.
+   * The peers `peer` can never sync with, by design, or null when it can: unsynced, it waits
+   * (lastTs 0) only for the dead peer or removed members down (`removedDown`), none of which its
+   * current incarnation ever met, so it keeps waiting for them even after the others evicted
+   * them (README, "What is not promised"). Its requests never leave; nobody waits for them.
    */
-  cannotSync(peer: number, dead: number | null, removed: readonly number[] = []): boolean {
+  cannotSync(peer: number, dead: number | null, removed: readonly number[] = []): number[] | null {
     const p = this.current(peer);
     const gone = dead === null ? removed : [dead, ...removed];
-    if (gone.length === 0 || p === undefined) return false;
+    if (gone.length === 0 || p === undefined) return null;
     const m = p.runtime.inspect.protocol.machine;
-    if (m.synced || p.runtime.inspect.links().some((l) => gone.includes(l.peer) && l.incarnation !== null)) return false;
-    return m.view().every((q) => gone.includes(q) || m.lastTs(q) > 0);
+    if (m.synced) return null;
+    const links = p.runtime.inspect.links();
+    const met = (q: number): boolean => links.some((l) => l.peer === q && l.incarnation !== null);
+    const waited = m.view().filter((q) => m.lastTs(q) === 0);
+    return waited.length > 0 && waited.every((q) => gone.includes(q) && !met(q)) ? waited : null;
   }
 
   /**
@@ -564,7 +568,7 @@ export class Cluster {
   /**
    * A process whose incarnation synced and was refused as evicted stays out while a newer
    * process of its id lives (docs/design.md section 5, "Zombies"): it rejoins only once a
-   * refusal says that one is evicted, or comes from a peer that never met it. So when it
+   * refusal says the newest one it was told of is evicted. So when it
    * starts a new incarnation, no other process of its id may run a newer, synced, not
    * superseded incarnation that every other running peer counts in its core and none evicted.
    */

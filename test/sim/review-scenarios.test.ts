@@ -1,6 +1,7 @@
 /** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
 import { describe, expect, it } from 'vitest';
-import { ownChangeRetried, removedAsksItself, replacedWhileCutOff } from './review-scenarios.js';
+import { runSeed } from './run.js';
+import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
 
 describe('changes of the view, as the review found them', () => {
   it('a member replaced while cut off, back after its retirement, grants nothing and breaks nothing', () => {
@@ -24,5 +25,29 @@ describe('changes of the view, as the review found them', () => {
     expect(r.violations).toEqual([]);
     expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving' });
     expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
+  });
+
+  it('a twin told of its newer process stays out when a peer that never met that one refuses it as evicted', () => {
+    const r = twinRefusedByPeerBlindToNewer();
+    expect(r.toldOfY).toBe(true);
+    expect(r.refusedByBlindPeer).toBe(true);
+    expect(r.violations).toEqual([]);
+    expect(r.xStayedOut).toBe(true);
+    expect(r.ySuperseded).toBe(false);
+    expect(r.xRejoinedAboveY).toBe(true);
+  });
+
+  it('a restarted peer that learnt a member left does not wait for it when it meets its process', () => {
+    const r = restartMeetsLeftMember();
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:leaving,p2:voter,p3:voter' });
+    expect(r.violations).toEqual([]);
+    expect(r.p3Granted).toBe(true);
+    expect(r.p0Granted).toBe(true);
+  });
+
+  it('the liveness check lets wait, and names, only the peers that wait for a removed member down that they never met (simulator seed 171 --changes)', () => {
+    const r = runSeed({ seed: 171, changes: true });
+    expect(r.violations).toEqual([]);
+    expect(r.excused.map((e) => e.split(',')[0])).toEqual(['p0 waits for p5', 'p3 waits for p5', 'p7 waits for p5']);
   });
 });

@@ -71,6 +71,8 @@ export interface RunResult {
   readonly multiGrants: number;
   /** Changes of the members made (`changes`). */
   readonly changesMade: number;
+  /** Peers let wait by design at the end (`excuse`): one sentence each. */
+  readonly excused: readonly string[];
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -94,6 +96,8 @@ export interface Parts {
   readonly meta: MetaCheck;
   /** The changes of the members drawn (`RunOptions.changes`), or null. */
   readonly changer: Changer | null;
+  /** Why peers were let wait at the end of the liveness phase, by design (`excuse`). */
+  readonly excused: string[];
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -131,7 +135,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   // Its own generator: the seed's other draws stay as they are.
   const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer };
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer, excused: [] };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
@@ -155,7 +159,7 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0 };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0, excused: parts.excused };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {
@@ -246,6 +250,14 @@ function describeStuck(parts: Parts, r: ClientRequest): string {
   return `process ${p.proc.id}${epoch}: ${String(state)}; ${ref === undefined ? 'no core ref' : parts.cluster.explain(p, ref)} [${missing.join(' | ')}]`;
 }
 
+/** Says once in the transcript, and in the run's result, why `peer` is let wait (README, "What is not promised"). */
+function excuse(parts: Parts, peer: number, waited: readonly number[]): void {
+  const why = `p${peer} waits for ${waited.map((q) => `p${q}`).join(', ')}, down for good (dead, or removed and not retired), which its incarnation never met: by design it waits (README, "What is not promised"); its requests are excused, no one else's`;
+  if (parts.excused.includes(why)) return;
+  parts.excused.push(why);
+  parts.transcript.add(parts.time.nowMs, null, `LIVENESS excused: ${why}`);
+}
+
 function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   const { checker, clients, time } = parts;
   clients.checkBelieved();
@@ -261,12 +273,18 @@ function checkLiveness(parts: Parts, deadlineMs: number, events: number): void {
   // ignored), so its own requests are excused too; nobody else's.
   const voter = (peer: number): boolean => parts.changer === null || (parts.cluster.isVoter(peer) && !parts.cluster.behind(peer));
   const removed = parts.changer === null ? [] : parts.cluster.removedDown();
-  const expected = clients.waiting().filter((r) => voter(r.peer) && !parts.cluster.cannotSync(r.peer, dead, removed) && !parts.cluster.waitsForUnevictable(r.proc, dead));
+  const unmet = (peer: number): boolean => {
+    const waited = parts.cluster.cannotSync(peer, dead, removed);
+    if (waited === null) return false;
+    excuse(parts, peer, waited);
+    return true;
+  };
+  const expected = clients.waiting().filter((r) => voter(r.peer) && !unmet(r.peer) && !parts.cluster.waitsForUnevictable(r.proc, dead));
   const stuck = expected.map((r) => `ref ${r.ref} p${r.peer} ${r.lock} ${r.opts.mode} ${r.state} since ${r.issuedMs}ms (${describeStuck(parts, r)})`);
   // Every peer that can sync grants its probe (Workload.probe); a waiting probe is reported above.
   for (const peer of parts.workload.unprobed()) {
     const p = parts.cluster.current(peer);
-    if (p === undefined || peer === dead || !voter(peer) || parts.cluster.cannotSync(peer, dead, removed) || parts.cluster.waitsForUnevictable(p, dead)) continue;
+    if (p === undefined || peer === dead || !voter(peer) || unmet(peer) || parts.cluster.waitsForUnevictable(p, dead)) continue;
     if (!clients.waiting().some((r) => r.peer === peer && r.opts.owner === 'probe')) stuck.push(`p${peer} granted no probe request of the liveness phase (the last one: ${parts.workload.lastProbeOutcome(peer)})`);
   }
   if (stuck.length > 0) checker.stuck(Math.min(deadlineMs, time.nowMs), stuck);
