@@ -228,11 +228,15 @@ async function main(): Promise<number> {
   const startedMs = performance.now();
   let grants = 0;
   let changesMade = 0;
+  let raises = 0;
+  let refusedStarts = 0;
   const failed: number[] = [];
   for (let seed = cli.seed; seed < cli.seed + cli.seeds; seed++) {
     const result = sim.run.runSeed(runOptions(cli, seed, cli.verbose && cli.seeds === 1));
     grants += result.grants;
     changesMade += result.changesMade;
+    raises += result.raises;
+    refusedStarts += result.refusedStarts;
     if (cli.verbose) {
       if (cli.seeds === 1) for (const line of result.transcript.lines()) console.log(line);
       console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations${cli.changes ? `, ${result.changesMade} changes` : ''}`);
@@ -244,7 +248,7 @@ async function main(): Promise<number> {
   const seconds = (performance.now() - startedMs) / 1000;
   if (cli.mutant !== undefined) console.log(`mutant ${cli.mutant}: ${failed.length === 0 ? 'NOT caught' : `first failing seed ${failed[0]}`}`);
   if (failed.length > 1) console.log(`failing seeds: ${failed.slice(0, 20).join(', ')}${failed.length > 20 ? ', ...' : ''}`);
-  if (cli.changes) console.log(`changes of the members made: ${changesMade}`);
+  if (cli.changes) console.log(`changes of the members made: ${changesMade}; level raises made: ${raises}; starts refused for their level: ${refusedStarts}`);
   console.log(`${cli.seeds} seeds in ${seconds.toFixed(2)}s (${(cli.seeds / seconds).toFixed(0)} seeds/s)`);
   console.log(`sim: ${cli.seeds} seeds, ${grants} grants, ${failed.length} violations`);
   return failed.length === 0 ? 0 : 1;

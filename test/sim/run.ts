@@ -12,6 +12,7 @@ import { Cluster } from './cluster.js';
 import type { SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
+import { LevelCheck } from './level-check.js';
 import { MetaCheck } from './meta-check.js';
 import type { SimProcess, SimTime } from './host.js';
 import { Wire, randomDelays } from './network.js';
@@ -21,6 +22,7 @@ import { drawScenario } from './scenario.js';
 import type { ScenarioOverrides } from './scenario.js';
 import { SimNetworks } from './sockets.js';
 import { Transcript } from './transcript.js';
+import { Upgrader } from './upgrader.js';
 import { Workload } from './workload.js';
 
 /** What to run. */
@@ -71,6 +73,9 @@ export interface RunResult {
   readonly multiGrants: number;
   /** Changes of the members made (`changes`). */
   readonly changesMade: number;
+  /** Raises of the protocol level made, and starts refused by the level checks (`changes`: test/sim/upgrader.ts). */
+  readonly raises: number;
+  readonly refusedStarts: number;
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -94,6 +99,10 @@ export interface Parts {
   readonly meta: MetaCheck;
   /** The changes of the members drawn (`RunOptions.changes`), or null. */
   readonly changer: Changer | null;
+  /** The rolling upgrade drawn beside the changes (test/sim/upgrader.ts), or null. */
+  readonly upgrader: Upgrader | null;
+  /** Rule P9's promise, after every task of a process (test/sim/level-check.ts). */
+  readonly levels: LevelCheck;
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -131,7 +140,10 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   // Its own generator: the seed's other draws stay as they are.
   const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer };
+  // Its own generator too: the changer's draws stay as they are.
+  const upgrader = changer === null ? null : new Upgrader({ scenario, rng: new Prng(opts.seed + 0x1e7e1), cluster, changer, schedule: world, time, transcript, wire });
+  const levels = new LevelCheck(checker, cluster, () => time.nowMs);
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer, upgrader, levels };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
@@ -145,6 +157,7 @@ export function runSeed(opts: RunOptions): RunResult {
   parts.workload.start();
   parts.faults.start();
   parts.changer?.start();
+  parts.upgrader?.start();
   queue.push(scenario.safetyMs, { k: 'liveness' });
   const loop = { deadlineMs: Number.POSITIVE_INFINITY, events: 0 };
   try {
@@ -155,7 +168,8 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0 };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0,
+    raises: parts.upgrader?.raised ?? 0, refusedStarts: parts.cluster.refusedStarts };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {
@@ -201,6 +215,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
   if (did === false || p === undefined) return;
   parts.cluster.afterTask(p);
   parts.meta.afterTask(p);
+  parts.levels.afterTask(p);
 }
 
 /**
@@ -213,6 +228,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
  */
 function startLiveness(parts: Parts, s: Scenario): number {
   parts.changer?.stop();
+  parts.upgrader?.stop();
   const dead = parts.faults.heal();
   parts.workload.stopIssuing();
   parts.workload.probe();
