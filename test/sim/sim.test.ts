@@ -191,6 +191,14 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // A view applied that removes the voter whose echo carried a peer's lease: its holds outlive
   // the event (seed 9 found it, and now ends in a stall of its own).
   'view-without-lease-check': { seed: 110, net: 'link' },
+  // Protocol levels (rule P9), with the rolling upgrade --changes draws (test/sim/upgrader.ts),
+  // caught by the checker's levels property (test/sim/level-check.ts): a raise while a member
+  // runs this release leaves it running at 11; a downgrade racing a raise comes back on this
+  // release and its stream stays up to a peer that applies 11 (no cut), or is let in by one
+  // that runs at 11 already (no refusal).
+  'raise-unspoken': 3,
+  'admit-below-level': 43,
+  'no-drop-below': 43,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -200,6 +208,9 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'reused-ordinal': /view: ordinal \d+ given to/,
   'eviction-counts-non-voters': /eviction: p\d+ \(process \d+\) evicted p\d+ .* while its lease held/,
   'view-without-lease-check': /self-fencing: p\d+ \(process \d+\) has no lease/,
+  'raise-unspoken': /levels: p\d+ \(process \d+\) runs at protocol level 11; its binary speaks 9 to 10/,
+  'admit-below-level': /levels: p\d+ \(process \d+\) runs at protocol level 11 with a stream up to p\d+ \(process \d+\), whose binary speaks 9 to 10/,
+  'no-drop-below': /levels: p\d+ \(process \d+\) runs at protocol level 11 with a stream up to p\d+ \(process \d+\), whose binary speaks 9 to 10/,
 };
 
 /**

@@ -101,9 +101,11 @@ export class Upgrader {
     const hosts = Array.from({ length: cluster.size }, (_, p) => p)
       .filter((p) => cluster.binaryOf(p) !== levels && !cluster.removed(p) && cluster.processes(p).length <= 1 && (!raced || (cluster.isUp(p) && p !== proposer)));
     if (hosts.length === 0) return null;
-    // As the runbook says: no restart while a restarted peer still echoes no heartbeat (its old process's confirmations may bind).
-    if (!raced && !this.#quiet()) return null;
     const peer = rng.pick(hosts);
+    // One host at a time, as an operator goes: while no change of the members runs, every other
+    // member is synced, and no restarted peer still echoes no heartbeat (its old process's
+    // confirmations may bind). The race is the operator's mistake, made at once.
+    if (!raced && cluster.isUp(peer) && (!this.#quiet() || !this.#o.changer.quiet() || !cluster.othersSynced(peer))) return null;
     cluster.installBinary(peer, levels);
     const name = levels === nextLevels ? 'UPGRADE' : 'DOWNGRADE';
     transcript.add(time.nowMs, peer, `${name}${raced ? ' (racing a raise)' : ''}: the binary of levels ${levels.oldest} to ${levels.newest}${cluster.isUp(peer) ? ', restarted' : ''}`);
