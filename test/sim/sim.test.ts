@@ -180,10 +180,12 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // ack sets, a leaving member dropped from them, the view lock granted on one head ack): no
   // seed yet shows two views chosen for one epoch.
   'accept-without-promise': 7,
-  'chosen-at-one-acceptance': { seed: 5, net: 'link' },
-  'learner-counted-as-voter': 1,
+  // chosen-at-one-acceptance { seed: 5, net: 'link' }, learner-counted-as-voter 1 and
+  // reused-ordinal 1 until the rolling upgrade (test/sim/upgrader.ts) came to play in them.
+  'chosen-at-one-acceptance': 84,
+  'learner-counted-as-voter': 3,
   'leaving-dropped-early': 2,
-  'reused-ordinal': 1,
+  'reused-ordinal': 16,
   'gate-without-every-head-ack': 339,
   // A learner counted among an eviction's voters: a learner and one voter evict a voter whose
   // lease another voter's echo holds (the seed that found the bug).
