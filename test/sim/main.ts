@@ -10,7 +10,8 @@
  * `--meta P` makes a share P of the holders announce new meta (META) once or twice while they
  * hold, held to META's promise (test/sim/meta-check.ts); off by default for the same reason.
  * `--changes` founds the cluster with the seed's peers beside 1 or 2 spare hosts and draws
- * changes of the members among the faults (test/sim/changer.ts); off by default too.
+ * changes of the members among the faults (test/sim/changer.ts), and a rolling upgrade across
+ * a protocol level (test/sim/upgrader.ts); off by default too.
  *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and

@@ -52,7 +52,8 @@ export interface RunOptions {
   readonly timing?: ScenarioOverrides['timing'];
   /**
    * Changes of the members drawn among the faults (test/sim/changer.ts): the seed's peers found
-   * the cluster beside 1 or 2 spare hosts. Off by default, so that the seeds keep meaning what
+   * the cluster beside 1 or 2 spare hosts; and a rolling upgrade across a protocol level
+   * (test/sim/upgrader.ts), from a generator of its own too. Off by default, so that the seeds keep meaning what
    * they meant; drawn from a generator of its own.
    */
   readonly changes?: boolean;
