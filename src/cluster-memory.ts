@@ -42,7 +42,11 @@ export function loadClusterMemory(dataDir: string): ClusterShape | null {
  * does not speak the recorded level: a restart alone never changes a peer's level.
  */
 export function runningLevel(dataDir: string | undefined, levels: ProtocolLevels, joining?: number, raise = false): number {
-  const before = dataDir === undefined ? null : loadClusterMemory(dataDir);
+  return levelToRun(dataDir === undefined ? null : loadClusterMemory(dataDir), levels, joining, raise);
+}
+
+/** `runningLevel` on the shape a data dir recorded (null: none); the simulator's hosts keep theirs on a virtual disk. */
+export function levelToRun(before: Pick<ClusterShape, 'protocol'> | null, levels: ProtocolLevels, joining?: number, raise = false): number {
   if (before === null && joining !== undefined && !speaks(levels, joining)) {
     throw new LockError(ErrorCode.ConfigInvalid, `the cluster this host joins runs protocol level ${joining}; this binary speaks levels ${levelsText(levels)}: run a binary that speaks it`);
   }

@@ -4,7 +4,7 @@
  */
 import { checkClusterMemory, runningLevel } from './cluster-memory.js';
 import type { JoinTicket } from './runtime/view-store.js';
-import { checkRecordLevel, FileViewStore, foundersOf, prepareViewRecord } from './runtime/view-store.js';
+import { checkRecordLevel, FileViewStore, foundersOf, prepareViewRecord, ticketShapeLevel } from './runtime/view-store.js';
 import { clusterShapeOf } from './cluster-shape.js';
 import type { ClusterConfig } from './config.js';
 import { checkDataDir } from './data-dir.js';
@@ -81,7 +81,7 @@ export async function startPeerServer(opts: PeerServerOptions): Promise<PeerServ
   // The level the data dir records, never another: raising it is the cluster's (docs/operations.md, "Protocol levels").
   // A recovery starts a new cluster: at the newest level, so that the others can join it (rule P9).
   const levels = opts.levels ?? protocolLevels;
-  const joining = opts.join === undefined ? undefined : (opts.join.shapeLevel ?? opts.join.view.level);
+  const joining = opts.join === undefined ? undefined : ticketShapeLevel(opts.join);
   const protocolLevel = runningLevel(opts.dataDir, levels, joining, opts.acceptConfigChange === true || opts.forceNewCluster !== undefined);
   // The agreed view the data dir keeps (docs/reconfiguration.md): the cluster's founders name it on every link.
   const viewStore = opts.dataDir === undefined ? undefined : new FileViewStore(opts.dataDir);

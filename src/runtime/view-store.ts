@@ -93,6 +93,11 @@ export function decodeJoinTicket(text: string): JoinTicket {
   return value;
 }
 
+/** The level of the cluster's shape a join ticket gives (`JoinTicket.shapeLevel`, the view's in tickets of builds before raises). */
+export function ticketShapeLevel(join: JoinTicket): number {
+  return join.shapeLevel ?? join.view.level;
+}
+
 /** Shape guard for a join ticket from the command line. */
 export function isJoinTicket(v: unknown): v is JoinTicket {
   return isRecord(v) && typeof v['cluster'] === 'string' && v['cluster'].length <= limits.clusterNameCharsMax && isIdList(v['founders']) && isLineage(v['lineage']) && isAgreedView(v['view']) &&
@@ -162,7 +167,11 @@ export function recordLevel(record: ViewRecord): number {
  * raised while the cluster runs is never undone by a restart (ERR_CONFIG_INVALID, exit 2).
  */
 export function checkRecordLevel(dataDir: string, levels: ProtocolLevels, join: JoinTicket | undefined): void {
-  const record = loadViewRecord(dataDir);
+  checkLevelOf(loadViewRecord(dataDir), levels, join);
+}
+
+/** `checkRecordLevel` on a record already loaded (null: a new data dir); the simulator's hosts keep theirs on a virtual disk. */
+export function checkLevelOf(record: ViewRecord | null, levels: ProtocolLevels, join: JoinTicket | undefined): void {
   const level = record === null ? join?.view.level : recordLevel(record);
   if (level === undefined || speaks(levels, level)) return;
   const whose = record === null ? 'the cluster this host joins runs' : 'this peer\'s data dir runs';

@@ -342,6 +342,10 @@ export class DialerHandshake {
     if (w.fp !== this.#id.fingerprint) {
       refuseConfig(`peer ${JSON.stringify(this.#targetId)}'s cluster configuration (fingerprint ${w.fp}) differs from this peer's (${this.#id.fingerprint})`, this.#id.shape);
     }
+    // A raise applied while this dial was in its handshake (rule P9): the listener took the level
+    // the hello offered, which may be all its binary speaks. The next dial offers the new one.
+    const level = this.#id.level();
+    if (level > h.v) refuse('wrong_version', `this peer runs at protocol level ${level} now, above the ${h.v} its hello to ${JSON.stringify(this.#targetId)} offered: dialing again at ${level} (the listener may not speak it)`);
     return { inc: w.inc, clock: w.clock, delivered: w.delivered };
   }
 }

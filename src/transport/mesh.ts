@@ -61,6 +61,8 @@ export interface MeshPeerStatus {
   readonly unackedBytes: number;
   /** The newest protocol level that peer's binary advertised in its last handshake with us; null before one. */
   readonly newestLevel: number | null;
+  /** Which of the link's two streams is established now: the one we dialed (`out`), the one it dialed (`in`); `connected` waits for both. */
+  readonly streams: { readonly out: boolean; readonly in: boolean };
 }
 
 /** What views and metrics may read of a mesh: its status, counters and refusals, none of its sends. */
@@ -289,6 +291,7 @@ export class Mesh<P> {
         incarnation: this.#book.known(link.peer.index),
         unackedBytes: link.unackedBytes,
         newestLevel: link.newestLevel,
+        streams: { out: link.out !== null, in: link.in !== null },
       });
     }
     return lines;

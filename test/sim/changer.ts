@@ -87,6 +87,12 @@ export class Changer {
     this.#o.schedule(Math.ceil(s.leaseMs + 4 * s.heartbeatMs) + this.#o.rng.int(0, 4 * s.heartbeatMs), () => this.#tick());
   }
 
+  /** Whether no change is open and every member applied the newest view: another may be asked (test/sim/upgrader.ts's raise). */
+  quiet(): boolean {
+    const view = this.#o.cluster.latestView();
+    return this.#open === 0 && view !== undefined && this.#behind(view).length === 0;
+  }
+
   /** The liveness phase: no new change (one under way runs to its end). */
   stop(): void {
     this.#active = false;

@@ -118,6 +118,11 @@ export class Checker {
     this.#fail(nowMs, `view: ${what}`);
   }
 
+  /** A peer runs at a protocol level its binary does not speak, or has a link up to a binary that does not speak it (rule P9; test/sim/level-check.ts). */
+  levels(nowMs: number, what: string): void {
+    this.#fail(nowMs, `levels: ${what}`);
+  }
+
   /** Invariant 4: requests neither granted, refused, cancelled nor ended by the bound. */
   stuck(nowMs: number, refs: readonly string[]): void {
     if (refs.length > 0) this.#fail(nowMs, `liveness: ${refs.length} request(s) stuck: ${refs.slice(0, 8).join('; ')}`);

@@ -14,7 +14,9 @@ import type { JoinTicket, ViewRecord, ViewStore } from '../../src/runtime/view-s
 import type { AgreedView } from '../../src/core/view.js';
 import { canonicalView } from '../../src/core/view.js';
 import { ErrorCode, LockError } from '../../src/errors.js';
-import { newViewRecord, startRecord } from '../../src/runtime/view-store.js';
+import { checkLevelOf, newViewRecord, startRecord, ticketShapeLevel } from '../../src/runtime/view-store.js';
+import { levelToRun } from '../../src/cluster-memory.js';
+import type { ProtocolLevels } from '../../src/transport/codec.js';
 import { protocolLevels } from '../../src/transport/codec.js';
 import type { ProtocolReader } from '../../src/core/protocol.js';
 import type { Logger } from '../../src/log.js';
@@ -35,6 +37,11 @@ export class SimDisk implements ClockStore {
   hwm = 0;
   /** The agreed view's record (runtime/view-store.ts), as the host's data dir keeps it across its processes. */
   viewRecord: ViewRecord | null = null;
+  /**
+   * The protocol level of the shape the data dir last ran with (what lamport-peer keeps in
+   * `cluster-shape.json`, src/cluster-memory.ts): null until a process started on it.
+   */
+  shapeLevel: number | null = null;
   /** Acceptor ids made on this disk so far: a disk lost and made again gets a new one. */
   #acceptorIds = 0;
   newAcceptorId(): string {
@@ -108,6 +115,7 @@ export class SimDisk implements ClockStore {
     this.bounds.promise = 0;
     this.bounds.echo = 0;
     this.viewRecord = null;
+    this.shapeLevel = null;
   }
 }
 
@@ -131,6 +139,8 @@ export interface SimPeerProcess {
   /** Its log (into the transcript): the runtime's, and its HTTP API's. */
   readonly logger: Logger;
   readonly lease: LeaseTrack;
+  /** The protocol levels its binary speaks (PeerOptions.levels): its host's binary when it started. */
+  readonly levels: ProtocolLevels;
 }
 
 /** One host: its clocks, its disk, and the processes of its peer id (two when duplicated). */
@@ -138,6 +148,8 @@ interface SimHost {
   readonly peer: number;
   readonly clock: HostClock;
   readonly disk: SimDisk;
+  /** The protocol levels of the binary its next process runs (this release's by default; a rolling upgrade swaps it). */
+  levels: ProtocolLevels;
   /** Newest last; the address of the peer id leads to the newest. */
   procs: SimPeerProcess[];
 }
@@ -205,7 +217,7 @@ export class Cluster {
       const clock = new HostClock({ rate: s.clockRates[peer] ?? 1, offsetMs: s.clockOffsetsMs[peer] ?? 0, skewMs: s.skewMs[peer] ?? 0, boot: peer % 2 === 0 });
       const disk = new SimDisk();
       if (s.clockStyle === 'tiny') disk.hwm = o.rng.int(0, 2);
-      return { peer, clock, disk, procs: [] };
+      return { peer, clock, disk, levels: protocolLevels, procs: [] };
     });
     o.checker.validity = (h, nowMs) => this.#holdValid(h, nowMs);
   }
@@ -276,8 +288,42 @@ export class Cluster {
    */
   join(peer: number, ticket: JoinTicket): void {
     const disk = this.#host(peer).disk;
-    disk.viewRecord = startRecord(disk.viewRecord, `p${peer}`, [], protocolLevels.newest, () => disk.newAcceptorId(), ticket);
+    const level = this.#levelToRun(peer, ticket);
+    if (level === null) return;
+    disk.viewRecord = startRecord(disk.viewRecord, `p${peer}`, [], level, () => disk.newAcceptorId(), ticket);
     this.restart(peer);
+  }
+
+  /** Starts refused by lamport-peer's checks of the protocol level (exit 2), for the run's summary. */
+  refusedStarts = 0;
+
+  /** The protocol levels of the binary `peer`'s next process runs. */
+  binaryOf(peer: number): ProtocolLevels {
+    return this.#host(peer).levels;
+  }
+
+  /** Another binary for `peer`'s next process (a rolling upgrade); the running one runs on. */
+  installBinary(peer: number, levels: ProtocolLevels): void {
+    this.#host(peer).levels = levels;
+  }
+
+  /**
+   * The level `peer`'s next process runs at, as lamport-peer's start decides it (server.ts:
+   * cluster-memory.ts `runningLevel`, view-store.ts `checkRecordLevel`), or null when the start
+   * is refused (ERR_CONFIG_INVALID, exit 2): the host stays down.
+   */
+  #levelToRun(peer: number, join?: JoinTicket): number | null {
+    const h = this.#host(peer);
+    try {
+      const level = levelToRun(h.disk.shapeLevel === null ? null : { protocol: h.disk.shapeLevel }, h.levels, join === undefined ? undefined : ticketShapeLevel(join));
+      checkLevelOf(h.disk.viewRecord, h.levels, join);
+      return level;
+    } catch (err) {
+      if (!(err instanceof LockError) || err.code !== ErrorCode.ConfigInvalid) throw err;
+      this.refusedStarts++;
+      this.#o.transcript.add(this.#o.time.nowMs, peer, `START refused: ${err.code} (${err.message.slice(0, 120)})`);
+      return null;
+    }
   }
 
   /** The process clients of `peer` reach (the newest live one, once started), if any. */
@@ -391,14 +437,16 @@ export class Cluster {
     const { time, rng, schedule, net, transcript } = this.#o;
     // What lamport-peer does with the data dir before the runtime starts (server.ts).
     const config = opts.config ?? (peer < this.#founders ? this.#foundersConfig : this.#config);
-    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, protocolLevels.newest, () => h.disk.newAcceptorId());
+    const level = this.#levelToRun(peer);
+    if (level === null) return;
+    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, level, () => h.disk.newAcceptorId());
     const proc = new SimProcess({ id: this.#nextProcId, peer, host: h.clock, time, rng: rng.fork(), schedule });
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
     let runtime: PeerRuntime;
     try {
       runtime = new PeerRuntime({
-        config, id: `p${peer}`, logger, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
+        config, id: `p${peer}`, logger, protocolLevel: level, levels: h.levels, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
         ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
         ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
       });
@@ -412,7 +460,8 @@ export class Cluster {
     }
     this.#nextProcId++;
     if (opts.duplicate === true) this.#duplicated.add(peer);
-    const p: SimPeerProcess = { proc, runtime, logger, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null, synced: false } };
+    h.disk.shapeLevel = level;
+    const p: SimPeerProcess = { proc, runtime, logger, levels: h.levels, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null, synced: false } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
     transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);

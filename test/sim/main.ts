@@ -10,7 +10,8 @@
  * `--meta P` makes a share P of the holders announce new meta (META) once or twice while they
  * hold, held to META's promise (test/sim/meta-check.ts); off by default for the same reason.
  * `--changes` founds the cluster with the seed's peers beside 1 or 2 spare hosts and draws
- * changes of the members among the faults (test/sim/changer.ts); off by default too.
+ * changes of the members among the faults (test/sim/changer.ts), and a rolling upgrade across
+ * a protocol level (test/sim/upgrader.ts); off by default too.
  *
  * `npm run sim -- --mutants [--seeds N] [--net fifo|link]` runs every planted bug instead
  * (N seeds at most each, default 2000, each on both networks unless --net names one) and
@@ -228,6 +229,8 @@ async function main(): Promise<number> {
   const startedMs = performance.now();
   let grants = 0;
   let changesMade = 0;
+  let raises = 0;
+  let refusedStarts = 0;
   const failed: number[] = [];
   const excused: number[] = [];
   for (let seed = cli.seed; seed < cli.seed + cli.seeds; seed++) {
@@ -235,6 +238,8 @@ async function main(): Promise<number> {
     grants += result.grants;
     changesMade += result.changesMade;
     if (result.excused.length > 0) excused.push(seed);
+    raises += result.raises;
+    refusedStarts += result.refusedStarts;
     if (cli.verbose) {
       if (cli.seeds === 1) for (const line of result.transcript.lines()) console.log(line);
       console.log(`seed ${seed}: ${result.scenario.peers} peers, ${result.events} events, ${result.virtualMs}ms, ${result.grants} grants, ${result.violations.length} violations${cli.changes ? `, ${result.changesMade} changes` : ''}`);
@@ -246,7 +251,7 @@ async function main(): Promise<number> {
   const seconds = (performance.now() - startedMs) / 1000;
   if (cli.mutant !== undefined) console.log(`mutant ${cli.mutant}: ${failed.length === 0 ? 'NOT caught' : `first failing seed ${failed[0]}`}`);
   if (failed.length > 1) console.log(`failing seeds: ${failed.slice(0, 20).join(', ')}${failed.length > 20 ? ', ...' : ''}`);
-  if (cli.changes) console.log(`changes of the members made: ${changesMade}`);
+  if (cli.changes) console.log(`changes of the members made: ${changesMade}; level raises made: ${raises}; starts refused for their level: ${refusedStarts}`);
   if (excused.length > 0) console.log(`seeds where a peer waits, by design, for a peer down for good that its incarnation never met (README, "What is not promised"; the transcript says which): ${excused.slice(0, 20).join(', ')}${excused.length > 20 ? ', ...' : ''}`);
   console.log(`${cli.seeds} seeds in ${seconds.toFixed(2)}s (${(cli.seeds / seconds).toFixed(0)} seeds/s)`);
   console.log(`sim: ${cli.seeds} seeds, ${grants} grants, ${failed.length} violations`);

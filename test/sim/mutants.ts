@@ -196,6 +196,13 @@ const mutants = {
   'eviction-counts-non-voters': [at(membership, 'if (this.#members.has(from)) votes++;', 'votes++;')],
   /** A view applied does not re-check the lease: a view whose voters echoed too few heartbeats leaves holds granted past its event (seed 9's bug). */
   'view-without-lease-check': [at(protocol, "if (effects.some((e) => e.type === 'view')) this.#refreshLease(nowMs);", '')],
+  // Protocol levels (rule P9): their seeds run with --changes, which draws a rolling upgrade (test/sim/upgrader.ts).
+  /** A raise is proposed whatever level the members' binaries advertised. */
+  'raise-unspoken': [at('src/runtime/view-change.js', 'const behind = unspoken(members, change.level);', 'const behind = null;')],
+  /** The listener lets in a dialer whose binary speaks no level as high as the one the cluster runs at. */
+  'admit-below-level': [at('src/transport/handshake.js', 'if ((h.newest ?? h.v) < level) {', 'if (false) {')],
+  /** A view applied leaves up the links to binaries below its level. */
+  'no-drop-below': [at('src/runtime/session.js', 'this.#mesh.dropBelow(this.level());', '')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -231,7 +238,8 @@ export function multiChanceOf(mutant: MutantName | undefined): number | undefine
 }
 
 /** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */
-const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack', 'learner-echoes-dropped', 'eviction-counts-non-voters', 'view-without-lease-check'];
+const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack', 'learner-echoes-dropped', 'eviction-counts-non-voters', 'view-without-lease-check',
+  'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

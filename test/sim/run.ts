@@ -12,6 +12,7 @@ import { Cluster } from './cluster.js';
 import type { SimEvent } from './events.js';
 import { EventQueue } from './event-queue.js';
 import { FaultPlan } from './fault-plan.js';
+import { LevelCheck } from './level-check.js';
 import { MetaCheck } from './meta-check.js';
 import type { SimProcess, SimTime } from './host.js';
 import { Wire, randomDelays } from './network.js';
@@ -21,6 +22,7 @@ import { drawScenario } from './scenario.js';
 import type { ScenarioOverrides } from './scenario.js';
 import { SimNetworks } from './sockets.js';
 import { Transcript } from './transcript.js';
+import { Upgrader } from './upgrader.js';
 import { Workload } from './workload.js';
 
 /** What to run. */
@@ -50,7 +52,8 @@ export interface RunOptions {
   readonly timing?: ScenarioOverrides['timing'];
   /**
    * Changes of the members drawn among the faults (test/sim/changer.ts): the seed's peers found
-   * the cluster beside 1 or 2 spare hosts. Off by default, so that the seeds keep meaning what
+   * the cluster beside 1 or 2 spare hosts; and a rolling upgrade across a protocol level
+   * (test/sim/upgrader.ts), from a generator of its own too. Off by default, so that the seeds keep meaning what
    * they meant; drawn from a generator of its own.
    */
   readonly changes?: boolean;
@@ -73,6 +76,9 @@ export interface RunResult {
   readonly changesMade: number;
   /** Peers let wait by design at the end (`excuse`): one sentence each. */
   readonly excused: readonly string[];
+  /** Raises of the protocol level made, and starts refused by the level checks (`changes`: test/sim/upgrader.ts). */
+  readonly raises: number;
+  readonly refusedStarts: number;
 }
 
 /** A hard cap on events per seed: a run that needs more is a bug of the simulator. */
@@ -98,6 +104,10 @@ export interface Parts {
   readonly changer: Changer | null;
   /** Why peers were let wait at the end of the liveness phase, by design (`excuse`). */
   readonly excused: string[];
+  /** The rolling upgrade drawn beside the changes (test/sim/upgrader.ts), or null. */
+  readonly upgrader: Upgrader | null;
+  /** Rule P9's promise, after every task of a process (test/sim/level-check.ts). */
+  readonly levels: LevelCheck;
 }
 
 /** Builds a world for `scenario`; nothing runs until its parts are started. */
@@ -135,7 +145,10 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   // Its own generator: the seed's other draws stay as they are.
   const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript });
-  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer, excused: [] };
+  // Its own generator too: the changer's draws stay as they are.
+  const upgrader = changer === null ? null : new Upgrader({ scenario, rng: new Prng(opts.seed + 0x1e7e1), cluster, changer, schedule: world, time, transcript, wire });
+  const levels = new LevelCheck(checker, cluster, () => time.nowMs);
+  return { queue, time, checker, clients, cluster, workload, faults: plan, transcript, processes, wire, net, meta, changer, upgrader, levels, excused: [] };
 }
 
 /** Runs one seed to its end: the first violation, or every request resolved after faults. */
@@ -149,6 +162,7 @@ export function runSeed(opts: RunOptions): RunResult {
   parts.workload.start();
   parts.faults.start();
   parts.changer?.start();
+  parts.upgrader?.start();
   queue.push(scenario.safetyMs, { k: 'liveness' });
   const loop = { deadlineMs: Number.POSITIVE_INFINITY, events: 0 };
   try {
@@ -159,7 +173,8 @@ export function runSeed(opts: RunOptions): RunResult {
   }
   if (checker.violations.length === 0) checkLiveness(parts, loop.deadlineMs, loop.events);
   const { grants, violations } = checker;
-  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0, excused: parts.excused };
+  return { seed: opts.seed, scenario, grants, events: loop.events, virtualMs: time.nowMs, violations, transcript: parts.transcript, proclaims: parts.clients.proclaims, multiGrants: parts.clients.multiGrants, changesMade: parts.changer?.made ?? 0,
+    raises: parts.upgrader?.raised ?? 0, refusedStarts: parts.cluster.refusedStarts, excused: parts.excused };
 }
 
 function runLoop(parts: Parts, scenario: Scenario, loop: { deadlineMs: number; events: number }): void {
@@ -205,6 +220,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
   if (did === false || p === undefined) return;
   parts.cluster.afterTask(p);
   parts.meta.afterTask(p);
+  parts.levels.afterTask(p);
 }
 
 /**
@@ -217,6 +233,7 @@ function dispatch(parts: Parts, ev: SimEvent): void {
  */
 function startLiveness(parts: Parts, s: Scenario): number {
   parts.changer?.stop();
+  parts.upgrader?.stop();
   const dead = parts.faults.heal();
   parts.workload.stopIssuing();
   parts.workload.probe();

@@ -133,6 +133,20 @@ describe('protocol levels in the handshake', () => {
     expect(outcome(() => l.onHello(wire(new DialerHandshake(identity('p2', nineToEleven, 10, 11), 'p0').hello(7)), 100)).reason).toBe('wrong_version');
   });
 
+  it('refuses the welcome to a hello at a level below the one the dialer runs at by then (a raise applied mid-handshake), so it dials again at it', () => {
+    // The listener's binary speaks up to 10 and accepts the hello at 10; the dialer's view is raised to 11 before the welcome comes.
+    let level = 10;
+    const dialer: HandshakeIdentity = { ...identity('p2', { oldest: 9, newest: 11 }, 10), level: () => level };
+    const d = new DialerHandshake(dialer, 'p0');
+    const l = new ListenerHandshake(identity('p0', nineToTen, 10), gate());
+    const auth = d.onChallenge(wire(l.onHello(wire(d.hello(7)), 100)));
+    expect(l.onAuth(wire(auth), 101).newest).toBe(11);
+    level = 11;
+    expect(outcome(() => d.onWelcome(wire(l.welcome(3, 8))))).toEqual({
+      reason: 'wrong_version', message: 'this peer runs at protocol level 11 now, above the 10 its hello to "p0" offered: dialing again at 11 (the listener may not speak it)',
+    });
+  });
+
   it('refuses a hello that advertises less than the level it runs at', () => {
     const hello = { ...new DialerHandshake(identity('p2', nineToTen, 10), 'p0').hello(7), newest: 9 };
     expect(() => decodeFrame(encodeFrame(hello), anyPayload)).toThrow(/malformed hello/);

@@ -54,7 +54,7 @@ describe('mesh', () => {
     try {
       mesh.send(1, { n: 1 });
       expect(mesh.stats().messagesDropped).toBe(1);
-      expect(mesh.status()).toEqual([{ peer: 1, id: 'p1', connected: false, lastHeardMs: null, rttMs: null, incarnation: null, unackedBytes: 0, newestLevel: null }]);
+      expect(mesh.status()).toEqual([{ peer: 1, id: 'p1', connected: false, lastHeardMs: null, rttMs: null, incarnation: null, unackedBytes: 0, newestLevel: null, streams: { out: false, in: false } }]);
     } finally {
       await mesh.close();
     }
