@@ -187,6 +187,15 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // A view applied that removes the voter whose echo carried a peer's lease: its holds outlive
   // the event (seed 9 found it, and now ends in a stall of its own).
   'view-without-lease-check': { seed: 110, net: 'link' },
+  // The fixes of the changes' runtime, each reverted, caught by the seed that found its bug: a
+  // restarted peer waits for a member that left, whose process it met (commit fc1244c; the
+  // review scenario restartMeetsLeftMember too); a LEFT that removes the last member a
+  // request waited for leaves it waiting (a86f82a); a zombie told of its newer process rejoins
+  // below it on the refusal of a peer that never met that one (11df3a5; the review scenario
+  // twinRefusedByPeerBlindToNewer too).
+  'left-member-rejoins-ack-set': 177,
+  'left-without-issuing': { seed: 7, net: 'link' },
+  'zombie-forgets-newer': 45,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -196,6 +205,9 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'reused-ordinal': /view: ordinal \d+ given to/,
   'eviction-counts-non-voters': /eviction: p\d+ \(process \d+\) evicted p\d+ .* while its lease held/,
   'view-without-lease-check': /self-fencing: p\d+ \(process \d+\) has no lease/,
+  'left-member-rejoins-ack-set': /liveness: \d+ request\(s\) stuck/,
+  'left-without-issuing': /liveness: \d+ request\(s\) stuck/,
+  'zombie-forgets-newer': /zombie: p\d+ \(process \d+\) rejoined as [\d.]+ above process \d+'s/,
 };
 
 /**
