@@ -8,9 +8,9 @@
  * (their changes run as the changer alone draws them); in the others, the kinds:
  * - the proposer is cut off from everyone as its own acceptance lands (its ACCEPTs wait), or
  *   crashes then (they are lost);
- * - its ACCEPTs reach only some members (the others' directions cut), and once it commits it is
- *   cut off from everyone (its VIEW waits);
- * - it is cut off as it commits;
+ * - its ACCEPTs reach only some members (the others' directions cut), and once a new view lands
+ *   on its disk (its own commit, or one it applies) it is cut off from everyone (its VIEW waits);
+ * - it is cut off as a new view lands on its disk;
  * - another member is cut off while the change gathers its head acks (rule P3 i's gate).
  * A change is sometimes raced by another member's, asked at once (beside the changer's own races).
  * After a proposer's fault, another member is often asked for a change of its own: the next
@@ -98,7 +98,7 @@ export class ProposerFaults {
       } else if (committed && (kind === 'cut-at-commit' || (kind === 'some-at-accept' && struck))) {
         disk.onViewSaved = null;
         if (!struck) this.#followUp(at);
-        this.#cutOff(at, 'as it commits');
+        this.#cutOff(at, 'as a new view lands on its disk');
       }
     };
     return () => {
