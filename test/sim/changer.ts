@@ -9,7 +9,11 @@
  * refuses to start (ERR_REMOVED), or catches up and learns it.
  *
  * Every change runs through the production runtime (`PeerRuntime.startChange`); the changer
- * only picks what to ask and where, and reads the agreed view from the hosts' data dirs.
+ * only picks what to ask and where, and reads the agreed view from the hosts' data dirs. On a
+ * stream of their own, faults strike some changes at the moments their rules guard
+ * (proposer-faults.ts: the proposer cut off or crashed as its own acceptance lands, its ACCEPTs
+ * reaching only some members, cut off as it commits, another member cut off during the gate;
+ * another member asked at once, or while the proposer is out).
  *
  * Not drawn with --changes: 256-byte frames (4 KiB instead: a view's frame is not split), lost data dirs (a voter whose view.json is lost comes back at epoch
  * 0; its acceptor id is not checked yet, F70/F76 are not built) and the episodes, which script
@@ -23,6 +27,8 @@ import type { Cluster } from './cluster.js';
 import type { ScheduleWorld } from './events.js';
 import type { SimTime } from './host.js';
 import type { Prng } from '../support/prng.js';
+import type { ProposerFaultSource } from './proposer-faults.js';
+import { ProposerFaults } from './proposer-faults.js';
 import type { Scenario } from './scenario.js';
 import type { Transcript } from './transcript.js';
 
@@ -60,6 +66,8 @@ export interface ChangerOptions {
   readonly schedule: ScheduleWorld;
   readonly time: SimTime;
   readonly transcript: Transcript;
+  /** Faults at the moments a change's rules guard (proposer-faults.ts), on a stream of their own. */
+  readonly proposerFaults?: ProposerFaultSource;
 }
 
 /** The peer index of a member id (`p3` -> 3). */
@@ -76,9 +84,15 @@ export class Changer {
   readonly #added = new Set<number>();
   /** Changes made, for the run's summary. */
   made = 0;
+  readonly #faults: ProposerFaults | null;
 
   constructor(o: ChangerOptions) {
     this.#o = o;
+    const f = o.proposerFaults;
+    this.#faults = f === undefined ? null : new ProposerFaults({ ...f, scenario: o.scenario, cluster: o.cluster, schedule: o.schedule, time: o.time, transcript: o.transcript,
+      askAnother: (except, rng) => {
+        if (this.#active) this.#draw(rng, except);
+      } });
   }
 
   /** Schedules the first change once the cluster has formed. */
@@ -96,6 +110,7 @@ export class Changer {
   /** The liveness phase: no new change (one under way runs to its end). */
   stop(): void {
     this.#active = false;
+    this.#faults?.stop();
   }
 
   #tick(): void {
@@ -109,22 +124,22 @@ export class Changer {
     schedule(time.nowMs + rng.int(1, 3 * s.heartbeatMs), () => this.#tick());
   }
 
-  /** Draws one change among those the newest view allows, and asks a running member for it. */
-  #draw(): void {
-    const { cluster, rng } = this.#o;
+  /** Draws one change among those the newest view allows, and asks a running member (not `except`) for it. */
+  #draw(rng = this.#o.rng, except = -1): void {
+    const { cluster } = this.#o;
     const view = cluster.latestView();
     if (view === undefined) return;
     const behind = this.#behind(view);
     // P4's catch-up is not built: a member two epochs behind never applies the newest view
     // (docs/reconfiguration.md, "What is built"). So the next change waits until every member
     // applied the newest one, but for the removal of a member one behind (a dead voter).
-    const options = behind.length === 0 ? this.#options(view) : this.#options(view).filter((c) => c.op === 'remove' && behind.includes(c.id));
+    const options = behind.length === 0 ? this.#options(view, rng) : this.#options(view, rng).filter((c) => c.op === 'remove' && behind.includes(c.id));
     if (options.length === 0) return;
     const change = rng.pick(options);
-    const voters = view.members.filter((m) => m.state === 'voter' && cluster.current(peerOf(m.id)) !== undefined);
+    const voters = view.members.filter((m) => m.state === 'voter' && cluster.current(peerOf(m.id)) !== undefined && peerOf(m.id) !== except);
     const at = voters.length === 0 ? undefined : rng.pick(voters);
     if (at === undefined) return;
-    this.#ask(peerOf(at.id), change);
+    this.#ask(peerOf(at.id), change, rng);
   }
 
   /** Members of `view` not leaving whose data dir has not applied it (learners never started aside). */
@@ -139,8 +154,8 @@ export class Changer {
   }
 
   /** The changes drawn from: each kind the view allows, once. */
-  #options(view: AgreedView): ViewChange[] {
-    const { cluster, rng } = this.#o;
+  #options(view: AgreedView, rng: Prng): ViewChange[] {
+    const { cluster } = this.#o;
     const out: ViewChange[] = [];
     const spare = Array.from({ length: cluster.size }, (_, p) => p).find((p) => p >= cluster.founders && !this.#added.has(p));
     if (spare !== undefined) out.push({ op: 'add', id: `p${spare}`, ws: `ws://p${spare}:1`, http: `127.0.0.1:${1000 + spare}` });
@@ -158,8 +173,8 @@ export class Changer {
   }
 
   /** Asks member `at` for `change`; its answer (or its deadline) ends it. */
-  #ask(at: number, change: ViewChange): void {
-    const { cluster, rng, scenario: s, schedule, time, transcript } = this.#o;
+  #ask(at: number, change: ViewChange, rng = this.#o.rng): void {
+    const { cluster, scenario: s, schedule, time, transcript } = this.#o;
     const p = cluster.current(at);
     if (p === undefined) return;
     const n = ++this.#asked;
@@ -168,9 +183,11 @@ export class Changer {
     if (change.op === 'add') this.#added.add(peerOf(change.id));
     this.#open++;
     let open = true;
+    const disarm = this.#faults?.arm(at, this.#open > 1);
     const close = (): void => {
       if (open) this.#open--;
       open = false;
+      disarm?.();
     };
     transcript.add(time.nowMs, at, `CHANGE #${n} asked: ${what} (timeout ${timeoutMs} ms)`);
     // Its process may die meanwhile: the changer goes on after the deadline, answered or not.

@@ -58,8 +58,11 @@ export class SimDisk implements ClockStore {
     save: (record) => {
       if (this.failing) throw new Error('EROFS: read-only file system');
       this.viewRecord = JSON.parse(JSON.stringify(record)) as ViewRecord;
+      this.onViewSaved?.(this.viewRecord);
     },
   };
+  /** Told of each record written, in the writing process's task, before what depends on it leaves (the changer's proposer faults). */
+  onViewSaved: ((record: ViewRecord) => void) | null = null;
   /** The bounds the last process left (ClockStore.loadBound). */
   readonly bounds: Record<Bound, number> = { promise: 0, echo: 0 };
   /** While true, every write throws (disk full, read-only file system). */

@@ -203,6 +203,12 @@ const mutants = {
   'admit-below-level': [at('src/transport/handshake.js', 'if ((h.newest ?? h.v) < level) {', 'if (false) {')],
   /** A view applied leaves up the links to binaries below its level. */
   'no-drop-below': [at('src/runtime/session.js', 'this.#mesh.dropBelow(this.level());', '')],
+  /** A member that left is let back into the ack set when its live process joins a new incarnation of ours (rule P6; fix fc1244c, seed 177's bug). */
+  'left-member-rejoins-ack-set': [at(machine, 'if (this.#changes.leftPeers().includes(peer)) return;', '')],
+  /** A LEFT that removes the last member a waiting request waited for does not issue it (fix a86f82a, seed 7 --net link's bug). */
+  'left-without-issuing': [at('src/core/view-steps.js', 'if (this.#h.synced()) this.#h.issuePending(); } /** Rule P6: our own removal.', '} /** Rule P6: our own removal.')],
+  /** A zombie rejoins on a refusal from a peer that never met the newer process of its id a refusal named before (fix 11df3a5, seed 45's bug). */
+  'zombie-forgets-newer': [at(protocol, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -241,7 +247,10 @@ export function multiChanceOf(mutant: MutantName | undefined): number | undefine
 const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack', 'learner-echoes-dropped', 'eviction-counts-non-voters', 'view-without-lease-check',
   'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
+/** The mutants that revert fixes of the changes' runtime (their seeds run with `--changes` too). */
+const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer'];
+
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {
-  return mutant !== undefined && changeMutants.includes(mutant);
+  return mutant !== undefined && (changeMutants.includes(mutant) || changeFixMutants.includes(mutant));
 }

@@ -1,7 +1,15 @@
 /** The executions of test/sim/review-scenarios.ts, each with what its fix promises. */
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dropPlanted, plantedModule } from './planted.js';
 import { runSeed } from './run.js';
+import type * as Review from './review-scenarios.js';
 import { ownChangeRetried, removedAsksItself, replacedWhileCutOff, restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
+
+/** The scenarios as the build with `mutant` planted runs them (test/sim/planted.ts). */
+const planted = (mutant: 'left-member-rejoins-ack-set' | 'zombie-forgets-newer'): Promise<typeof Review> => plantedModule<typeof Review>(mutant, 'test/sim/review-scenarios.js');
+
+// The patched copies of the build the planted bugs ran in.
+afterAll(dropPlanted);
 
 describe('changes of the view, as the review found them', () => {
   it('a member replaced while cut off, back after its retirement, grants nothing and breaks nothing', () => {
@@ -43,6 +51,15 @@ describe('changes of the view, as the review found them', () => {
     expect(r.violations).toEqual([]);
     expect(r.p3Granted).toBe(true);
     expect(r.p0Granted).toBe(true);
+  });
+
+  it('catches the planted bugs of those two fixes: the twin rejoins above its newer process; the restarted peer waits for the member that left', async () => {
+    const twin = (await planted('zombie-forgets-newer')).twinRefusedByPeerBlindToNewer();
+    expect(twin.xStayedOut).toBe(false);
+    expect(twin.violations.join('\n')).toMatch(/zombie: p0 \(process 1\) rejoined as [\d.]+ above process \d+'s [\d.]+, which lives/);
+    const left = (await planted('left-member-rejoins-ack-set')).restartMeetsLeftMember();
+    expect(left.violations).toEqual([]);
+    expect([left.p3Granted, left.p0Granted]).toEqual([false, false]);
   });
 
   it('the liveness check lets wait, and names, only the peers that wait for a removed member down that they never met (simulator seed 171 --changes)', () => {

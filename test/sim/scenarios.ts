@@ -16,6 +16,7 @@ import type { Parts } from './run.js';
 import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
+import { restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
 import { promotedWhileVoterDown } from './view-scenarios.js';
 
 /**
@@ -726,5 +727,14 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'learner-echoes-dropped': { name: 'promotedWhileVoterDown', held: () => {
     const r = promotedWhileVoterDown();
     return r.held && r.violations.length === 0;
+  } },
+  // The review's executions of changes of the view (test/sim/review-scenarios.ts); seeds catch them too.
+  'left-member-rejoins-ack-set': { name: 'restartMeetsLeftMember', held: () => {
+    const r = restartMeetsLeftMember();
+    return r.p3Granted && r.p0Granted && r.violations.length === 0;
+  } },
+  'zombie-forgets-newer': { name: 'twinRefusedByPeerBlindToNewer', held: () => {
+    const r = twinRefusedByPeerBlindToNewer();
+    return r.xStayedOut && r.violations.length === 0;
   } },
 };
