@@ -85,6 +85,11 @@ export class LeaseTracker {
     return this.#members.others().filter((p) => (this.#echoedSentAt[p] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs <= nowMs);
   }
 
+  /** Whether an echo of `peer` (a learner's too) would vouch for the lease at `nowMs`, were it a voter. */
+  echoedBy(peer: number, nowMs: number): boolean {
+    return (this.#echoedSentAt[peer] ?? Number.NEGATIVE_INFINITY) + this.#leaseMs > nowMs;
+  }
+
   /** True while the lease holds at `nowMs`. */
   valid(nowMs: number): boolean {
     return this.#until > nowMs;

@@ -38,7 +38,7 @@ const noOutputs: readonly ProtocolOutput[] = Object.freeze([]);
  * its queries, none of its inputs.
  */
 export type ProtocolReader = Pick<PeerProtocol, 'incarnation' | 'machine' | 'supersededError' | 'peerId' | 'leaseValidUntilMs' | 'leaseSilentPeers'
-  | 'joinsHeldLeftMs' | 'quietLeftMs' | 'isEvicted' | 'membershipDecided' | 'waiting' | 'silence'>;
+  | 'joinsHeldLeftMs' | 'quietLeftMs' | 'leaseEchoedBy' | 'isEvicted' | 'membershipDecided' | 'waiting' | 'silence'>;
 
 /** One incarnation's whole protocol: inputs in, outputs out. */
 export class PeerProtocol {
@@ -212,6 +212,11 @@ export class PeerProtocol {
   /** Peers whose echoes no longer vouch for our lease. */
   leaseSilentPeers(nowMs: number): number[] {
     return this.#lease.silentPeers(nowMs);
+  }
+
+  /** Whether an echo of `peer`, voter or learner, would vouch for our lease at `nowMs` (a promotion waits for one). */
+  leaseEchoedBy(peer: number, nowMs: number): boolean {
+    return this.#lease.echoedBy(peer, nowMs);
   }
 
   quietLeftMs(nowMs: number): number {

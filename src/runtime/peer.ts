@@ -367,6 +367,11 @@ export class PeerRuntime implements LockService {
       env: this.#env, log: this.#log,
       view: () => this.view,
       memberLevels: () => this.inspect.members().members,
+      silent: (id) => {
+        const m = this.view.members.find((x) => x.id === id);
+        const session = this.#sessions.get();
+        return m !== undefined && !session.protocol.leaseEchoedBy(m.ordinal, session.nowMs());
+      },
       refusal: () => this.#views.refusal() ?? this.#refusal() ?? this.#stallOf(change),
       machine: () => this.inspect.protocol.machine,
       request: (lock, o, cb) => this.request(lock, o, cb),

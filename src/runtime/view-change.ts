@@ -76,6 +76,8 @@ export interface ChangeHost {
   view(): AgreedView;
   /** The newest level each member's binary advertised, this peer's included. */
   memberLevels(): readonly MemberLevel[];
+  /** Whether no echo of member `id` (a learner's too) would vouch for this peer's lease now (core/lease.ts `echoedBy`). */
+  silent(id: string): boolean;
   /** Why this peer cannot take part in a change now, if it cannot (no data dir, a level below 10). */
   refusal(): LockError | null;
   /** The core's view of its proposal. */
@@ -162,6 +164,10 @@ class ChangeRun {
     const view = this.#host.machine().clusterView;
     // The incarnation that was granted the lock ended meanwhile (its holds ended with it).
     if (!hold.live || view === null) return this.#again();
+    // A learner promoted before its echoes reach this peer would count in the majority of every
+    // lease from the view on, and lapse it at once while a voter is down (member-replace.test.ts
+    // saw every hold of the proposer and another voter end): wait for its echo first.
+    if (this.#change.op === 'promote' && this.#host.silent(this.#change.id)) return this.#again();
     const target = changed(view, this.#change, this.#host.memberLevels());
     if (typeof target === 'string') {
       // Our own change, proposed by an earlier try and finished by the next holder: made.

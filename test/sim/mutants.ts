@@ -190,7 +190,7 @@ const mutants = {
   'reused-ordinal': [at('src/core/view.js', 'const member = { id: change.id, ordinal: view.nextOrdinal,', 'const member = { id: change.id, ordinal: view.members.length,')],
   /** The view lock is granted with a head ack from any one member of its ack set, not every one (rule P3 i). */
   'gate-without-every-head-ack': [at('src/core/view-changes.js', 'return ackSet.every((p) => { const h = this.#headAcks.get(p);', 'return ackSet.length === 0 || ackSet.some((p) => { const h = this.#headAcks.get(p);')],
-  /** A learner's heartbeat echoes are dropped: once promoted, it vouches for no lease until it echoes again (P5; the promotion's lease lapse of commit c551f32). */
+  /** A learner's heartbeat echoes are dropped: a promotion, which waits for the learner's echo (runtime/view-change.ts), is never made (P5). */
   'learner-echoes-dropped': [at('src/core/lease.js', 'this.#echoedSentAt[peer] = sentAtMs; if (this.#members.has(peer)) this.#recompute();', 'if (!this.#members.has(peer)) return; this.#echoedSentAt[peer] = sentAtMs; this.#recompute();')],
   /** An eviction counts every member's confirmation, a learner's or leaving member's own suspicion too, not the voters' only (P5, P6; seed 242's bug). */
   'eviction-counts-non-voters': [at(membership, 'if (this.#members.has(from)) votes++;', 'votes++;')],

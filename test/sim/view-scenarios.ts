@@ -107,3 +107,28 @@ export function promotedWhileVoterDown(): { added: ChangeOutcome; promoted: Chan
   runUntil(parts, 16_000);
   return { added: added(), promoted: promoted(), held: hold.state === 'held', told: hold.told, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
+
+/**
+ * p2 down and evicted, p3 added; p0 is asked to promote p3 the moment p3 joined it, before any
+ * echo of p3 reached p0 (CI saw it on real processes: `member replace` promotes as soon as the
+ * learner shows connected). The promotion waits for p3's echo, so p0's lease never lapses.
+ */
+export function promotedAsItJoins(): { promoted: ChangeOutcome; held: boolean; told: readonly string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 4);
+  runUntil(parts, 3000);
+  parts.cluster.crash(2);
+  runUntil(parts, 8000); // p2 evicted (evict_ms 3 s).
+  const added = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
+  runUntil(parts, 9000);
+  if (added() === null) throw new Error('p3 was not added');
+  const p0 = parts.cluster.current(0);
+  if (p0 === undefined) throw new Error('p0 is not running');
+  const hold = parts.clients.acquire(p0, 'x', { mode: 'exclusive', limit: 1, permits: 1, owner: 'c0', meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null }, false, true);
+  runUntil(parts, 9500);
+  joinHost(parts, 0, 3);
+  let t = 9500;
+  while (p0.runtime.inspect.protocol.machine.incarnation(3) === undefined && t < 12_000) runUntil(parts, (t += 1));
+  const promoted = change(parts, 0, { op: 'promote', id: 'p3' });
+  runUntil(parts, 14_000);
+  return { promoted: promoted(), held: hold.state === 'held', told: hold.told, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
