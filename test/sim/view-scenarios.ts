@@ -65,14 +65,20 @@ export function joinHost(parts: Parts, from: number, peer: number): void {
   parts.cluster.join(peer, member.runtime.joinTicket());
 }
 
-/** Three founders add p3, which joins as a learner, is promoted, and is granted a lock. */
-export function addJoinPromote(): { added: ChangeOutcome; promoted: ChangeOutcome; p3Granted: boolean; views: string[]; violations: readonly string[]; transcript: readonly string[] } {
-  const parts = foundedBy(3, 4);
+/** p0 adds p3 at 3 s, p3 joins with its ticket at 4 s; at 7 s, the outcome of the add. */
+function addedAndJoined(parts: Parts): () => ChangeOutcome {
   runUntil(parts, 3000);
   const added = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
   runUntil(parts, 4000);
   joinHost(parts, 0, 3);
   runUntil(parts, 7000);
+  return added;
+}
+
+/** Three founders add p3, which joins as a learner, is promoted, and is granted a lock. */
+export function addJoinPromote(): { added: ChangeOutcome; promoted: ChangeOutcome; p3Granted: boolean; views: string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 4);
+  const added = addedAndJoined(parts);
   const promoted = change(parts, 1, { op: 'promote', id: 'p3' });
   runUntil(parts, 10_000);
   let p3Granted = false;
@@ -92,11 +98,7 @@ export function addJoinPromote(): { added: ChangeOutcome; promoted: ChangeOutcom
  */
 export function promotedWhileVoterDown(): { added: ChangeOutcome; promoted: ChangeOutcome; held: boolean; told: readonly string[]; violations: readonly string[]; transcript: readonly string[] } {
   const parts = foundedBy(3, 4);
-  runUntil(parts, 3000);
-  const added = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
-  runUntil(parts, 4000);
-  joinHost(parts, 0, 3);
-  runUntil(parts, 7000);
+  const added = addedAndJoined(parts);
   parts.cluster.crash(2);
   const p0 = parts.cluster.current(0);
   if (p0 === undefined) throw new Error('p0 is not running');
