@@ -31,6 +31,18 @@ export interface OwnRequest {
   state: OwnState;
 }
 
+/** The first part of a request of ours: the lock its effects and explanations name. */
+export function firstPart(own: OwnRequest): RequestPart {
+  const part = own.parts[0];
+  assert(part !== undefined, 'a request names a lock');
+  return part;
+}
+
+/** The first lock a request of ours names. */
+export function firstLock(own: OwnRequest): string {
+  return firstPart(own).lock;
+}
+
 /** One entry of a lock's queue as the HTTP API shows it. */
 export interface QueueEntry extends QueuedRequest {
   readonly token: bigint;

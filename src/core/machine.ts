@@ -2,25 +2,26 @@
  * The protocol core: Lamport's mutual exclusion (docs/design.md section 3) as a pure state machine,
  * `step(event) -> effects` (the etcd-io/raft pattern). No sockets, timers, clocks or
  * randomness: the runtime feeds events and executes effects, and the simulator drives the
- * very same code under any interleaving it draws from a seed.
+ * very same code under any interleaving it draws from a seed. The steps of its own clients'
+ * requests are in core/own-steps.ts, those of changes of the view in core/view-steps.ts.
  */
 import { assert, assertNever } from '../assert.js';
 import { limits } from '../limits.js';
 import type { Effect, Explanation, MachineEvent } from './effects.js';
 import { EffectBuffer } from './effects.js';
-import type { OwnRequest, QueueEntry } from './lock-table.js';
+import type { QueueEntry } from './lock-table.js';
 import type { QueueLog } from './queue-log.js';
 import { LockTable, addStamp } from './lock-table.js';
 import { removeOneByOneMax } from './request-queue.js';
 import type { Packet, PeerMessage, ReleaseMessage } from './messages.js';
-import { fromRequestMessage, toRequestMessage, viewLock } from './messages.js';
+import { fromRequestMessage, toRequestMessage } from './messages.js';
 import type { Members } from './members.js';
+import { OwnSteps } from './own-steps.js';
 import { PeerView } from './peer-view.js';
 import type { Proposal } from './view-changes.js';
 import { ViewChanges } from './view-changes.js';
 import { ViewSteps } from './view-steps.js';
-import type { Incarnation, Meta, RequestPart } from './types.js';
-import { tokenOf } from './types.js';
+import type { Incarnation } from './types.js';
 import type { AcceptorState } from './acceptor.js';
 import type { AgreedView } from './view.js';
 import { ordinalsIn } from './view.js';
@@ -58,7 +59,8 @@ export class Machine {
   readonly #locks: LockTable;
   /** The view, the incarnations met and refused, and lastTs per peer. */
   readonly #peers: PeerView;
-  #leaseValid = true;
+  /** Our own clients' requests, the lease and the fence (core/own-steps.ts). */
+  readonly #own: OwnSteps;
   /** What the current step produces, emptied at its end. */
   readonly #out = new EffectBuffer();
 
@@ -75,17 +77,22 @@ export class Machine {
       setMembers: (m) => (this.#members = m),
       tick: () => ++this.#clock,
       synced: () => this.synced,
-      issuePending: () => this.#issuePending(),
+      issuePending: () => this.#own.issuePending(),
       dropPeerRequests: (p) => this.#dropPeerRequests(p),
-      fence: () => (this.#fenced = true),
-      announceRelease: (own) => this.#announceRelease(own),
+      fence: () => this.#own.halt(),
+      announceRelease: (own) => this.#own.announceRelease(own),
+    });
+    this.#own = new OwnSteps({
+      self: this.self, changes: this.#changes, locks: this.#locks, peers: this.#peers, out: this.#out,
+      members: () => this.#members,
+      tick: () => ++this.#clock,
     });
     // A new incarnation of a member its view removes (a rejoin after its removal): removed from
     // the start, it issues and grants nothing (rule P6), whatever its clients ask.
     const me = opts.view?.members.find((m) => m.ordinal === this.self);
     if (opts.view !== undefined && (me === undefined || me.state === 'leaving')) {
       this.#changes.remove();
-      this.#fenced = true;
+      this.#own.halt();
     }
   }
 
@@ -153,7 +160,7 @@ export class Machine {
 
   /** Whether this peer currently holds a lease (the runtime decides, the core obeys). */
   get leaseValid(): boolean {
-    return this.#leaseValid;
+    return this.#own.leaseValid;
   }
 
   /** Peers whose requests count (configured, not evicted), this one excluded. */
@@ -166,13 +173,13 @@ export class Machine {
     const wasReady = this.ackReady;
     switch (event.type) {
       case 'acquire':
-        this.#onAcquire(event.ref, event.parts, event.noWait);
+        this.#own.acquire(event.ref, event.parts, event.noWait);
         break;
       case 'release':
-        this.#onLocalRelease(event.ref);
+        this.#own.release(event.ref);
         break;
       case 'meta':
-        this.#onLocalMeta(event.ref, event.meta);
+        this.#own.meta(event.ref, event.meta);
         break;
       case 'packet':
         this.#onPacket(event.from, event.inc, event.packet);
@@ -184,13 +191,13 @@ export class Machine {
         this.#onEvicted(event.peer, event.inc, event.last === true, event.metHeld === true);
         break;
       case 'lease':
-        this.#onLease(event.valid);
+        this.#own.lease(event.valid);
         break;
       case 'superseded':
         this.#peers.supersede(event.peer);
         break;
       case 'fence':
-        this.#onFence();
+        this.#own.fence();
         break;
       case 'propose':
         this.#viewSteps.propose(event.view);
@@ -206,83 +213,6 @@ export class Machine {
     return this.#out.flush(this.#clock, !ready);
   }
 
-  #onAcquire(ref: number, parts: readonly RequestPart[], noWait: boolean): void {
-    // A limit on every queue (docs/style.md convention 9): a new request of ours is refused
-    // when one of its locks already has this many here. Other peers' requests are always
-    // queued: refusing one would break the agreement on the order.
-    const full = parts.find((p) => this.#locks.queued(p.lock) >= limits.queuedPerLockMax);
-    if (full !== undefined) {
-      this.#out.push({ type: 'full', ref, lock: full.lock });
-      return;
-    }
-    const own: OwnRequest = { ref, parts: [...parts], noWait, ts: 0, state: 'pending' };
-    this.#locks.addOwn(own);
-    // A request leaves only while we are synced AND hold a lease: a request issued without
-    // a lease could outlive an eviction we were never told of and be granted, on acks heard
-    // before it, below grants the majority made meanwhile (simulator seed 276422).
-    if (this.#fenced) {
-      this.#out.push({ type: 'ended', ref, lock: firstLock(own), reason: 'lease_lost' });
-      this.#locks.dropOwn(own);
-      return;
-    }
-    if (this.synced && this.#leaseValid && this.#mayRequest()) this.#issue(own);
-  }
-
-  /**
-   * Rule 1: clock++, queue (ts, self), send REQUEST to every peer in the view: one REQUEST
-   * per lock the request names, all at the one timestamp.
-   */
-  #issue(own: OwnRequest): void {
-    this.#clock += 1;
-    own.ts = this.#clock;
-    own.state = 'waiting';
-    for (const request of this.#locks.enqueueOwn(own)) this.#broadcast(toRequestMessage(request, own.noWait));
-    this.#recheckParts(own);
-  }
-
-  /** Rules 4 and 5: a release, or the cancel of a waiting request, which is the same. */
-  #onLocalRelease(ref: number): void {
-    const own = this.#locks.own(ref);
-    if (own === undefined) return; // Already ended by the core (lease lost): nothing to do.
-    this.#dropOwn(own);
-    this.#recheckParts(own);
-  }
-
-  /** Rule 3 on every lock `own` names (it was issued, or it left their queues). */
-  #recheckParts(own: OwnRequest): void {
-    for (const { lock } of own.parts) this.#recheck(lock);
-  }
-
-  /**
-   * New meta for a request of ours: every queue that holds it takes it (META); one not
-   * issued yet carries it in its REQUEST. No rule reads meta, so nothing is re-checked.
-   */
-  #onLocalMeta(ref: number, meta: Meta | null): void {
-    const own = this.#locks.own(ref);
-    if (own === undefined) return;
-    if (own.state === 'pending') {
-      own.parts.forEach((part, i) => (own.parts[i] = { lock: part.lock, spec: { ...part.spec, meta } }));
-      return;
-    }
-    this.#clock += 1;
-    for (const { lock } of own.parts) {
-      this.#locks.setMeta(lock, own.ts, this.self, meta);
-      this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });
-    }
-  }
-
-  #dropOwn(own: OwnRequest): void {
-    this.#locks.dropOwn(own);
-    this.#announceRelease(own);
-  }
-
-  /** Rule 4's RELEASE of a request of ours that left our queues, for every lock it names (none for one never issued). */
-  #announceRelease(own: OwnRequest): void {
-    if (own.state === 'pending') return;
-    this.#clock += 1;
-    for (const { lock } of own.parts) this.#broadcast({ t: 'rel', lock, ts: own.ts });
-  }
-
   #onPacket(from: number, inc: Incarnation, packet: Packet): void {
     if (!this.#peers.isLive(from, inc)) return;
     this.#clock = Math.max(this.#clock, packet.c) + 1;
@@ -291,7 +221,7 @@ export class Machine {
     // A packet marked unready lets us in, no more: its sender's clock may be below grants a
     // predecessor of its made, which we never saw (docs/design.md section 5, "Successors").
     this.#peers.heard(from, packet.c, packet.u !== true);
-    if (!wasSynced && this.synced) this.#issuePending();
+    if (!wasSynced && this.synced) this.#own.issuePending();
     const touched = new Set<string>();
     // A run of RELEASEs is removed at once, before the next REQUEST or META and at the end:
     // every other message sees the queues as one removal at a time would have left them.
@@ -325,7 +255,7 @@ export class Machine {
     // Condition (a) depends on the smallest lastTs only: when it moved, every waiting lock
     // may now pass; otherwise only the locks this packet touched can change.
     if (this.#peers.minLastTs() > minBefore) for (const lock of this.#locks.waitingLocks()) touched.add(lock);
-    for (const lock of touched) this.#recheck(lock);
+    for (const lock of touched) this.#own.recheck(lock);
   }
 
   /** Removes the requests of `from` that `released` names, and empties it: one by one when they are few. */
@@ -360,8 +290,8 @@ export class Machine {
     this.#peers.admit(peer, inc);
     this.#clock = Math.max(this.#clock, clock) + 1;
     this.#transferState(peer);
-    if (!wasSynced && this.synced) this.#issuePending();
-    for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
+    if (!wasSynced && this.synced) this.#own.issuePending();
+    for (const lock of [...this.#locks.waitingLocks()]) this.#own.recheck(lock);
   }
 
   /** State transfer: the joining peer learns our outstanding requests before anything else. */
@@ -372,13 +302,6 @@ export class Machine {
     const view = this.#changes.view;
     const left: PeerMessage[] = this.#changes.leftPeers().map((p) => ({ t: 'left', peer: p }));
     this.#out.prepend(peer, view !== null && view.epoch > 0 ? [{ t: 'view', view }, ...left, ...requests] : requests);
-  }
-
-  #issuePending(): void {
-    // A learner requests nothing until it is promoted (docs/reconfiguration.md, rule P5).
-    if (!this.#leaseValid || this.#fenced || !this.#mayRequest()) return;
-    const pending = this.#locks.ownRequests().filter((o) => o.state === 'pending');
-    for (const own of pending) this.#issue(own);
   }
 
   #onEvicted(peer: number, inc: Incarnation, last: boolean, metHeld: boolean): void {
@@ -394,102 +317,17 @@ export class Machine {
     if (!this.#peers.evict(peer, inc, metHeld)) return;
     this.#out.drop(peer);
     this.#dropPeerRequests(peer);
-    if (!wasSynced && this.synced) this.#issuePending();
-    for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
-  }
-
-  /** A learner requests nothing; a voter promoted while it ran waits for every member to count it (docs/reconfiguration.md P3 ii, P5). */
-  #mayRequest(): boolean {
-    return this.#members.voter && this.#changes.mayRequest(this.#peers.members());
+    if (!wasSynced && this.synced) this.#own.issuePending();
+    for (const lock of [...this.#locks.waitingLocks()]) this.#own.recheck(lock);
   }
 
   #dropPeerRequests(peer: number): void {
-    this.#locks.removePeer(peer, (lock) => this.#recheck(lock));
-  }
-
-  /** Lease lapse: end every hold of our own clients and grant nothing until it is back. */
-  /** A zombie issues and grants nothing more; what it waits for ends now, its holds with its lease. */
-  #fenced = false;
-
-  #onFence(): void {
-    this.#fenced = true;
-    for (const own of this.#locks.ownRequests()) {
-      if (own.state === 'granted') continue;
-      this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
-      this.#dropOwn(own);
-    }
-  }
-
-  #onLease(valid: boolean): void {
-    this.#leaseValid = valid;
-    if (valid) {
-      if (this.synced) this.#issuePending();
-      for (const lock of [...this.#locks.waitingLocks()]) this.#recheck(lock);
-      return;
-    }
-    // Waiting requests end too: a peer without a lease may have been evicted, and its old
-    // requests, granted later on acks it heard before the eviction, would sort below grants
-    // the majority made meanwhile (simulator seed 216761: a zombie regained a lease through
-    // peers that restarted after evicting it, and granted a request older than their grants).
-    const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');
-    this.#locks.dropOwnAll(dropped);
-    for (const own of dropped) {
-      this.#out.push({ type: 'ended', ref: own.ref, lock: firstLock(own), reason: 'lease_lost' });
-      this.#announceRelease(own);
-    }
-  }
-
-  /** Rule 3 for every waiting request of ours on one lock. */
-  #recheck(lock: string): void {
-    if (!this.#locks.isWaiting(lock) || !this.#leaseValid || this.#fenced) return;
-    const decided = this.#locks.grantCheck(lock, this.#peers.minLastTs())
-      .filter(({ own }) => lock !== viewLock || this.#changes.gateOpen(own.ts, this.#peers.members()));
-    for (const { own, grant } of decided) this.#decide(own, grant);
-    // A refused no-wait request left its queues, which may admit a later one of ours.
-    if (decided.every((d) => d.grant)) return;
-    const left = new Set(decided.flatMap((d) => (d.grant ? [] : d.own.parts.map((p) => p.lock))));
-    for (const l of left) this.#recheck(l);
-  }
-
-  #decide(own: OwnRequest, grant: boolean): void {
-    if (!grant) {
-      this.#out.push({ type: 'refused', ref: own.ref, lock: firstLock(own), ahead: this.#position(own) });
-      this.#dropOwn(own);
-      return;
-    }
-    own.state = 'granted';
-    this.#locks.stopWaiting(own);
-    const token = tokenOf(own.ts, this.self);
-    this.#out.push({ type: 'granted', ref: own.ref, lock: firstLock(own), ts: own.ts, token, mode: firstPart(own).spec.mode });
-  }
-
-  /** Whether requests of `peer` ahead of our issued request keep it out of one of its queues. */
-  #blockedBy(own: OwnRequest, peer: number): boolean {
-    return own.parts.some(({ lock, spec }) => this.#locks.blockedBy({ lock, ts: own.ts, peer: this.self, ...spec }, peer));
-  }
-
-  /** Requests ahead of an issued request of ours: in the longest queue, for one naming several locks. */
-  #position(own: OwnRequest): number {
-    return Math.max(0, ...own.parts.map((p) => this.#locks.indexOf(p.lock, own.ts, this.self)));
-  }
-
-  #broadcast(msg: PeerMessage): void {
-    // A peer of the view not joined yet is skipped: the state transfer will cover it.
-    for (const p of this.#peers.audience()) this.#out.send(p, msg);
+    this.#locks.removePeer(peer, (lock) => this.#own.recheck(lock));
   }
 
   /** Why a request of ours is not granted yet (for a timeout's 423 or 503). */
   explain(ref: number): Explanation | undefined {
-    const own = this.#locks.own(ref);
-    if (own === undefined) return undefined;
-    // A peer whose requests ahead keep ours out owes no ack (rule 2): its release will carry one.
-    // A request not issued yet waits for the peers we are not synced with; synced, it waits
-    // for the lease, which every peer may renew (issue 37: a peer that never started was
-    // named beside the peers that answer).
-    const unsynced = own.state === 'pending' ? this.#peers.unsynced() : [];
-    const missing = own.state === 'pending' ? (unsynced.length > 0 ? unsynced : this.#peers.members()) : this.#peers.missingAcks(own.ts).filter((p) => !this.#blockedBy(own, p));
-    const position = own.state === 'pending' ? 0 : this.#position(own);
-    return { state: own.state, position, missingPeers: own.state === 'granted' ? [] : missing };
+    return this.#own.explain(ref);
   }
 
   /** The queue of one lock, in order, with the mode rule applied (for the HTTP API): its first `max` entries. */
@@ -531,15 +369,4 @@ export class Machine {
   incarnation(peer: number): Incarnation | undefined {
     return this.#peers.incarnation(peer);
   }
-}
-
-/** The first lock a request of ours names: the one its effects and explanations name. */
-function firstPart(own: OwnRequest): RequestPart {
-  const part = own.parts[0];
-  assert(part !== undefined, 'a request names a lock');
-  return part;
-}
-
-function firstLock(own: OwnRequest): string {
-  return firstPart(own).lock;
 }

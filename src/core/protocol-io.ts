@@ -109,3 +109,17 @@ export interface ProtocolOptions {
   /** The acceptor state kept on disk for the epoch after `view`'s (core/acceptor.ts). */
   readonly acceptor?: AcceptorState | undefined;
 }
+
+/**
+ * A packet that may wait for the next one to its peer (docs/design.md "Batching"): only
+ * releases, each of a lock whose queue here is now empty. Nobody waits for that lock as far
+ * as we know; a request we do not know of yet reaches us before it can be granted, and our
+ * answer to it (not lazy) carries the release along, ahead of it.
+ */
+export function mayWait(packet: Packet, queues: { queueSize(lock: string): number }): boolean {
+  if (packet.m.length === 0) return false;
+  for (const msg of packet.m) {
+    if (msg.t !== 'rel' || queues.queueSize(msg.lock) > 0) return false;
+  }
+  return true;
+}

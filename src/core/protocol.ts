@@ -1,8 +1,8 @@
 /**
  * One incarnation of a peer, as a protocol: every decision a peer makes, in one pure object
  * (docs/design.md sections 3 to 5; docs/architecture.md, "One acquire, top to bottom"). It
- * owns the Lamport core (Machine), the eviction logic (Membership), the lease (LeaseTracker)
- * and the rules that join them: when a new incarnation of a peer may join (successors, held
+ * owns the Lamport core (Machine), the eviction logic (Membership), the lease (LeaseTracker),
+ * the watch on processes of its own id (ZombieWatch) and the rules that join them: when a new incarnation of a peer may join (successors, held
  * joins), what a superseded incarnation (a zombie) may still do, when a heartbeat may carry
  * the clock, when an echo may leave, and which clock another peer may not push us to.
  *
@@ -14,7 +14,7 @@
  * loop around it: it reads, steps this, and carries out the outputs; the simulator drives
  * the same object through that loop.
  */
-import { ErrorCode, LockError } from '../errors.js';
+import type { LockError } from '../errors.js';
 import type { EchoPromise, MembershipEffect } from './membership.js';
 import { Membership } from './membership.js';
 import type { Effect, MachineEvent } from './effects.js';
@@ -23,11 +23,11 @@ import { LeaseTracker } from './lease.js';
 import { Machine } from './machine.js';
 import { Members } from './members.js';
 import { membersOf, ordinalsIn } from './view.js';
-import type { Packet } from './messages.js';
 import type { Decided, LogLevel, Payload, ProtocolOptions, ProtocolOutput } from './protocol-io.js';
-import { highestClockOf } from './protocol-io.js';
+import { highestClockOf, mayWait } from './protocol-io.js';
 import type { Incarnation } from './types.js';
 import { WaitingRoom } from './waiting-room.js';
+import { ZombieWatch } from './zombie-watch.js';
 import { compareIncarnation, formatIncarnation } from './types.js';
 
 /** What most inputs answer (a lease check that changed nothing, a heartbeat): shared, not allocated. */
@@ -52,24 +52,8 @@ export class PeerProtocol {
   readonly #waiting: WaitingRoom;
   /** Echoes wait until then (ProtocolOptions.quietForMs). */
   readonly #quietUntilMs: number;
-  /**
-   * Whether this incarnation ever synced with every peer: one that never did and is refused
-   * as stale (its wall clock stepped back since its predecessor started) starts again above
-   * the incarnation the refusal names; one that did is an old process a newer one replaced.
-   */
-  #everSynced = false;
-  /**
-   * Set once a peer refused this incarnation as older than one of our id it knows, after it
-   * had synced: a newer process with our id runs, or ran, and this one is a zombie. Its lease
-   * is not renewed (it lapses within lease_ms, and its holds end then), it echoes nothing and
-   * decides no eviction, since the leases it would judge were lent by that newer process's
-   * echoes, not its own. What its clients are told from then on; null while not a zombie.
-   */
-  #supersededError: LockError | null = null;
-  /** A zombie that was evicted: it does not rejoin while the newer one lives. */
-  #stayingOut = false;
-  /** The newest incarnation of our id a refusal named above ours, and whether a refusal said it is evicted. */
-  #newestOfOurs: { readonly inc: Incarnation; evicted: boolean } | null = null;
+  /** Whether a newer process of our id runs or ran, and what a refusal of our links tells us (core/zombie-watch.ts). */
+  readonly #zombie: ZombieWatch;
   #out: ProtocolOutput[] = [];
   /** Heartbeats this incarnation let be echoed (mayEcho said yes), for the simulator's checker. */
   #echoesAllowed = 0;
@@ -87,6 +71,13 @@ export class PeerProtocol {
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
     this.#waiting = new WaitingRoom(opts.nowMs + (opts.joinsHeldForMs ?? 0));
+    this.#zombie = new ZombieWatch({
+      incarnation: opts.incarnation, incarnations: opts.incarnations,
+      peerId: (p) => this.peerId(p),
+      log: (level, fields, msg) => this.#log(level, fields, msg),
+      push: (output) => this.#out.push(output),
+      superseded: (nowMs) => this.#superseded(nowMs),
+    });
   }
 
   // ---- inputs ----------------------------------------------------------------------------
@@ -173,7 +164,7 @@ export class PeerProtocol {
 
   /** A peer refused this incarnation's link: `known` is the newest incarnation of our id it knows. */
   refused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean, nowMs: number): readonly ProtocolOutput[] {
-    this.#onRefused(peer, reason, known, knownEvicted, nowMs);
+    this.#zombie.refused(peer, reason, known, knownEvicted, nowMs);
     return this.#take();
   }
 
@@ -197,7 +188,7 @@ export class PeerProtocol {
 
   /** ERR_SUPERSEDED once this incarnation is a zombie, else null. */
   get supersededError(): LockError | null {
-    return this.#supersededError;
+    return this.#zombie.supersededError;
   }
 
   peerId(index: number): string {
@@ -324,70 +315,10 @@ export class PeerProtocol {
     return true;
   }
 
-  #onRefused(peer: number, reason: string, known: Incarnation | undefined, knownEvicted: boolean, nowMs: number): void {
-    if (known !== undefined && this.#incarnations.isAhead(known.startMs)) {
-      // A refuser that names an incarnation of ours too far ahead would make us start above it.
-      this.#log('error', { code: ErrorCode.ClockAhead, remote: this.peerId(peer), known: formatIncarnation(known) }, `peer ${this.peerId(peer)} names an incarnation of this peer too far ahead of this host's wall clock: not starting above it (check that host's wall clock)`);
-      return;
-    }
-    const newer = this.#newerOfOurs(known, knownEvicted);
-    const newerLives = newer !== null;
-    if (reason === 'evicted' && newerLives && this.#everSynced) {
-      // A newer process of our id lives: we stay out while it does. Rejoining above it would
-      // make that one the zombie, and while it did not know yet, our confirmations and its
-      // echoes voted for one id on both sides of an eviction. Once a refuser has evicted that
-      // one too (it died, or was stopped), the refusal says so and we rejoin. Not an
-      // incarnation that never synced: it started below the others' knowledge (a wall clock
-      // stepped back), granted nothing, and rejoins above it, as for a stale refusal below.
-      if (!this.#stayingOut) this.#log('error', { remote: this.peerId(peer), known: formatIncarnation(newer) }, 'this incarnation was evicted and a newer process with this peer id runs: not rejoining while it lives (stop one of them)');
-      this.#stayingOut = true;
-      this.#becomeZombie(peer, newer, nowMs);
-    } else if (reason === 'evicted') {
-      this.#log('warn', { remote: this.peerId(peer) }, 'this incarnation was evicted by the majority: rejoining as a new one');
-      // The new incarnation starts above the newest one of our id the refuser knows: one
-      // that starts below an evicted one is refused again.
-      this.#out.push({ type: 'rejoin', reason: 'evicted', startFloorMs: Math.max(this.incarnation.startMs, known?.startMs ?? 0) + 1 });
-    } else if (reason === 'stale_incarnation' && known !== undefined && !this.#everSynced) {
-      // We started older than an incarnation of our id that the others know: the wall clock
-      // stepped back since it started, or another process runs with our id. Start again above
-      // it; a live one is then superseded and evicted before we are admitted.
-      this.#log('warn', { remote: this.peerId(peer), known: formatIncarnation(known) }, 'this incarnation started older than one of our id the others know: starting above it');
-      this.#out.push({ type: 'rejoin', reason: 'stale_incarnation', startFloorMs: known.startMs + 1 });
-    } else if (reason === 'stale_incarnation' && this.#everSynced) {
-      this.#becomeZombie(peer, known, nowMs);
-    } else if (reason === 'predecessor_live') {
-      this.#log('info', { remote: this.peerId(peer) }, 'waiting until the previous incarnation of this peer is evicted (up to evict_ms)');
-    }
-  }
-
-  /**
-   * Notes the incarnation of our id a refusal names; returns the newest one named so far that no
-   * refusal said is evicted (a newer process of our id that lives), or null. A refuser that never
-   * met that one names an older one, or ours: that says nothing of it (simulator seed 45 --changes).
-   */
-  #newerOfOurs(known: Incarnation | undefined, knownEvicted: boolean): Incarnation | null {
-    if (known !== undefined && compareIncarnation(known, this.incarnation) > 0) {
-      const newest = this.#newestOfOurs;
-      const order = newest === null ? 1 : compareIncarnation(known, newest.inc);
-      if (order > 0) this.#newestOfOurs = { inc: known, evicted: knownEvicted };
-      else if (order === 0 && knownEvicted && newest !== null) newest.evicted = true;
-    }
-    const n = this.#newestOfOurs;
-    return n !== null && !n.evicted ? n.inc : null;
-  }
-
-  /** A newer process of our id runs or ran: from now on this incarnation is a zombie (`#supersededError`). */
-  #becomeZombie(peer: number, known: Incarnation | undefined, nowMs: number): void {
-    if (this.#supersededError !== null) return;
-    this.#supersededError = new LockError(
-      ErrorCode.Superseded,
-      `another process runs or ran with this peer id (${known === undefined ? 'a newer incarnation' : `incarnation ${formatIncarnation(known)}`}, newer than this one): this one grants nothing from now on; stop it, and ask the peer that runs`,
-      known === undefined ? {} : { newerIncarnation: formatIncarnation(known) },
-    );
-    this.#log('error', { remote: this.peerId(peer), known: known === undefined ? null : formatIncarnation(known) },
-      'a newer incarnation of this peer id is known: this one grants and evicts nothing from now on (another process runs or ran with this id: stop this one)');
-    // Its waiters end and it grants nothing more: an old request of it granted now would
-    // sort below grants the others made meanwhile. Its holds end when the lease does.
+  /** A newer process of our id runs or ran (ZombieWatch): its waiters end now, its holds with the lease. */
+  #superseded(nowMs: number): void {
+    // It grants nothing more: an old request of it granted now would sort below grants the
+    // others made meanwhile.
     if (!this.#actsOnMembership()) this.#step({ type: 'fence' }, nowMs);
     this.#refreshLease(nowMs);
   }
@@ -473,7 +404,7 @@ export class PeerProtocol {
 
   /** False once this incarnation is known to be superseded (a zombie). */
   #actsOnMembership(): boolean {
-    return this.#supersededError === null && !this.#machine.removed;
+    return this.#zombie.supersededError === null && !this.#machine.removed;
   }
 
   /** Feeds one event to the core after re-checking the lease: a process resumed after a pause must not grant on a stale lease. */
@@ -489,7 +420,7 @@ export class PeerProtocol {
       if (effect.type !== 'send') continue;
       // Core packets for a peer whose new incarnation waits were meant for the predecessor,
       // which the links can no longer reach; the new one gets the state transfer when it joins.
-      if (!this.#waiting.has(effect.to)) this.#out.push({ type: 'send', to: effect.to, payload: effect.packet, lazy: this.#mayWait(effect.packet), promise: false });
+      if (!this.#waiting.has(effect.to)) this.#out.push({ type: 'send', to: effect.to, payload: effect.packet, lazy: mayWait(effect.packet, this.#machine), promise: false });
       this.#out.push({ type: 'sent', messages: Math.max(1, effect.packet.m.length) });
     }
     let local = false;
@@ -499,26 +430,12 @@ export class PeerProtocol {
       this.#out.push({ type: 'local', effect });
     }
     this.#out.push({ type: 'clock', clock: this.#machine.clock });
-    if (!this.#everSynced && this.#machine.synced) this.#everSynced = true;
+    if (this.#machine.synced) this.#zombie.synced();
     // A packet of acks only changes no queue, unless it let a request of ours be granted (the
     // watches compare the queues at each change: docs/design.md section 6, "Watches").
     if (event.type !== 'packet' || event.packet.m.length > 0 || local) this.#out.push({ type: 'changed' });
     // A view applied counts the lease by its voters: one that lapses with it fences now, after
     // this step's packets (no hold outlives its event without a lease).
     if (effects.some((e) => e.type === 'view')) this.#refreshLease(nowMs);
-  }
-
-  /**
-   * A packet that may wait for the next one to its peer (docs/design.md "Batching"): only
-   * releases, each of a lock whose queue here is now empty. Nobody waits for that lock as far
-   * as we know; a request we do not know of yet reaches us before it can be granted, and our
-   * answer to it (not lazy) carries the release along, ahead of it.
-   */
-  #mayWait(packet: Packet): boolean {
-    if (packet.m.length === 0) return false;
-    for (const msg of packet.m) {
-      if (msg.t !== 'rel' || this.#machine.queueSize(msg.lock) > 0) return false;
-    }
-    return true;
   }
 }

@@ -8,6 +8,7 @@
 import { assert } from '../assert.js';
 import type { EffectBuffer } from './effects.js';
 import type { LockTable, OwnRequest } from './lock-table.js';
+import { firstLock } from './lock-table.js';
 import type { Members } from './members.js';
 import type { ViewChangeMessage } from './messages.js';
 import { viewLock } from './messages.js';
@@ -33,13 +34,6 @@ export interface ViewStepHost {
   /** Issue and grant nothing more. */
   fence(): void;
   announceRelease(own: OwnRequest): void;
-}
-
-/** The first lock a request of ours names. */
-function firstLock(own: OwnRequest): string {
-  const part = own.parts[0];
-  assert(part !== undefined, 'a request names a lock');
-  return part.lock;
 }
 
 /** The view's steps of one Machine. */

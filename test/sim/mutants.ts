@@ -23,8 +23,10 @@ export interface Patch {
 }
 
 const machine = 'src/core/machine.js';
+const ownSteps = 'src/core/own-steps.js';
 const membership = 'src/core/membership.js';
 const protocol = 'src/core/protocol.js';
+const zombieWatch = 'src/core/zombie-watch.js';
 const peer = 'src/runtime/peer.js';
 const at = (file: string, from: string, to: string): Patch => ({ file, from, to });
 
@@ -50,7 +52,7 @@ const mutants = {
   /** Off-by-one in the semaphore permit sum: admits one permit too many. */
   'semaphore-overcount': [at('src/core/modes.js', 'ahead.permits + r.permits <= r.limit;', 'ahead.permits + r.permits <= r.limit + 1;')],
   /** A peer whose lease lapses keeps its clients' holds. */
-  'no-self-fence': [at(machine, "const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');", "return; const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');")],
+  'no-self-fence': [at(ownSteps, "const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');", "return; const dropped = this.#locks.ownRequests().filter((own) => own.state !== 'pending');")],
   /** Packets of an evicted or replaced incarnation are still accepted; the mesh never refuses it: its streams stay, and it may dial again. */
   'accept-evicted': [
     at(machine, 'if (!this.#peers.isLive(from, inc)) return;', ''),
@@ -60,11 +62,11 @@ const mutants = {
   'synced-on-handshake': [at('src/core/peer-view.js', '&& (this.#lastTs[p] ?? 0) !== 0;', ';')],
   /** Requests leave without a lease (seed 276422's bug). */
   'issue-without-lease': [
-    at(machine, 'if (this.synced && this.#leaseValid && this.#mayRequest()) this.#issue(own);', 'if (this.synced && this.#mayRequest()) this.#issue(own);'),
-    at(machine, 'if (!this.#leaseValid || this.#fenced || !this.#mayRequest()) return;', 'if (this.#fenced || !this.#mayRequest()) return;'),
+    at(ownSteps, 'if (this.#peers.synced && this.#leaseValid && this.#mayRequest()) this.#issue(own);', 'if (this.#peers.synced && this.#mayRequest()) this.#issue(own);'),
+    at(ownSteps, 'if (!this.#leaseValid || this.#fenced || !this.#mayRequest()) return;', 'if (this.#fenced || !this.#mayRequest()) return;'),
   ],
   /** A lease lapse ends holds but keeps waiting requests (seed 216761's bug). */
-  'keep-waiters-on-lease-loss': [at(machine, ".filter((own) => own.state !== 'pending');", ".filter((own) => own.state !== 'pending' && own.state !== 'waiting');")],
+  'keep-waiters-on-lease-loss': [at(ownSteps, ".filter((own) => own.state !== 'pending');", ".filter((own) => own.state !== 'pending' && own.state !== 'waiting');")],
   /** An eviction notice for an incarnation never met takes the peer out of the view (seed 150336's bug). */
   'evict-unmet-incarnation': [at(machine, 'this.#peers.evict(peer, inc, metHeld)', 'this.#peers.evict(peer, inc, true)')],
   /**
@@ -109,7 +111,7 @@ const mutants = {
   /** A waiting successor joins on the eviction of any older incarnation (seed 404471's bug). */
   'join-on-older-eviction': [at(protocol, 'this.#membership.predecessorOf(e.peer, waiting.inc) === null;', 'true;')],
   /** A superseded incarnation keeps its lease and its eviction decisions (seed 152084's bug). */
-  'act-while-superseded': [at(protocol, 'return this.#supersededError === null && !this.#machine.removed;', 'return !this.#machine.removed;')],
+  'act-while-superseded': [at(protocol, 'return this.#zombie.supersededError === null && !this.#machine.removed;', 'return !this.#machine.removed;')],
   /** Acks once every peer met let us join, without the quorum of others (seed 101577's bug). */
   'ack-without-quorum': [at(machine, 'return this.#peers.joinedByMet && this.#peers.joinedByQuorum;', 'return this.#peers.joinedByMet;')],
   /** A rejoin forgets the promises the evicted incarnation gave (seed 162227's bug). */
@@ -121,7 +123,7 @@ const mutants = {
   /** A packet sent before its sender may ack (`u`) syncs and acks like any other (seed 202828's bug). */
   'sync-on-unready': [at(machine, 'this.#peers.heard(from, packet.c, packet.u !== true);', 'this.#peers.heard(from, packet.c, true);')],
   /** A superseded incarnation, once evicted, rejoins above the newer one while that one lives (seed 107362's bug). */
-  'zombie-rejoins': [at(protocol, "if (reason === 'evicted' && newerLives && this.#everSynced) {", 'if (false) {')],
+  'zombie-rejoins': [at(zombieWatch, "if (reason === 'evicted' && newerLives && this.#everSynced) {", 'if (false) {')],
   /** A superseded incarnation still confirms suspicions (seed 300379's bug). */
   'zombie-confirms': [at(protocol, "if (payload.t === 'suspect' && !this.#actsOnMembership()) return;", '')],
   /** A restarted process ignores the promise bound on disk: it echoes at once (the crash-restart hole). */
@@ -171,7 +173,7 @@ const mutants = {
   /** A META from another peer is dropped: receivers keep the meta its REQUEST brought. */
   'meta-ignored': [at(machine, 'this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);', '')],
   /** A holder's new meta changes its own queue only: no META leaves (the state transfer to a later joiner still carries it). */
-  'meta-not-sent': [at(machine, "this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });", '')],
+  'meta-not-sent': [at(ownSteps, "this.#broadcast({ t: 'meta', lock, ts: own.ts, meta });", '')],
   /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
   'pieces-ack': [at('src/core/messages.js', 'pieces.push(last && packet.u !== true ?', 'pieces.push(packet.u !== true ?')],
   // Changes of the members (docs/reconfiguration.md): their seeds run with --changes (changesOf).
@@ -208,7 +210,7 @@ const mutants = {
   /** A LEFT that removes the last member a waiting request waited for does not issue it (fix a86f82a, seed 7 --net link's bug). */
   'left-without-issuing': [at('src/core/view-steps.js', 'if (this.#h.synced()) this.#h.issuePending(); } /** Rule P6: our own removal.', '} /** Rule P6: our own removal.')],
   /** A zombie rejoins on a refusal from a peer that never met the newer process of its id a refusal named before (fix 11df3a5, seed 45's bug). */
-  'zombie-forgets-newer': [at(protocol, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
+  'zombie-forgets-newer': [at(zombieWatch, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
