@@ -204,9 +204,15 @@ export class ClockReservation {
   reserve(clock: number): void {
     if (clock + limits.clockReserveAheadTicks / 2 < this.#reserved) return;
     if (this.#failing !== null && this.#env.monoMs() < this.#retryAtMs && clock < this.#reserved) return;
-    const next = clock + limits.clockReserveAheadTicks;
+    let next = clock + limits.clockReserveAheadTicks;
     try {
-      this.#store.write(next);
+      // The mark only rises: a second process on this data dir (one started beside a live
+      // one with its id) reserves from a clock of its own, and a lower mark written over the
+      // other's would let the next process start below the grants that one made (simulator
+      // seed 17 --net link --multi 0.3).
+      const onDisk = this.#store.load();
+      if (onDisk < next) this.#store.write(next);
+      else next = onDisk;
     } catch (err) {
       this.#onFailure(err, clock);
       return;

@@ -34,6 +34,21 @@ describe('ClockReservation', () => {
     expect(r.failure).toBeNull();
   });
 
+  it('never lowers the mark another process of the peer wrote on the same data dir (two processes, one id)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
+    dirs.push(dir);
+    const ahead = limits.clockReserveAheadTicks;
+    const first = new ClockReservation({ store: new FileClockStore(dir), env: envAt(), log: silentLogger() });
+    const second = new ClockReservation({ store: new FileClockStore(dir), env: envAt(), log: silentLogger() });
+    first.reserve(1000);
+    second.reserve(1000);
+    first.reserve(5 * ahead); // the first process's clock jumped (a peer far ahead): its grants reach past 5 * ahead
+    second.reserve(1000 + ahead); // the second one, far behind, comes near its own old mark
+    const next = new FileClockStore(dir).load();
+    expect(next).toBe(6 * ahead); // the next process starts above every clock either used
+    expect(second.failure).toBeNull();
+  });
+
   it('a write that fails (a directory in the way) stops new requests with ERR_STORAGE, retries, and clears when a write succeeds', () => {
     const dir = mkdtempSync(join(tmpdir(), 'clock-store-'));
     dirs.push(dir);

@@ -170,6 +170,12 @@ const mutants = {
   'fingerprint-ignores-order': [at('src/runtime/session.js', 'this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);', 'const shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel); this.shape = { ...shape, peers: [...shape.peers].sort() };')],
   /** The cluster fingerprint leaves out heartbeat_ms, lease_ms and evict_ms: a host with other timings is let in. */
   'fingerprint-ignores-timings': [at('src/runtime/session.js', 'this.shape = clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel);', 'this.shape = { ...clusterShapeOf({ ...opts.config, peers: opts.founders.map((id) => ({ id })) }, opts.protocolLevel), heartbeatMs: 0, leaseMs: 0, evictMs: 0 };')],
+  /**
+   * A second process on one data dir (one started beside a live one with its id) writes its
+   * clock mark over the other's higher one: the next process starts below the grants that
+   * one made, and tokens go back (simulator seed 17 --net link --multi 0.3).
+   */
+  'hwm-overwritten-by-twin': [at('src/runtime/clock-store.js', 'if (onDisk < next) this.#store.write(next); else next = onDisk;', 'this.#store.write(next);')],
   /** A META from another peer is dropped: receivers keep the meta its REQUEST brought. */
   'meta-ignored': [at(machine, 'this.#locks.setMeta(msg.lock, msg.ts, from, msg.meta);', '')],
   /** A holder's new meta changes its own queue only: no META leaves (the state transfer to a later joiner still carries it). */
@@ -242,7 +248,7 @@ export function proclaimChanceOf(mutant: MutantName | undefined): number | undef
  * needs them, every other mutant runs the workload its regression seed was found with.
  */
 export function multiChanceOf(mutant: MutantName | undefined): number | undefined {
-  return mutant === 'grant-on-one-part' ? 0.3 : undefined;
+  return mutant === 'grant-on-one-part' || mutant === 'hwm-overwritten-by-twin' ? 0.3 : undefined;
 }
 
 /** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */

@@ -117,6 +117,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'forget-successor-heard': 13,
   // Runs with all-or-nothing requests (multiChanceOf): granted on one of its locks' queues only.
   'grant-on-one-part': 2,
+  // Found with all-or-nothing requests, where a duplicate process's clock ran far from the
+  // other's; no plain seed of 1..300 on either network reaches it.
+  'hwm-overwritten-by-twin': { seed: 17, net: 'link' },
   // Caught by the checker's TTL and zombie properties (docs/design.md section 9): a refreshed
   // hold that ends at its old expiry; a superseded process that renews its lease, suspects,
   // counts confirmations, or leaves its waiters waiting.
