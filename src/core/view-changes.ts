@@ -1,8 +1,8 @@
 /**
- * What one machine keeps of changes of the view (docs/reconfiguration.md, rules P2 to P6, as the
- * first draft had them: the acceptor of P2 is not wired in yet): its
- * view, the head acks its request on the view lock gathered, the head of the view lock's queue
- * it last head-acked, when its last view went out, and whether it was removed. The Machine
+ * What one machine keeps of changes of the view (docs/reconfiguration.md, rules P2 to P6): its
+ * view, its acceptor state for the next epoch (core/acceptor.ts), the head acks and promises
+ * its request on the view lock gathered, the head of the view lock's queue it last head-acked,
+ * the acceptances of its proposal, when its last view went out, and whether it was removed. The Machine
  * decides when these change; this class only keeps them and answers its questions.
  */
 import type { Accepted, AcceptorState, Ballot } from './acceptor.js';
