@@ -6,28 +6,18 @@
  * core's file about the Lamport core.
  */
 import { assert } from '../assert.js';
-import type { EffectBuffer } from './effects.js';
-import type { LockTable, OwnRequest } from './lock-table.js';
+import type { OwnRequest } from './lock-table.js';
 import { firstLock } from './lock-table.js';
 import type { Members } from './members.js';
 import type { ViewChangeMessage } from './messages.js';
 import { viewLock } from './messages.js';
-import type { PeerView } from './peer-view.js';
-import type { ViewChanges } from './view-changes.js';
+import type { OwnStepHost } from './own-steps.js';
 import type { AgreedView } from './view.js';
 import { membersOf, ordinalsIn } from './view.js';
 
-/** What of a Machine the view's steps read and move. */
-export interface ViewStepHost {
-  readonly self: number;
-  readonly changes: ViewChanges;
-  readonly locks: LockTable;
-  readonly peers: PeerView;
-  readonly out: EffectBuffer;
-  members(): Members;
+/** What of a Machine the view's steps read and move: what its own requests' steps do, and more. */
+export interface ViewStepHost extends OwnStepHost {
   setMembers(members: Members): void;
-  /** `clock += 1`; the new clock. */
-  tick(): number;
   synced(): boolean;
   issuePending(): void;
   dropPeerRequests(peer: number): void;
