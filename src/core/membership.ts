@@ -335,8 +335,11 @@ export class Membership {
     this.decided.evictions++;
     const last = !this.knowsNewer(peer, inc);
     const out: MembershipEffect[] = this.#apply(peer, inc, nowMs, last);
-    for (const q of this.#members.others()) {
-      if (q !== peer) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
+    // To every peer tracked, leaving members too: one that applied its own removal acts on no
+    // membership of its own, and a successor it holds waiting for this eviction would wait for
+    // good, and every request after it (simulator seed 3 --changes).
+    for (const q of this.#peers.keys()) {
+      if (q !== peer && q !== this.#self) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
     }
     return out;
   }

@@ -54,6 +54,21 @@ describe('Membership', () => {
     expect(m1?.isEvicted(2, Y)).toBe(false);
   });
 
+  it('tells an eviction to a leaving member too, which decides none of its own once removed (seed 3 --changes); with the planted bug, to the voters only', async () => {
+    const evictOf3 = async (M: typeof Membership): Promise<Array<{ to: number; t: string; peer: number }>> => {
+      const m0 = new M({ members: new Members(0, [0, 1, 3]), leaving: [2], evictMs, nowMs: 0 });
+      m0.heard(3, X, 0);
+      m0.heard(1, Y, evictMs);
+      m0.heard(2, Y, evictMs);
+      expect(sends(m0.tick(evictMs))).toEqual([{ to: 1, t: 'suspect', peer: 3 }]);
+      const evict = m0.onMessage(1, { t: 'confirm', peer: 3, inc: X, at: evictMs }, evictMs);
+      expect(evictions(evict)).toEqual([3]);
+      return sends(evict);
+    };
+    expect(await evictOf3(Membership)).toEqual([{ to: 1, t: 'evict', peer: 3 }, { to: 2, t: 'evict', peer: 3 }]);
+    expect(await evictOf3(await plantedMembership('evict-to-voters-only'))).toEqual([{ to: 1, t: 'evict', peer: 3 }]);
+  });
+
   it('does not confirm while it still hears the suspect', () => {
     const [, m1] = three();
     m1?.heard(2, X, evictMs - 10);

@@ -217,6 +217,8 @@ const mutants = {
   'left-without-issuing': [at('src/core/view-steps.js', 'if (this.#h.synced()) this.#h.issuePending(); } /** Rule P6: our own removal.', '} /** Rule P6: our own removal.')],
   /** A zombie rejoins on a refusal from a peer that never met the newer process of its id a refusal named before (fix 11df3a5, seed 45's bug). */
   'zombie-forgets-newer': [at(zombieWatch, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
+  /** An EVICT goes to the voters only, not to a leaving member, which acts on no membership of its own once removed (seed 3 --changes's bug). */
+  'evict-to-voters-only': [at(membership, 'for (const q of this.#peers.keys()) { if (q !== peer && q !== this.#self)', 'for (const q of this.#members.others()) { if (q !== peer)')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -256,7 +258,7 @@ const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-
   'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
 /** The mutants that revert fixes of the changes' runtime (their seeds run with `--changes` too). */
-const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer'];
+const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

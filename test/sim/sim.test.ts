@@ -208,10 +208,13 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // request waited for leaves it waiting (a86f82a; seed 7 --net link found it, until the proposer
   // faults came to play in it); a zombie told of its newer process rejoins
   // below it on the refusal of a peer that never met that one (11df3a5; the review scenario
-  // twinRefusedByPeerBlindToNewer too).
+  // twinRefusedByPeerBlindToNewer too); an eviction not told to a leaving member, which acts
+  // on no membership of its own once removed, leaves a successor it holds waiting for good
+  // (seed 3 found it).
   'left-member-rejoins-ack-set': 177,
   'left-without-issuing': { seed: 75, net: 'link' },
   'zombie-forgets-newer': 45,
+  'evict-to-voters-only': 3,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -228,6 +231,7 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'left-member-rejoins-ack-set': /liveness: \d+ request\(s\) stuck/,
   'left-without-issuing': /liveness: \d+ request\(s\) stuck/,
   'zombie-forgets-newer': /zombie: p\d+ \(process \d+\) rejoined as [\d.]+ above process \d+'s/,
+  'evict-to-voters-only': /liveness: \d+ request\(s\) stuck/,
 };
 
 /**

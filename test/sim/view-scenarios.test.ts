@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { dropPlanted, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, removeThenRetire } = scenarios;
+const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, removedHoldsSuccessor, removeThenRetire } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -47,6 +47,22 @@ describe('scripted changes of the view', () => {
     expect(r.promoted).toEqual({ epoch: 2, members: 'p0:voter,p1:voter,p2:voter,p3:voter' });
     expect(r.told).toEqual([]);
     expect(r.held).toBe(true);
+  });
+
+  it('p2, removed while cut off and back as a new incarnation, hears the eviction of p3\'s old incarnation: p3 restarted syncs, and p0 grants', () => {
+    const r = removedHoldsSuccessor();
+    expect(r.violations).toEqual([]);
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving,p3:voter' });
+    expect(r.p3Synced).toBe(true);
+    expect(r.p0Granted).toBe(true);
+  });
+
+  it('with an EVICT told to the voters only, the removed p2 holds p3\'s new incarnation for good: p3 never syncs, p0 never grants', async () => {
+    const planted = await plantedModule<ViewScenarios>('evict-to-voters-only', 'test/sim/view-scenarios.js');
+    const r = planted.removedHoldsSuccessor();
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving,p3:voter' });
+    expect(r.p3Synced).toBe(false);
+    expect(r.p0Granted).toBe(false);
   });
 
   it('with the echoes of a learner dropped, p0 never hears p3 vouch for its lease, and never promotes it (the change times out)', async () => {

@@ -134,3 +134,37 @@ export function promotedAsItJoins(): { promoted: ChangeOutcome; held: boolean; t
   runUntil(parts, 14_000);
   return { promoted: promoted(), held: hold.state === 'held', told: hold.told, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
+
+/**
+ * Four peers; p0 removes p2, which is cut off from everyone as its removal lands on its disk:
+ * its LEAVE never arrives, the others evict it, and its process rejoins as a new incarnation,
+ * removed from the start (it acts on no membership of its own), which the others let back in as
+ * the leaving member. Then p3 crashes and restarts: p2 holds p3's new incarnation until it hears
+ * that the others evicted the old one, and p3 counts p2 in its ack set. With the EVICT told to
+ * the voters only, p2 never hears it: p3 never syncs, and p0's client waits for p3 for good.
+ * `p0Granted`: p0's client, asking once p3 restarted, was granted.
+ */
+export function removedHoldsSuccessor(): { removed: ChangeOutcome; p0Granted: boolean; p3Synced: boolean; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(4);
+  runUntil(parts, 3000);
+  const disk = parts.cluster.hostOf(2).disk;
+  disk.onViewSaved = (record) => {
+    if ((record.chain[record.chain.length - 1]?.epoch ?? 0) < 1) return;
+    disk.onViewSaved = null;
+    for (const q of [0, 1, 3]) {
+      parts.wire.cut(2, q, parts.time.nowMs + 5000);
+      parts.wire.cut(q, 2, parts.time.nowMs + 5000);
+    }
+  };
+  const removed = change(parts, 0, { op: 'remove', id: 'p2' });
+  runUntil(parts, 10_000); // p2 evicted, and back as a new incarnation.
+  parts.cluster.crash(3);
+  parts.cluster.restart(3);
+  runUntil(parts, 11_000);
+  const p0 = parts.cluster.current(0);
+  if (p0 === undefined) throw new Error('p0 is not running');
+  const hold = parts.clients.acquire(p0, 'x', { mode: 'exclusive', limit: 1, permits: 1, owner: 'c0', meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null }, false, true);
+  runUntil(parts, 25_000);
+  const p3Synced = parts.cluster.current(3)?.runtime.inspect.protocol.machine.synced ?? false;
+  return { removed: removed(), p0Granted: hold.state === 'held', p3Synced, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
