@@ -124,8 +124,8 @@ export class Changer {
     schedule(time.nowMs + rng.int(1, 3 * s.heartbeatMs), () => this.#tick());
   }
 
-  /** Draws one change among those the newest view allows, and asks a running member (not `except`) for it. */
-  #draw(rng = this.#o.rng, except = -1): void {
+  /** Draws one change among those the newest view allows, and asks a running member (not in `except`) for it. */
+  #draw(rng = this.#o.rng, except: readonly number[] = []): void {
     const { cluster } = this.#o;
     const view = cluster.latestView();
     if (view === undefined) return;
@@ -136,7 +136,7 @@ export class Changer {
     const options = behind.length === 0 ? this.#options(view, rng) : this.#options(view, rng).filter((c) => c.op === 'remove' && behind.includes(c.id));
     if (options.length === 0) return;
     const change = rng.pick(options);
-    const voters = view.members.filter((m) => m.state === 'voter' && cluster.current(peerOf(m.id)) !== undefined && peerOf(m.id) !== except);
+    const voters = view.members.filter((m) => m.state === 'voter' && cluster.current(peerOf(m.id)) !== undefined && !except.includes(peerOf(m.id)));
     const at = voters.length === 0 ? undefined : rng.pick(voters);
     if (at === undefined) return;
     this.#ask(peerOf(at.id), change, rng);

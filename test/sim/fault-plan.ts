@@ -274,6 +274,17 @@ export class FaultPlan {
   /** While an episode plays out, no random fault: each of its steps lands as planned. */
   #episodeUntilMs = 0;
 
+  /** No random fault until `untilMs`: a fault of the changes (test/sim/proposer-faults.ts) plays out as drawn. */
+  holdOff(untilMs: number): void {
+    this.#episodeUntilMs = Math.max(this.#episodeUntilMs, untilMs);
+  }
+
+  /** Whether no episode is under way, nor any cut or stall of the network. */
+  calm(): boolean {
+    const { net, time, wire } = this.#o;
+    return time.nowMs >= Math.max(this.#episodeUntilMs, this.#twinUntilMs) && !wire.anyCut(time.nowMs) && !net.anyStall(time.nowMs);
+  }
+
   /** One random fault, then the next one is scheduled. */
   #onFault(): void {
     if (!this.#active) return;

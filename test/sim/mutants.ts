@@ -183,7 +183,12 @@ const mutants = {
   /** Every piece of a packet split to fit a frame keeps the packet's mark: the first pieces' clock acks what later pieces bring. */
   'pieces-ack': [at('src/core/messages.js', 'pieces.push(last && packet.u !== true ?', 'pieces.push(packet.u !== true ?')],
   // Changes of the members (docs/reconfiguration.md): their seeds run with --changes (changesOf).
-  /** An acceptor accepts a ballot below the one it promised (rule P2): two views can be chosen for one epoch. */
+  /**
+   * An acceptor accepts a ballot below the one it promised (rule P2): two views can be chosen for
+   * one epoch. Two requests on the view lock reach it out of order; it takes the earlier one's
+   * ACCEPT, which is chosen with it; the later one, granted on its first head ack, chooses another
+   * (proposer-faults.ts's overtaken request; view-scenarios.ts's racedBallotsOvertaken).
+   */
   'accept-without-promise': [at('src/core/acceptor.js', 'if (state.promised !== null && compareBallots(ballot, state.promised) < 0)', 'if (false)')],
   /** A view counts as chosen at the holder's own acceptance, without a majority of the voters (rule P2). */
   'chosen-at-one-acceptance': [at('src/core/view-changes.js', 'if (p.acceptedBy.size < voters.majority)', 'if (p.acceptedBy.size < 1)')],

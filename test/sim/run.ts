@@ -144,7 +144,7 @@ export function build(opts: RunOptions, scenario: Scenario, rng: Prng): Parts {
   });
   const plan = new FaultPlan({ scenario, rng: rng.fork(), cluster, wire, net, clients, schedule: world, time, transcript });
   // Its own generator: the seed's other draws stay as they are.
-  const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript, proposerFaults: { rng: new Prng(opts.seed + 0xc4a7e), wire, on: new Prng(opts.seed + 0xc4a8e).chance(0.5) } });
+  const changer = scenario.founders === undefined ? null : new Changer({ scenario, rng: new Prng(opts.seed + 0xc4a6e), cluster, schedule: world, time, transcript, proposerFaults: { rng: new Prng(opts.seed + 0xc4a7e), wire, on: new Prng(opts.seed + 0xc4a8e).chance(0.5), race: new Prng(opts.seed + 0xc4a9e), faults: plan } });
   // Its own generator too: the changer's draws stay as they are.
   const upgrader = changer === null ? null : new Upgrader({ scenario, rng: new Prng(opts.seed + 0x1e7e1), cluster, changer, schedule: world, time, transcript, wire });
   const levels = new LevelCheck(checker, cluster, () => time.nowMs);

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { dropPlanted, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, removedHoldsSuccessor, removeThenRetire } = scenarios;
+const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removeThenRetire } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -70,6 +70,20 @@ describe('scripted changes of the view', () => {
     const r = planted.promotedWhileVoterDown();
     expect(r.promoted).toBeNull();
     expect(r.held).toBe(true);
+  });
+
+  it('p2 promises p1 before p0\'s lower ballot reaches it, and takes no ACCEPT of p0: p1 chooses its add once p0 is evicted, the only view of epoch 1', () => {
+    const r = racedBallotsOvertaken();
+    expect(r.violations).toEqual([]);
+    expect(r.second).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:voter,p4:learner' });
+    expect(r.views).toEqual(['0 p0:voter,p1:voter,p2:voter', '1 p0:voter,p1:voter,p2:voter,p4:learner', '1 p0:voter,p1:voter,p2:voter,p4:learner']);
+  });
+
+  it('with an acceptance below the promise, p0 chooses its add with p2, and p1 another view for epoch 1', async () => {
+    const planted = await plantedModule<ViewScenarios>('accept-without-promise', 'test/sim/view-scenarios.js');
+    const r = planted.racedBallotsOvertaken();
+    expect(r.views[0]).toBe('1 p0:voter,p1:voter,p2:voter,p3:learner');
+    expect(r.violations[0]).toMatch(/view: p\d+ \(process \d+\) applied .* at epoch 1, another data dir/);
   });
 
   it('without the state transfer, the founders never choose the add: the ticket names no learner', async () => {

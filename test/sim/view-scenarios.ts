@@ -52,7 +52,8 @@ export function removeThenRetire(): { removed: ChangeOutcome; retired: ChangeOut
  * only when they join (`joinHost`).
  */
 export function foundedBy(founders: number, hosts: number): Parts {
-  const parts = quietWorld(hosts, undefined, false);
+  // The cluster knows its founders: its checker holds every data dir to one view per epoch.
+  const parts = quietWorld(hosts, undefined, false, founders);
   const config = { ...parts.cluster.config, peers: parts.cluster.config.peers.slice(0, founders) };
   for (let i = 0; i < founders; i++) parts.cluster.restart(i, { config });
   return parts;
@@ -167,4 +168,42 @@ export function removedHoldsSuccessor(): { removed: ChangeOutcome; p0Granted: bo
   runUntil(parts, 25_000);
   const p3Synced = parts.cluster.current(3)?.runtime.inspect.protocol.machine.synced ?? false;
   return { removed: removed(), p0Granted: hold.state === 'held', p3Synced, violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/** Cuts `peer` off from `others`, both directions, until `untilMs`. */
+function cutOff(parts: Parts, peer: number, others: readonly number[], untilMs: number): void {
+  for (const q of others) {
+    parts.wire.cut(peer, q, untilMs);
+    parts.wire.cut(q, peer, untilMs);
+  }
+}
+
+/**
+ * Rule P2's promise (the execution sketched at `accept-without-promise` in test/sim/sim.test.ts):
+ * p0 asks to add p3; its request is held 40 ms on the way to p2 while p1, which has it, asks to
+ * add p4 (a higher ballot). p2 head-acks p1 first (a promise), then p0, whose ballot is below it:
+ * p2 promises p0 nothing, and must accept nothing of it. p0 is granted with p1's promise; its
+ * ACCEPT to p1 is held, and it is cut off from everyone as a view lands on its disk, or 100 ms on.
+ * Once the others evicted it, p1 is granted on p2's first head ack and proposes its own add. Had
+ * p2 taken p0's ACCEPT, p0 would have chosen its view with p2 (and written it), and p1 another one
+ * with p2 for the same epoch.
+ */
+export function racedBallotsOvertaken(): { first: ChangeOutcome; second: ChangeOutcome; views: string[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = foundedBy(3, 5);
+  runUntil(parts, 3000);
+  parts.wire.cut(0, 2, 3040);
+  const disk = parts.cluster.hostOf(0).disk;
+  disk.onViewSaved = (record) => {
+    if (record.chain.length > 1) {
+      cutOff(parts, 0, [1, 2], 20_000);
+      disk.onViewSaved = null;
+    } else if (record.acceptor.accepted?.ballot.peer === 0) parts.wire.cut(0, 1, 20_000);
+  };
+  const first = change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
+  runUntil(parts, 3010);
+  const second = change(parts, 1, { op: 'add', id: 'p4', ws: 'ws://p4:1', http: '127.0.0.1:1004' });
+  runUntil(parts, 3100);
+  cutOff(parts, 0, [1, 2], 20_000);
+  runUntil(parts, 12_000);
+  return { first: first(), second: second(), views: views(parts, 3), violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
