@@ -22,10 +22,9 @@ export const unknownIncarnation: Incarnation = { startMs: 0, nonce: 0 };
 /**
  * Membership messages between peers. `e`: the epoch of the sender's view when it sent the
  * message, absent for epoch 0 (a cluster without views, at protocol level 9, sends none, and
- * a binary of level 9 ignores it). Each counts only at a receiver at the same epoch
- * (docs/reconfiguration.md, rule P4): a suspicion is confirmed, a confirmation counted and an
- * eviction applied only between peers at one epoch, so every eviction is counted over the
- * voters of the view of every peer that acts on it.
+ * a binary of level 9 ignores it). Rule P4 (docs/reconfiguration.md): a suspicion is confirmed
+ * and a confirmation counted only between peers at one epoch, and an eviction is not applied
+ * by a peer two or more epochs past the sender's (`Membership.onMessage`).
  */
 export type MembershipMessage =
   /** `at`: the suspecter's clock when it sent this suspicion; the confirmation echoes it. */
@@ -378,11 +377,15 @@ export class Membership {
   onMessage(from: number, msg: MembershipMessage, nowMs: number): MembershipEffect[] {
     const t = this.#track(msg.peer);
     if (t === undefined) return []; // About ourselves: the mesh tells us when we are refused.
-    // Rule P4: only between peers at one epoch. A peer behind us may be one the majority
-    // evicted at the gate of a later view without knowing it (a restarted one waiting here,
-    // or one our VIEWs have not reached); counted over its view's voters, its eviction could
-    // miss every voter that lends a lease under ours (docs/reconfiguration.md, A2).
-    if (epochOf(msg) !== this.#epoch) return [];
+    // Rule P4: a suspicion is confirmed and a confirmation counted only between peers at one
+    // epoch. A suspecter two epochs behind was evicted at the view lock's gate of the view
+    // between (P3 i) without knowing it (a restarted one waiting here gets no VIEW of ours);
+    // counted over its view's voters, its eviction could miss every voter that lends a lease
+    // under the newest view (docs/reconfiguration.md, A2). For that reason an eviction sent two
+    // or more epochs behind ours is not applied. One epoch behind is: views in use are two
+    // adjacent ones, and a notice passed on at a join may be the only news of an eviction.
+    const e = epochOf(msg);
+    if (msg.t === 'evict' ? e + 1 < this.#epoch : e !== this.#epoch) return [];
     switch (msg.t) {
       case 'suspect': {
         // An incarnation older than the one we track, and not evicted, was never tracked here
