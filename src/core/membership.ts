@@ -19,16 +19,27 @@ import { compareIncarnation, isIncarnation } from './types.js';
 /** The incarnation that stands for "never heard from": older than every real one. */
 export const unknownIncarnation: Incarnation = { startMs: 0, nonce: 0 };
 
-/** Membership messages between peers. */
+/**
+ * Membership messages between peers. `e`: the epoch of the sender's view when it sent the
+ * message, absent for epoch 0 (a cluster without views, at protocol level 9, sends none, and
+ * a binary of level 9 ignores it). Rule P4 (docs/reconfiguration.md): a suspicion is confirmed
+ * and a confirmation counted only between peers at one epoch, and an eviction is not applied
+ * by a peer two or more epochs past the sender's (`Membership.onMessage`).
+ */
 export type MembershipMessage =
   /** `at`: the suspecter's clock when it sent this suspicion; the confirmation echoes it. */
-  | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
-  | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation; readonly at: number }
+  | { readonly t: 'suspect'; readonly peer: number; readonly inc: Incarnation; readonly at: number; readonly e?: number }
+  | { readonly t: 'confirm'; readonly peer: number; readonly inc: Incarnation; readonly at: number; readonly e?: number }
   /**
    * `last`: the sender knows no incarnation of that peer newer than `inc` (none waits as its
    * successor): a receiver that never met it may count that peer as gone (PeerView.joinedByQuorum).
    */
-  | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean };
+  | { readonly t: 'evict'; readonly peer: number; readonly inc: Incarnation; readonly last?: boolean; readonly e?: number };
+
+/** The epoch a membership message was sent at (rule P4): 0 when it names none. */
+export function epochOf(msg: MembershipMessage): number {
+  return msg.e ?? 0;
+}
 
 /** What the runtime must do. */
 export type MembershipEffect =
@@ -39,8 +50,9 @@ export type MembershipEffect =
 /** Shape guard for a membership message decoded from the network. */
 export function isMembershipMessage(v: unknown): v is MembershipMessage {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const { t, peer, inc, at, last } = v as Record<string, unknown>;
+  const { t, peer, inc, at, last, e } = v as Record<string, unknown>;
   if (!Number.isSafeInteger(peer) || (peer as number) < 0 || !isIncarnation(inc)) return false;
+  if (e !== undefined && (!Number.isSafeInteger(e) || (e as number) < 0)) return false;
   if (t === 'evict') return last === undefined || typeof last === 'boolean';
   return (t === 'suspect' || t === 'confirm') && typeof at === 'number' && Number.isFinite(at);
 }
@@ -121,6 +133,8 @@ export class Membership {
   readonly #incarnations: IncarnationBook;
   /** The members of the view: majorities are counted over them. */
   #members: Members;
+  /** The epoch of this peer's view: membership messages count only between peers at one epoch (rule P4). */
+  #epoch: number;
   readonly #evictMs: number;
   /** What is tracked of each member, this one included (never read for it), by ordinal. */
   readonly #peers = new Map<number, PeerTrack>();
@@ -144,6 +158,8 @@ export class Membership {
   /** `incarnations`: the session's book, shared with its mesh; default, a book of its own. */
   constructor(opts: {
     members: Members;
+    /** The epoch of the view `members` come from; 0 (the default) without views. */
+    epoch?: number | undefined;
     /** Leaving members of the view (docs/reconfiguration.md P6): tracked, so that a majority of the voters can evict one that dies (F64). */
     leaving?: readonly number[] | undefined;
     evictMs: number;
@@ -157,6 +173,7 @@ export class Membership {
     assert(this.#incarnations.capacity >= opts.members.capacity, 'one incarnation record per ordinal');
     this.#incarnations.grow(Math.max(0, ...(opts.leaving ?? []).map((p) => p + 1)));
     this.#members = opts.members;
+    this.#epoch = opts.epoch ?? 0;
     this.#evictMs = opts.evictMs;
     this.#promiseMs = opts.evictMs;
     this.#confirmationValidMs = opts.evictMs / (opts.clockRateMargin ?? 1.5);
@@ -171,12 +188,13 @@ export class Membership {
   }
 
   /**
-   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on, and
-   * suspicions go to them. An added member is tracked from now, never heard. A removed one is
+   * The view changed (docs/reconfiguration.md): majorities are of `members` from now on,
+   * suspicions go to them, and membership messages count only from peers at `epoch`. An added member is tracked from now, never heard. A removed one is
    * still tracked, so that it can be evicted if it dies before it leaves (`forget`).
    */
-  setMembers(members: Members, nowMs: number): void {
+  setMembers(members: Members, nowMs: number, epoch: number): void {
     this.#members = members;
+    this.#epoch = epoch;
     this.#incarnations.grow(members.capacity);
     for (const p of members.all()) if (!this.#peers.has(p)) this.#peers.set(p, newTrack(nowMs));
   }
@@ -315,7 +333,7 @@ export class Membership {
       out.push(...this.#maybeEvict(peer, t, nowMs));
       if (this.isEvicted(peer, inc)) return;
       for (const q of this.#members.others()) {
-        if (q !== peer) out.push({ type: 'send', to: q, msg: { t: 'suspect', peer, inc, at: nowMs } });
+        if (q !== peer) out.push({ type: 'send', to: q, msg: this.#stamp({ t: 'suspect', peer, inc, at: nowMs }) });
       }
     });
     return out;
@@ -339,7 +357,7 @@ export class Membership {
     // membership of its own, and a successor it holds waiting for this eviction would wait for
     // good, and every request after it (simulator seed 3 --changes).
     for (const q of this.#peers.keys()) {
-      if (q !== peer && q !== this.#self) out.push({ type: 'send', to: q, msg: { t: 'evict', peer, inc, last } });
+      if (q !== peer && q !== this.#self) out.push({ type: 'send', to: q, msg: this.#stamp({ t: 'evict', peer, inc, last }) });
     }
     return out;
   }
@@ -362,6 +380,15 @@ export class Membership {
   onMessage(from: number, msg: MembershipMessage, nowMs: number): MembershipEffect[] {
     const t = this.#track(msg.peer);
     if (t === undefined) return []; // About ourselves: the mesh tells us when we are refused.
+    // Rule P4: a suspicion is confirmed and a confirmation counted only between peers at one
+    // epoch. A suspecter two epochs behind was evicted at the view lock's gate of the view
+    // between (P3 i) without knowing it (a restarted one waiting here gets no VIEW of ours);
+    // counted over its view's voters, its eviction could miss every voter that lends a lease
+    // under the newest view (docs/reconfiguration.md, A2). For that reason an eviction sent two
+    // or more epochs behind ours is not applied. One epoch behind is: views in use are two
+    // adjacent ones, and a notice passed on at a join may be the only news of an eviction.
+    const e = epochOf(msg);
+    if (msg.t === 'evict' ? e + 1 < this.#epoch : e !== this.#epoch) return [];
     switch (msg.t) {
       case 'suspect': {
         // An incarnation older than the one we track, and not evicted, was never tracked here
@@ -383,7 +410,7 @@ export class Membership {
         this.decided.confirmed++;
         t.noEchoUntilMs = Math.max(t.noEchoUntilMs, nowMs + this.#promiseMs);
         if (compareIncarnation(msg.inc, t.noEchoUpTo) > 0) t.noEchoUpTo = msg.inc;
-        return [{ type: 'send', to: from, msg: { t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at } }];
+        return [{ type: 'send', to: from, msg: this.#stamp({ t: 'confirm', peer: msg.peer, inc: msg.inc, at: msg.at }) }];
       }
       case 'confirm': {
         if (key(msg.inc) !== key(t.inc) || this.isEvicted(msg.peer, msg.inc) || !this.#silent(t, nowMs)) return [];
@@ -397,6 +424,11 @@ export class Membership {
       case 'evict':
         return this.#apply(msg.peer, msg.inc, nowMs, msg.last === true && !this.knowsNewer(msg.peer, msg.inc));
     }
+  }
+
+  /** `msg` as sent at our epoch (rule P4); epoch 0 names none, as a binary of level 9 sends it. */
+  #stamp<M extends MembershipMessage>(msg: M): M {
+    return this.#epoch === 0 ? msg : { ...msg, e: this.#epoch };
   }
 
   /**
@@ -423,7 +455,7 @@ export class Membership {
       const evicted = peer === this.#self ? null : this.#incarnations.evictedUpTo(peer);
       if (evicted === null || peer === to) return;
       const last = !this.knowsNewer(peer, evicted);
-      out.push({ type: 'send', to, msg: { t: 'evict', peer, inc: evicted, last } });
+      out.push({ type: 'send', to, msg: this.#stamp({ t: 'evict', peer, inc: evicted, last }) });
     });
     return out;
   }

@@ -66,7 +66,7 @@ export class PeerProtocol {
     this.#machine = new Machine({ members, view: opts.view, speaks: opts.speaks, acceptor: opts.acceptor, clockFloor: Math.max(opts.clockFloor, opts.incarnation.startMs), queueLog: opts.queueLog });
     this.#lease = new LeaseTracker({ members, leaseMs: opts.leaseMs });
     this.#membership = new Membership({
-      members, leaving: opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'), evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
+      members, epoch: opts.view?.epoch, leaving: opts.view === undefined ? [] : ordinalsIn(opts.view, 'leaving'), evictMs: opts.evictMs, nowMs: opts.nowMs, clockRateMargin: opts.clockRateMargin,
       promises: opts.promises, incarnations: opts.incarnations,
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
@@ -388,7 +388,7 @@ export class PeerProtocol {
           this.#machine.removed ? 'this peer was removed from the cluster: its requests end, it grants nothing more' : 'the view of the cluster changed');
         if (this.#machine.removed) continue;
         this.#lease.setMembers(this.#machine.members);
-        this.#membership.setMembers(this.#machine.members, nowMs);
+        this.#membership.setMembers(this.#machine.members, nowMs, effect.view.epoch);
       } else if (effect.type === 'acceptor') {
         this.#out.push({ type: 'acceptor', state: effect.state });
       } else if (effect.type === 'left') {

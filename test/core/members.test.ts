@@ -101,7 +101,7 @@ describe('a view that changes', () => {
 
   it('an added member is tracked and suspected once heard; a removed one still is, until forgotten', () => {
     const m = new Membership({ members: Members.first(0, 3), evictMs, nowMs: 0 });
-    m.setMembers(new Members(0, [0, 1, 3]), 100);
+    m.setMembers(new Members(0, [0, 1, 3]), 100, 1);
     m.heard(3, X, 100);
     m.heard(2, X, 100);
     const tick = m.tick(100 + evictMs);

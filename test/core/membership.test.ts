@@ -348,7 +348,50 @@ describe('Membership', () => {
     expect(sends(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: Y, at: evictMs + 5 }, evictMs + 5) ?? [])).toEqual([{ to: 0, t: 'confirm', peer: 2 }]);
   });
 
+  it('confirms and counts only between peers at one epoch, and applies no eviction sent two epochs behind its own (docs/reconfiguration.md P4)', () => {
+    // p0 counts under the view of epoch 2, p1 is at epoch 4: two voters apart at most, their majorities may not meet.
+    const m0 = new Membership({ members: Members.first(0, 3), epoch: 2, evictMs, nowMs: 0 });
+    const m1 = new Membership({ members: Members.first(1, 3), epoch: 4, evictMs, nowMs: 0 });
+    for (const m of [m0, m1]) m.heard(2, X, 0);
+    const suspect = m0.tick(evictMs).flatMap((e) => (e.type === 'send' ? [e.msg] : []));
+    expect(suspect).toEqual([{ t: 'suspect', peer: 2, inc: X, at: evictMs, e: 2 }]);
+    // A suspicion sent at another epoch is not confirmed; one at ours is, and says our epoch.
+    expect(m1.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs, e: 2 }, evictMs)).toEqual([]);
+    expect(m1.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs, e: 4 }, evictMs)).toEqual([
+      { type: 'send', to: 0, msg: { t: 'confirm', peer: 2, inc: X, at: evictMs, e: 4 } },
+    ]);
+    // A confirmation given at another epoch is not counted; an eviction sent two epochs behind ours is not applied.
+    expect(evictions(m0.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs, e: 4 }, evictMs))).toEqual([]);
+    expect(evictions(m1.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true, e: 2 }, evictMs))).toEqual([]);
+    expect(m1.isEvicted(2, X)).toBe(false);
+    // One epoch behind ours, or ahead of it, is (a notice passed on at a join may be the only news of an eviction).
+    for (const e of [3, 5]) {
+      const m = new Membership({ members: Members.first(1, 3), epoch: 4, evictMs, nowMs: 0 });
+      m.heard(2, X, 0);
+      expect(evictions(m.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true, e }, 10))).toEqual([2]);
+    }
+    // Once p0 is at epoch 4 too, both count.
+    m0.setMembers(Members.first(0, 3), evictMs, 4);
+    const evict = m0.onMessage(1, { t: 'confirm', peer: 2, inc: X, at: evictMs, e: 4 }, evictMs);
+    expect(evictions(evict)).toEqual([2]);
+    expect(evict.flatMap((e) => (e.type === 'send' ? [e.msg] : []))).toEqual([{ t: 'evict', peer: 2, inc: X, last: true, e: 4 }]);
+    expect(evictions(m1.onMessage(0, { t: 'evict', peer: 2, inc: X, last: true, e: 4 }, evictMs))).toEqual([2]);
+  });
+
+  it('names no epoch at epoch 0, as a binary of protocol level 9 sends its messages, and reads one without as epoch 0', () => {
+    const [m0, m1] = three();
+    for (const m of [m0, m1]) m?.heard(2, X, 0);
+    expect(m0?.tick(evictMs).flatMap((e) => (e.type === 'send' ? [e.msg] : []))).toEqual([{ t: 'suspect', peer: 2, inc: X, at: evictMs }]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs, e: 1 }, evictMs)).toEqual([]);
+    expect(m1?.onMessage(0, { t: 'suspect', peer: 2, inc: X, at: evictMs, e: 0 }, evictMs)).toHaveLength(1);
+  });
+
   it('guards the shape of membership messages', () => {
+    expect(isMembershipMessage({ t: 'evict', peer: 1, inc: X, e: 3 })).toBe(true);
+    expect(isMembershipMessage({ t: 'confirm', peer: 1, inc: X, at: 5, e: 0 })).toBe(true);
+    expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: 5, e: -1 })).toBe(false);
+    expect(isMembershipMessage({ t: 'suspect', peer: 1, inc: X, at: 5, e: 1.5 })).toBe(false);
+    expect(isMembershipMessage({ t: 'evict', peer: 1, inc: X, e: '3' })).toBe(false);
     expect(isMembershipMessage({ t: 'evict', peer: 1, inc: X })).toBe(true);
     expect(isMembershipMessage({ t: 'evict', peer: -1, inc: X })).toBe(false);
     expect(isMembershipMessage({ t: 'evict', peer: 1, inc: { startMs: 'x', nonce: 1 } })).toBe(false);

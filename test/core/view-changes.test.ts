@@ -369,6 +369,29 @@ describe('a protocol that takes part in changes', () => {
     expect(applied[0]?.type).toBe('view');
   });
 
+  it('confirms a suspicion only from a peer at its epoch, and counts its membership by each view it applies (P4)', async () => {
+    const { PeerProtocol } = await import('../../src/core/protocol.js');
+    const { IncarnationBook } = await import('../../src/core/incarnations.js');
+    const inc = (startMs: number): { startMs: number; nonce: number } => ({ startMs, nonce: 1 });
+    const v1 = next(v0, addD);
+    const p = new PeerProtocol({
+      self: 1, peerIds: ['a', 'b', 'c', 'd'], leaseMs: 1000, evictMs: 1700, clockRateMargin: 1.5, incarnation: inc(10), clockFloor: 0, nowMs: 0,
+      incarnations: new IncarnationBook(4), view: v1, speaks: 10,
+    });
+    for (const q of [0, 2]) p.peerJoined(q, inc(5), 1, false, 0);
+    const confirms = (out: readonly { type: string; payload?: unknown }[]): unknown[] =>
+      out.flatMap((o) => (o.type === 'send' && typeof o.payload === 'object' && o.payload !== null && 't' in o.payload && o.payload.t === 'confirm' ? [o.payload] : []));
+    // c is silent from 0 on; a asks at epoch 2 (ahead of us), then at ours.
+    p.payload(0, inc(5), { c: 2, m: [] }, 1700);
+    const suspect = { t: 'suspect', peer: 2, inc: inc(5), at: 1700 } as const;
+    expect(confirms(p.payload(0, inc(5), { ...suspect, e: 2 }, 1700))).toEqual([]);
+    expect(confirms(p.payload(0, inc(5), { ...suspect, e: 1 }, 1700))).toEqual([{ ...suspect, t: 'confirm', e: 1 }]);
+    // The view of epoch 2 arrives: from now on a suspicion at epoch 2 is confirmed, one at 1 is not.
+    p.payload(0, inc(5), { c: 3, m: [{ t: 'view', view: next(v1, { op: 'remove', id: 'd' }) }] }, 1701);
+    expect(confirms(p.payload(0, inc(5), { ...suspect, at: 1701, e: 1 }, 1701))).toEqual([]);
+    expect(confirms(p.payload(0, inc(5), { ...suspect, at: 1701, e: 2 }, 1701))).toEqual([{ ...suspect, t: 'confirm', at: 1701, e: 2 }]);
+  });
+
   it('fences at once when a view leaves too few of its voters echoing: no hold outlives its event without a lease (simulator seed 9 --changes)', async () => {
     const { PeerProtocol } = await import('../../src/core/protocol.js');
     const { IncarnationBook } = await import('../../src/core/incarnations.js');

@@ -207,6 +207,8 @@ const mutants = {
   'learner-echoes-dropped': [at('src/core/lease.js', 'this.#echoedSentAt[peer] = sentAtMs; if (this.#members.has(peer)) this.#recompute();', 'if (!this.#members.has(peer)) return; this.#echoedSentAt[peer] = sentAtMs; this.#recompute();')],
   /** An eviction counts every member's confirmation, a learner's or leaving member's own suspicion too, not the voters' only (P5, P6; seed 242's bug). */
   'eviction-counts-non-voters': [at(membership, 'if (this.#members.has(from)) votes++;', 'votes++;')],
+  /** Membership messages count across epochs: a suspicion from a peer at another epoch is confirmed, a confirmation given at another counted, an eviction sent two epochs behind applied (rule P4). */
+  'membership-across-epochs': [at(membership, "if (msg.t === 'evict' ? e + 1 < this.#epoch : e !== this.#epoch)", 'if (false)')],
   /** A view applied does not re-check the lease: a view whose voters echoed too few heartbeats leaves holds granted past its event (seed 9's bug). */
   'view-without-lease-check': [at(protocol, "if (effects.some((e) => e.type === 'view')) this.#refreshLease(nowMs);", '')],
   // Protocol levels (rule P9): their seeds run with --changes, which draws a rolling upgrade (test/sim/upgrader.ts).
@@ -260,7 +262,7 @@ export function multiChanceOf(mutant: MutantName | undefined): number | undefine
 
 /** The mutants of the rules of changes of the members (docs/reconfiguration.md): their seeds run with `--changes`. */
 const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-at-one-acceptance', 'learner-counted-as-voter', 'leaving-dropped-early', 'reused-ordinal', 'gate-without-every-head-ack', 'learner-echoes-dropped', 'eviction-counts-non-voters', 'view-without-lease-check',
-  'raise-unspoken', 'admit-below-level', 'no-drop-below'];
+  'membership-across-epochs', 'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
 /** The mutants that revert fixes of the changes' runtime (their seeds run with `--changes` too). */
 const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only'];

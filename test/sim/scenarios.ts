@@ -17,7 +17,7 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 import { restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
-import { promotedWhileVoterDown, racedBallotsOvertaken } from './view-scenarios.js';
+import { promotedWhileVoterDown, racedBallotsOvertaken, staleCountAcrossTwoEpochs } from './view-scenarios.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
@@ -732,6 +732,8 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   } },
   // Two requests on the view lock reach an acceptor out of order (no seed of 1..200 did).
   'accept-without-promise': noViolation('racedBallotsOvertaken', racedBallotsOvertaken),
+  // No seed of 1..200 on either network reaches it: it needs streams of one pair held apart (F81).
+  'membership-across-epochs': noViolation('staleCountAcrossTwoEpochs', staleCountAcrossTwoEpochs),
   // The review's executions of changes of the view (test/sim/review-scenarios.ts); seeds catch them too.
   'left-member-rejoins-ack-set': { name: 'restartMeetsLeftMember', held: () => {
     const r = restartMeetsLeftMember();

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { dropPlanted, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removeThenRetire } = scenarios;
+const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -63,6 +63,21 @@ describe('scripted changes of the view', () => {
     expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving,p3:voter' });
     expect(r.p3Synced).toBe(false);
     expect(r.p0Granted).toBe(false);
+  });
+
+  it('a restarted peer two epochs behind gets no confirmation across epochs: nobody evicts the leased p0 (F81, rule P4)', () => {
+    const r = staleCountAcrossTwoEpochs();
+    expect(r.violations).toEqual([]);
+    expect(r.epochs).toEqual({ p2: 2, p1: 4, p0: 4 });
+    expect(r.p2EvictedP0).toBe(false);
+    expect(r.p0Held).toBe(true);
+  });
+
+  it('with membership messages counted across epochs, that peer evicts p0 while its lease holds', async () => {
+    const planted = await plantedModule<ViewScenarios>('membership-across-epochs', 'test/sim/view-scenarios.js');
+    const r = planted.staleCountAcrossTwoEpochs();
+    expect(r.p2EvictedP0).toBe(true);
+    expect(r.violations).toEqual([expect.stringMatching(/p2 \(process \d+\) evicted p0 \(process \d+\) while its lease held/)]);
   });
 
   it('with the echoes of a learner dropped, p0 never hears p3 vouch for its lease, and never promotes it (the change times out)', async () => {

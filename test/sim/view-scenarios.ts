@@ -207,3 +207,85 @@ export function racedBallotsOvertaken(): { first: ChangeOutcome; second: ChangeO
   runUntil(parts, 12_000);
   return { first: first(), second: second(), views: views(parts, 3), violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
+
+/** What `staleCountAcrossTwoEpochs` came to. */
+export interface StaleCount {
+  /** The epochs p2's second process, p1 and p0 ran at once p0 was cut off. */
+  readonly epochs: { readonly p2: number | null; readonly p1: number | null; readonly p0: number | null };
+  /** Whether p2's second process evicted p0, and whether p0's client still holds x at the end. */
+  readonly p2EvictedP0: boolean;
+  readonly p0Held: boolean;
+  readonly violations: readonly string[];
+  readonly transcript: readonly string[];
+}
+
+const longHold = { mode: 'exclusive', limit: 1, permits: 1, meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null } as const;
+
+/**
+ * docs/findings.md F81 on the production runtime: an eviction counted over the voters of a view
+ * two epochs behind. Founders p0 (B), p1 (Z), p2 (S); p3 (D) and p4 (E) are added as learners
+ * (epoch 2) and p0's client holds x. p1 promotes p3 (epoch 3); p2 crashes right after its head
+ * ack, its data dir at epoch 2. The learner p4 alone decides p2's eviction (held streams keep p0,
+ * p1 and p3 from counting one another's confirmations) and its EVICT to p0 and p1 stays held; p3
+ * had it, and promotes p4 (epoch 4), p0 and p1 accepting through p3's streams. p2 restarts at
+ * epoch 2: p0 and p1 still count its old process, so the new one waits there and gets no VIEW,
+ * only heartbeats. p0 is cut off from p1 and p2, its lease kept by p3 and p4 (three of the five
+ * voters of epoch 4). p2 suspects p0, and p1, silent from p0 too, confirms: two of the three
+ * voters of epoch 2. Without rule P4 p2 evicts p0 while p0's lease holds (p1 would apply the
+ * eviction and could grant x); with it, p1 confirms nothing across epochs, and nobody evicts p0.
+ */
+export function staleCountAcrossTwoEpochs(): StaleCount {
+  const parts = foundedBy(3, 5);
+  const { net } = parts;
+  runUntil(parts, 3000);
+  change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
+  runUntil(parts, 4000);
+  joinHost(parts, 0, 3);
+  runUntil(parts, 5500);
+  change(parts, 0, { op: 'add', id: 'p4', ws: 'ws://p4:1', http: '127.0.0.1:1004' });
+  runUntil(parts, 6500);
+  joinHost(parts, 0, 4);
+  runUntil(parts, 8000);
+  const p0 = current(parts, 0);
+  const held = parts.clients.acquire(p0, 'x', { ...longHold, owner: 'b' }, false, true);
+  runUntil(parts, 9000);
+  // p1 promotes p3; p2 crashes once p1 proposes, so after its head ack and before the view. A
+  // short timeout lets go of the view lock, which p1 would keep until p2 passed the view back.
+  const p1 = current(parts, 1);
+  change(parts, 1, { op: 'promote', id: 'p3' }, 1500);
+  let t = 9000;
+  while (p1.runtime.inspect.protocol.machine.proposal === null && t < 9500) runUntil(parts, (t += 1));
+  parts.cluster.crash(2);
+  const t0 = t;
+  // Nobody but the learner p4 counts p2's eviction: p3's streams to p0 and p1 (its suspicions and
+  // confirmations) and p1's to p0 are held; p3's confirmation to p4 comes last, once p4's EVICT
+  // to p0 and p1 is held in its streams too.
+  runUntil(parts, t0 + 2900);
+  net.stall(3, 1, t0 + 3400);
+  net.stall(3, 0, t0 + 3400);
+  net.stall(3, 4, t0 + 3300);
+  net.stall(1, 0, t0 + 60_000);
+  runUntil(parts, t0 + 3290);
+  net.stall(4, 1, t0 + 60_000);
+  net.stall(4, 0, t0 + 60_000);
+  runUntil(parts, t0 + 3500);
+  change(parts, 3, { op: 'promote', id: 'p4' });
+  runUntil(parts, t0 + 5000);
+  // p2 restarts from its data dir; p3 and p4, which know of its old process's eviction, are out of its reach.
+  for (const [a, b] of [[2, 3], [3, 2], [2, 4], [4, 2]] as const) net.stall(a, b, t0 + 60_000);
+  parts.cluster.restart(2);
+  runUntil(parts, t0 + 6000);
+  // p0 is cut off from p1 and p2: its streams to them, and p2's to it, are held.
+  for (const [a, b] of [[0, 2], [2, 0], [0, 1]] as const) net.stall(a, b, t0 + 60_000);
+  const epochOf = (peer: number): number | null => parts.cluster.current(peer)?.runtime.view?.epoch ?? null;
+  const epochs = { p2: epochOf(2), p1: epochOf(1), p0: epochOf(0) };
+  runUntil(parts, t0 + 11_000);
+  const p2EvictedP0 = current(parts, 2).runtime.inspect.protocol.isEvicted(0, p0.runtime.inspect.incarnation);
+  return { epochs, p2EvictedP0, p0Held: held.state === 'held', violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+function current(parts: Parts, peer: number): NonNullable<ReturnType<Parts['cluster']['current']>> {
+  const p = parts.cluster.current(peer);
+  if (p === undefined) throw new Error(`p${peer} is not running`);
+  return p;
+}
