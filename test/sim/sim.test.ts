@@ -212,6 +212,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   'left-member-rejoins-ack-set': 177,
   'left-without-issuing': { seed: 75, net: 'link' },
   'zombie-forgets-newer': 45,
+  // A twin on a host of its own (the twin-pair episode `twinElsewhere`) reaches two of the
+  // three other peers and dies; the third never met it and keeps hearing the zombie it made.
+  'zombie-heard': 3,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -228,6 +231,7 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'left-member-rejoins-ack-set': /liveness: \d+ request\(s\) stuck/,
   'left-without-issuing': /liveness: \d+ request\(s\) stuck/,
   'zombie-forgets-newer': /zombie: p\d+ \(process \d+\) rejoined as [\d.]+ above process \d+'s/,
+  'zombie-heard': /liveness: \d+ request\(s\) stuck/,
 };
 
 /**
