@@ -172,9 +172,10 @@ export class PeerProtocol {
    * Our heartbeat to `peer` is due. Rule 3a for heartbeats (docs/design.md section 3): it
    * carries our clock, which the peer takes as an ack, only when every earlier data frame for
    * it is on the socket ahead of it (`allSent`: by FIFO the peer then has them all), when that
-   * peer's incarnation has joined our core, and when our core may ack at all.
+   * peer's incarnation has joined our core, and when our core may ack at all. None from a zombie.
    */
   heartbeatDue(peer: number, allSent: boolean): readonly ProtocolOutput[] {
+    if (!this.#speaks()) return noOutputs;
     const clock = allSent && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
     return [{ type: 'heartbeat', to: peer, clock }];
   }
@@ -254,9 +255,21 @@ export class PeerProtocol {
 
   #take(): readonly ProtocolOutput[] {
     if (this.#out.length === 0) return noOutputs;
-    const out = this.#out;
+    const out = this.#speaks() ? this.#out : this.#out.filter((o) => o.type !== 'send' && o.type !== 'sent');
     this.#out = [];
     return out;
+  }
+
+  /**
+   * Whether this incarnation sends anything on its links (payloads, heartbeats): not once it
+   * is a zombie. A peer that never met the newer process of its id (a twin that reached some
+   * peers only, then died) would keep hearing it and never confirm it silent, and the newer
+   * one, waiting behind it where it was met, could never join nor be evicted: the zombie would
+   * stay out for good, and every lock with it (fault run seed 27001). Silent, it is evicted as
+   * a dead process is, then the newer one if it died too, and it rejoins above that one.
+   */
+  #speaks(): boolean {
+    return this.#zombie.supersededError === null;
   }
 
   #log(level: LogLevel, fields: Readonly<Record<string, unknown>>, msg: string): void {

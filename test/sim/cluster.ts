@@ -347,9 +347,23 @@ export class Cluster {
     return this.#hosts.every((h) => h.peer === peer || (members !== null && !members.has(`p${h.peer}`)) || (h.procs.length === 1 && this.current(h.peer)?.runtime.inspect.protocol.machine.synced === true));
   }
 
-  /** True when a second process with this peer's id ever ran. */
+  /**
+   * True when a second process with this peer's id ever ran, unless an episode stopped it with
+   * `stopDuplicate` (the heal stops every process of a duplicated id and starts one).
+   */
   wasDuplicated(peer: number): boolean {
     return this.#duplicated.has(peer);
+  }
+
+  /**
+   * The operator stops the newer of two processes of `peer` (kill -9) and keeps the other: it
+   * must come back on its own (README, "What is not promised": two processes with one id keep
+   * each other out until one is stopped), so the heal leaves it running from now on.
+   */
+  stopDuplicate(peer: number): void {
+    if (this.#host(peer).procs.length !== 2) return;
+    this.crash(peer, 'newest');
+    this.#duplicated.delete(peer);
   }
 
   /** True when a process of the peer runs (maybe frozen). */
@@ -431,25 +445,28 @@ export class Cluster {
   /**
    * Starts a new process for `peer` (after a crash, or beside a live one: a duplicate). Its
    * runtime loads the clock floor from the host's disk and begins a new incarnation.
+   * `disk`: a duplicate on a data dir of its own (a second host, as test/fault/twin-peer.ts
+   * starts on real processes), not the host's.
    */
-  restart(peer: number, opts: { duplicate?: boolean; config?: ClusterConfig } = {}): void {
+  restart(peer: number, opts: { duplicate?: boolean; config?: ClusterConfig; disk?: SimDisk } = {}): void {
     const h = this.#host(peer);
+    const disk = opts.duplicate === true ? opts.disk ?? h.disk : h.disk;
     if (h.procs.length > 0 && opts.duplicate !== true) return;
     // A spare host runs only once it joined (`join`): started on its own, it would found a cluster of its own.
-    if (peer >= this.#founders && h.disk.viewRecord === null) return;
+    if (peer >= this.#founders && disk.viewRecord === null) return;
     const { time, rng, schedule, net, transcript } = this.#o;
     // What lamport-peer does with the data dir before the runtime starts (server.ts).
     const config = opts.config ?? (peer < this.#founders ? this.#foundersConfig : this.#config);
     const level = this.#levelToRun(peer);
     if (level === null) return;
-    h.disk.viewRecord = startRecord(h.disk.viewRecord, `p${peer}`, config.peers, level, () => h.disk.newAcceptorId());
+    disk.viewRecord = startRecord(disk.viewRecord, `p${peer}`, config.peers, level, () => disk.newAcceptorId());
     const proc = new SimProcess({ id: this.#nextProcId, peer, host: h.clock, time, rng: rng.fork(), schedule });
     const { network, listener } = net.networkOf(proc);
     const logger = transcriptLogger(transcript, time, peer, proc.id);
     let runtime: PeerRuntime;
     try {
       runtime = new PeerRuntime({
-        config, id: `p${peer}`, logger, protocolLevel: level, levels: h.levels, world: { env: proc.env, network, listener, clockStore: h.disk, viewStore: h.disk.views }, processMetrics: false,
+        config, id: `p${peer}`, logger, protocolLevel: level, levels: h.levels, world: { env: proc.env, network, listener, clockStore: disk, viewStore: disk.views }, processMetrics: false,
         ...(this.#o.scenario.linkBufferBytes === null ? {} : { linkUnackedBytesMax: this.#o.scenario.linkBufferBytes }),
         ...(this.#o.scenario.frameBytes === null ? {} : { frameBytesMax: this.#o.scenario.frameBytes }),
       });
@@ -463,11 +480,11 @@ export class Cluster {
     }
     this.#nextProcId++;
     if (opts.duplicate === true) this.#duplicated.add(peer);
-    h.disk.shapeLevel = level;
+    disk.shapeLevel = level;
     const p: SimPeerProcess = { proc, runtime, logger, levels: h.levels, lease: { session: null, offsetMs: 0, sinceMs: Number.POSITIVE_INFINITY, zombie: null, synced: false } };
     h.procs.push(p);
     const other = opts.config === undefined ? '' : ` with another config (peers ${opts.config.peers.map((q) => q.id).join(',')}; heartbeat/lease/evict ${opts.config.heartbeatMs}/${opts.config.leaseMs}/${opts.config.evictMs})`;
-    transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${h.disk.hwm}`);
+    transcript.add(time.nowMs, peer, `START process ${proc.id}${opts.duplicate === true ? ' (a duplicate beside a live one)' : ''}${other} floor hwm=${disk.hwm}`);
     proc.run(() => runtime.start());
     this.afterTask(p);
     this.onStarted(p);

@@ -222,6 +222,8 @@ const mutants = {
   'left-member-rejoins-ack-set': [at(machine, 'if (this.#changes.leftPeers().includes(peer)) return;', '')],
   /** A LEFT that removes the last member a waiting request waited for does not issue it (fix a86f82a, seed 7 --net link's bug). */
   'left-without-issuing': [at('src/core/view-steps.js', 'if (this.#h.synced()) this.#h.issuePending(); } /** Rule P6: our own removal.', '} /** Rule P6: our own removal.')],
+  /** A zombie still sends payloads and heartbeats: a peer that never met its newer twin keeps hearing it, and it stays out for good once that twin died (fault run seed 27001). */
+  'zombie-heard': [at(protocol, '#speaks() {', '#speaks() { return true;')],
   /** A zombie rejoins on a refusal from a peer that never met the newer process of its id a refusal named before (fix 11df3a5, seed 45's bug). */
   'zombie-forgets-newer': [at(zombieWatch, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
   /** An EVICT goes to the voters only, not to a leaving member, which acts on no membership of its own once removed (seed 3 --changes's bug). */

@@ -168,8 +168,9 @@ describe('scripted scenarios on the production runtime', () => {
     expect((await planted('zombie-keeps-waiters')).zombieAnswers().violations.join('\n')).toMatch(/zombie: process \d+ of p1 is superseded, but its client's ref \d+ \(W\) still waits/);
   });
 
-  it('fails with the zombie-renews-lease and zombie-suspects mutants: the checker sees the zombie act (scenario zombieAsked)', async () => {
-    expect((await planted('zombie-renews-lease')).zombieAsked().violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, renewed its lease/);
+  // zombie-renews-lease: a zombie sends no heartbeat (finding F82), so only an echo already on
+  // its way renews it under that mutant, which this schedule has not; seed 40 has (sim.test.ts).
+  it('fails with the zombie-suspects mutant: the checker sees the zombie act (scenario zombieAsked)', async () => {
     expect((await planted('zombie-suspects')).zombieAsked().violations.join('\n')).toMatch(/zombie: p1 \(process \d+\), superseded since [\d.]+ms, went on deciding: suspicions 0 -> 1/);
   });
 

@@ -10,9 +10,10 @@ import { limits } from '../../src/limits.js';
 import type { ClientRequest } from './clients.js';
 import type { FaultPlanOptions } from './fault-plan.js';
 import { Prng } from '../support/prng.js';
+import { SimDisk } from './cluster.js';
 
 /** Which twin episode a seed plays (Scenario.twinPairEpisode). */
-export type TwinEpisodeKind = 'restartedMeetsTwin' | 'frozenTwin';
+export type TwinEpisodeKind = 'restartedMeetsTwin' | 'frozenTwin' | 'twinElsewhere';
 
 /** What a twin episode needs of its fault plan. */
 export interface TwinEpisodeHooks {
@@ -26,11 +27,13 @@ export interface TwinEpisodeHooks {
 
 /**
  * Scenario.twinPairEpisode: in a quarter of the clusters of three to five peers, one of the two
- * kinds (the restarted peer meeting a twin twice as often).
+ * kinds (the restarted peer meeting a twin twice as often); in a fifth of the others, a twin on
+ * a host of its own (drawn after them, so the seeds that drew one of the first two are as before).
  */
 export function drawTwinEpisode(rng: Prng, peers: number): { readonly kind: TwinEpisodeKind; readonly seed: number } | null {
-  if (peers < 3 || peers > 5 || !rng.chance(0.25)) return null;
-  return { kind: rng.chance(2 / 3) ? 'restartedMeetsTwin' : 'frozenTwin', seed: rng.u32() };
+  if (peers < 3 || peers > 5) return null;
+  if (rng.chance(0.25)) return { kind: rng.chance(2 / 3) ? 'restartedMeetsTwin' : 'frozenTwin', seed: rng.u32() };
+  return rng.chance(0.2) ? { kind: 'twinElsewhere', seed: rng.u32() } : null;
 }
 
 /** evict_ms and lease_ms in virtual (global) ms on the slowest host's clock: how long they last at the longest. */
@@ -57,7 +60,7 @@ export function startTwinEpisode(o: FaultPlanOptions, hooks: TwinEpisodeHooks): 
   const rng = new Prng(episode.seed);
   const earliest = Math.ceil(s.leaseMs + 4 * s.heartbeatMs);
   const latest = Math.max(earliest, Math.floor(s.safetyMs - twinEpisodeSpanMs(s) - s.leaseMs));
-  const play = { restartedMeetsTwin, frozenTwin }[episode.kind];
+  const play = { restartedMeetsTwin, frozenTwin, twinElsewhere }[episode.kind];
   const attempt = (): void => {
     if (!hooks.active()) return;
     const quiet = hooks.free() && !wire.anyCut(time.nowMs) && !net.anyStall(time.nowMs);
@@ -174,6 +177,43 @@ function frozenTwin(o: FaultPlanOptions, hooks: TwinEpisodeHooks, rng: Prng): bo
   });
   schedule(endAt, () => {
     if (cluster.processes(twin).length > 1) cluster.crash(twin, youngDies || rng.chance(0.5) ? 'newest' : 'oldest');
+  });
+  return true;
+}
+
+/**
+ * A twin on a host of its own (test/fault/twin-peer.ts on real processes; fault run seed
+ * 27001): Y, a second process with T's id, starts on an empty data dir of its own beside X,
+ * reaches only a drawn part of the other peers (at least one, never all) and dies a drawn
+ * while later. Y starts at the wall clock: below X when X started at its data dir's mark,
+ * then refused, it starts again above the incarnation the refusal names. The peers it reaches
+ * let it in behind X and refuse X as stale, so X, synced, is a zombie; the others never meet Y
+ * and still hear X. Once Y is dead the cluster must come back (README, "What is not
+ * promised": two processes of one id keep each other out only until one is stopped): X is
+ * evicted, then Y, and X rejoins above Y (mutant `zombie-heard`).
+ */
+function twinElsewhere(o: FaultPlanOptions, hooks: TwinEpisodeHooks, rng: Prng): boolean {
+  const { cluster, schedule, time, scenario: s, transcript, net } = o;
+  if (!oneProcessEach(o)) return false;
+  const twin = rng.int(0, s.peers - 1);
+  const x = cluster.processes(twin)[0];
+  // X synced (else, refused as stale, it starts again above Y), no zombie, of an id never duplicated.
+  if (x === undefined || !x.runtime.started || cluster.wasDuplicated(twin)) return false;
+  if (x.runtime.inspect.protocol.supersededError !== null || !x.runtime.inspect.protocol.machine.synced) return false;
+  const others = rng.shuffle(Array.from({ length: s.peers }, (_, q) => q).filter((q) => q !== twin));
+  const reached = others.slice(0, rng.int(1, others.length - 1));
+  const unreached = others.filter((q) => !reached.includes(q));
+  const { evictGlobalMs, leaseGlobalMs } = globalMsOf(s);
+  const t0 = time.nowMs;
+  const endAt = t0 + rng.int(4 * s.heartbeatMs, Math.ceil(evictGlobalMs + leaseGlobalMs));
+  hooks.hold(endAt + Math.ceil(3 * evictGlobalMs + leaseGlobalMs));
+  transcript.add(t0, twin, `TWIN ELSEWHERE: a twin of p${twin} (process ${x.proc.id}) starts on a data dir of its own, reaching ${reached.map((q) => `p${q}`).join(',')} only; it dies at ${endAt}ms`);
+  cluster.restart(twin, { duplicate: true, disk: new SimDisk() });
+  const y = cluster.processes(twin)[1];
+  if (y === undefined) return true;
+  for (const q of unreached) net.stallProcess(y.proc, q, endAt);
+  schedule(endAt, () => {
+    if (y.proc.alive && cluster.processes(twin)[1] === y) cluster.stopDuplicate(twin);
   });
   return true;
 }
