@@ -169,6 +169,19 @@ export class IncarnationBook {
     if (r.aheadUpTo === null || compareIncarnation(inc, r.aheadUpTo) > 0) r.aheadUpTo = copy(inc);
   }
 
+  /**
+   * Whether `inc` of `peer` is refused for a clock too far ahead of ours (issue 37): `'now'`,
+   * for `clock` (the highest clock or incarnation start of what it sent; it is refused from
+   * now on, `refuseAhead`), `'before'`, or null. Nothing of it is adopted; the links cut it
+   * and refuse it, as a partition would (the majority evicts it if it stays out).
+   */
+  refusedAhead(peer: number, inc: Incarnation, clock: number): 'now' | 'before' | null {
+    if (this.isAheadRefused(peer, inc)) return 'before';
+    if (!this.isAhead(clock)) return null;
+    this.refuseAhead(peer, inc);
+    return 'now';
+  }
+
   /** True when `inc` of `peer` was refused for a clock too far ahead (`refuseAhead`). */
   isAheadRefused(peer: number, inc: Incarnation): boolean {
     const ahead = this.#record(peer).aheadUpTo;

@@ -52,6 +52,8 @@ export class PeerProtocol {
   readonly #waiting: WaitingRoom;
   /** Echoes wait until then (ProtocolOptions.quietForMs). */
   readonly #quietUntilMs: number;
+  /** How long an echo of ours may vouch for a lease (clock-rate margin times lease_ms). */
+  readonly #vouchMs: number;
   /** Whether a newer process of our id runs or ran, and what a refusal of our links tells us (core/zombie-watch.ts). */
   readonly #zombie: ZombieWatch;
   #out: ProtocolOutput[] = [];
@@ -71,6 +73,8 @@ export class PeerProtocol {
     });
     this.#quietUntilMs = opts.nowMs + (opts.quietForMs ?? 0);
     this.#waiting = new WaitingRoom(opts.nowMs + (opts.joinsHeldForMs ?? 0));
+    this.#vouchMs = opts.clockRateMargin * opts.leaseMs;
+    if (this.#machine.removed) this.#waiting.left(opts.nowMs, this.#vouchMs);
     this.#zombie = new ZombieWatch({
       incarnation: opts.incarnation, incarnations: opts.incarnations,
       peerId: (p) => this.peerId(p),
@@ -107,6 +111,7 @@ export class PeerProtocol {
   tick(nowMs: number): readonly ProtocolOutput[] {
     if (this.#actsOnMembership()) this.#applyMembership(this.#membership.tick(nowMs), nowMs);
     this.#releaseHeldJoins(nowMs);
+    this.#out.push(...this.#waiting.leaveNotices(nowMs, this.#machine.clock, (p) => this.peerId(p)));
     return this.#take();
   }
 
@@ -119,6 +124,7 @@ export class PeerProtocol {
         'a new incarnation of this peer waits until the majority evicts its predecessor, which may still hold a lease');
       this.#waiting.enter(peer, inc, clock, false);
       this.#step({ type: 'superseded', peer }, nowMs);
+      this.#out.push(...this.#waiting.leaveNotices(nowMs, this.#machine.clock, (p) => this.peerId(p)));
     } else if (this.#waiting.joinsHeld(nowMs)) {
       this.#log('info', { remote: this.peerId(peer), incarnation: formatIncarnation(inc) }, 'peer waits: no peer joins while a heartbeat this peer echoed before may vouch for a lease');
       this.#waiting.enter(peer, inc, clock, restarted);
@@ -175,7 +181,7 @@ export class PeerProtocol {
    * peer's incarnation has joined our core, and when our core may ack at all. None from a zombie.
    */
   heartbeatDue(peer: number, allSent: boolean): readonly ProtocolOutput[] {
-    if (!this.#speaks()) return noOutputs;
+    if (!this.#zombie.speaks) return noOutputs;
     const clock = allSent && !this.#waiting.has(peer) && this.#machine.ackReady ? this.#machine.clock : undefined;
     return [{ type: 'heartbeat', to: peer, clock }];
   }
@@ -255,21 +261,9 @@ export class PeerProtocol {
 
   #take(): readonly ProtocolOutput[] {
     if (this.#out.length === 0) return noOutputs;
-    const out = this.#speaks() ? this.#out : this.#out.filter((o) => o.type !== 'send' && o.type !== 'sent');
+    const out = this.#zombie.speaks ? this.#out : this.#out.filter((o) => o.type !== 'send' && o.type !== 'sent');
     this.#out = [];
     return out;
-  }
-
-  /**
-   * Whether this incarnation sends anything on its links (payloads, heartbeats): not once it
-   * is a zombie. A peer that never met the newer process of its id (a twin that reached some
-   * peers only, then died) would keep hearing it and never confirm it silent, and the newer
-   * one, waiting behind it where it was met, could never join nor be evicted: the zombie would
-   * stay out for good, and every lock with it (fault run seed 27001). Silent, it is evicted as
-   * a dead process is, then the newer one if it died too, and it rejoins above that one.
-   */
-  #speaks(): boolean {
-    return this.#zombie.supersededError === null;
   }
 
   #log(level: LogLevel, fields: Readonly<Record<string, unknown>>, msg: string): void {
@@ -314,18 +308,11 @@ export class PeerProtocol {
     }
   }
 
-  /**
-   * True when `inc` of `from` is refused for a clock too far ahead of ours (issue 37): now, for
-   * `clock` (the highest clock or incarnation start of what it sent), or before. Nothing of it
-   * is adopted; the links cut it and refuse it from then on, as a partition would (the
-   * majority evicts it if it stays out).
-   */
+  /** Whether `inc` of `from` is refused for a clock too far ahead (IncarnationBook.refusedAhead); the links cut it now, the first time. */
   #refusedAhead(from: number, inc: Incarnation, clock: number): boolean {
-    if (this.#incarnations.isAheadRefused(from, inc)) return true;
-    if (!this.#incarnations.isAhead(clock)) return false;
-    this.#incarnations.refuseAhead(from, inc);
-    this.#out.push({ type: 'refuse_ahead', peer: from, inc, clock });
-    return true;
+    const refused = this.#incarnations.refusedAhead(from, inc, clock);
+    if (refused === 'now') this.#out.push({ type: 'refuse_ahead', peer: from, inc, clock });
+    return refused !== null;
   }
 
   /** A newer process of our id runs or ran (ZombieWatch): its waiters end now, its holds with the lease. */
@@ -399,7 +386,10 @@ export class PeerProtocol {
         this.#out.push({ type: 'view', view: effect.view });
         this.#log('warn', { epoch: effect.view.epoch, members: effect.view.members.map((m) => m.id), level: effect.view.level },
           this.#machine.removed ? 'this peer was removed from the cluster: its requests end, it grants nothing more' : 'the view of the cluster changed');
-        if (this.#machine.removed) continue;
+        if (this.#machine.removed) {
+          this.#waiting.left(nowMs, this.#vouchMs);
+          continue;
+        }
         this.#lease.setMembers(this.#machine.members);
         this.#membership.setMembers(this.#machine.members, nowMs, effect.view.epoch);
       } else if (effect.type === 'acceptor') {

@@ -9,6 +9,7 @@
  */
 import { limits } from '../limits.js';
 import type { Packet } from './messages.js';
+import type { ProtocolOutput } from './protocol-io.js';
 import type { Incarnation } from './types.js';
 
 /** A new incarnation of a peer kept out of the core, with what it sent meanwhile. */
@@ -30,8 +31,44 @@ export class WaitingRoom {
    */
   readonly #joinsHeldUntilMs: number;
 
+  /**
+   * Once our own removal is applied (rule P6): when the last echo we gave stops vouching for
+   * any lease. A waiting incarnation may count us in its ack set; our LEAVE then lets it count
+   * us no more, and counts as our letting it in (PeerView.joinedByQuorum): safe only once no
+   * lease of its predecessor can rest on an echo of ours.
+   */
+  #leftQuietAtMs: number | null = null;
+  /** The waiting incarnations told our LEAVE. */
+  readonly #toldLeave = new WeakSet<Waiting>();
+
   constructor(joinsHeldUntilMs: number) {
     this.#joinsHeldUntilMs = joinsHeldUntilMs;
+  }
+
+  /** We applied our own removal and echo nothing from now on; our echoes vouch `vouchMs` at most. */
+  left(nowMs: number, vouchMs: number): void {
+    this.#leftQuietAtMs ??= nowMs + vouchMs;
+  }
+
+  /**
+   * Rule P6: once we applied our own removal we left (LEAVE to every peer our core met) and
+   * hold nothing, but a newer incarnation held here for its predecessor's eviction gets no
+   * packet of our core, and may count us in its ack set: it hears our LEAVE too, each
+   * incarnation once. Voters that all restarted since never met the predecessor and evict
+   * none, and the successor would wait here for good (simulator seed 279 --changes). Not
+   * before our last echo stops vouching (see `left`); unready (`u`, our clock `clock` acks
+   * nothing), in case its view does not remove us yet.
+   */
+  leaveNotices(nowMs: number, clock: number, name: (peer: number) => string): ProtocolOutput[] {
+    if (this.#leftQuietAtMs === null || nowMs < this.#leftQuietAtMs || this.joinsHeld(nowMs)) return [];
+    const out: ProtocolOutput[] = [];
+    for (const [peer, waiting] of this.#waiting) {
+      if (this.#toldLeave.has(waiting)) continue;
+      this.#toldLeave.add(waiting);
+      out.push({ type: 'log', level: 'info', fields: { remote: name(peer) }, msg: 'this peer left the cluster: telling a new incarnation of a peer, held here, that it left' });
+      out.push({ type: 'send', to: peer, payload: { c: clock, m: [{ t: 'leave' }], u: true }, lazy: false, promise: false });
+    }
+    return out;
   }
 
   /** Whether no peer may join at `nowMs`. */

@@ -57,6 +57,18 @@ export class ZombieWatch {
     return this.#supersededError;
   }
 
+  /**
+   * Whether this incarnation sends anything on its links (payloads, heartbeats): not once it
+   * is a zombie. A peer that never met the newer process of its id (a twin that reached some
+   * peers only, then died) would keep hearing it and never confirm it silent, and the newer
+   * one, waiting behind it where it was met, could never join nor be evicted: the zombie would
+   * stay out for good, and every lock with it (fault run seed 27001). Silent, it is evicted as
+   * a dead process is, then the newer one if it died too, and it rejoins above that one.
+   */
+  get speaks(): boolean {
+    return this.#supersededError === null;
+  }
+
   /** This incarnation synced with every peer (a refusal as stale from now on means a newer process). */
   synced(): void {
     this.#everSynced = true;

@@ -330,7 +330,7 @@ export class FaultPlan {
       // and its new incarnation never meets the dead one (seed 301430).
       const staysUp = (q: number): boolean => cluster.processes(q).length === 1 && !cluster.wasDuplicated(q);
       // With changes, a voter of three or more: the other voters evict it.
-      const evictable = !changing || (cluster.isVoter(candidate) && cluster.voterPeers().length >= 3);
+      const evictable = !changing || (cluster.isVoter(candidate) && cluster.voterPeers().length >= 3 && cluster.keepsMajoritiesWithout(candidate));
       if (evictable && cluster.isUp(candidate) && cluster.processes(candidate).length === 1 && cluster.isKnown(candidate, staysUp)) this.#dead = candidate;
     }
     for (const peer of [...this.#misconfigured]) this.#fixConfig(peer);

@@ -223,11 +223,15 @@ const mutants = {
   /** A LEFT that removes the last member a waiting request waited for does not issue it (fix a86f82a, seed 7 --net link's bug). */
   'left-without-issuing': [at('src/core/view-steps.js', 'if (this.#h.synced()) this.#h.issuePending(); } /** Rule P6: our own removal.', '} /** Rule P6: our own removal.')],
   /** A zombie still sends payloads and heartbeats: a peer that never met its newer twin keeps hearing it, and it stays out for good once that twin died (fault run seed 27001). */
-  'zombie-heard': [at(protocol, '#speaks() {', '#speaks() { return true;')],
+  'zombie-heard': [at(zombieWatch, 'get speaks() {', 'get speaks() { return true;')],
   /** A zombie rejoins on a refusal from a peer that never met the newer process of its id a refusal named before (fix 11df3a5, seed 45's bug). */
   'zombie-forgets-newer': [at(zombieWatch, 'const newer = this.#newerOfOurs(known, knownEvicted);', 'const newer = known !== undefined && compareIncarnation(known, this.incarnation) > 0 && !knownEvicted ? known : null;')],
   /** An EVICT goes to the voters only, not to a leaving member, which acts on no membership of its own once removed (seed 3 --changes's bug). */
   'evict-to-voters-only': [at(membership, 'for (const q of this.#peers.keys()) { if (q !== peer && q !== this.#self)', 'for (const q of this.#members.others()) { if (q !== peer)')],
+  /** A member that left tells no LEAVE to a successor it holds waiting for its predecessor's eviction (seed 279 --changes's bug). */
+  'left-silent-to-successor': [at('src/core/waiting-room.js', 'if (this.#toldLeave.has(waiting)) continue;', 'if (this.#toldLeave.has(waiting) || waiting) continue;')],
+  /** A member that left tells its LEAVE to a successor it holds at once, while its last echo may still vouch for the predecessor's lease. */
+  'leave-before-echoes-lapse': [at('src/core/waiting-room.js', 'this.#leftQuietAtMs ??= nowMs + vouchMs;', 'this.#leftQuietAtMs ??= nowMs;')],
 } as const satisfies Record<string, readonly Patch[]>;
 
 /** The name of one mutant, as `--mutant` takes it. */
@@ -267,7 +271,7 @@ const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-
   'membership-across-epochs', 'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
 /** The mutants that revert fixes of the changes' runtime (their seeds run with `--changes` too). */
-const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only'];
+const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only', 'left-silent-to-successor', 'leave-before-echoes-lapse'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

@@ -17,7 +17,7 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 import { restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
-import { promotedWhileVoterDown, racedBallotsOvertaken, staleCountAcrossTwoEpochs } from './view-scenarios.js';
+import { promotedWhileVoterDown, racedBallotsOvertaken, removedTellsSuccessorLate, staleCountAcrossTwoEpochs } from './view-scenarios.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
@@ -734,6 +734,12 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'accept-without-promise': noViolation('racedBallotsOvertaken', racedBallotsOvertaken),
   // No seed of 1..200 on either network reaches it: it needs streams of one pair held apart (F81).
   'membership-across-epochs': noViolation('staleCountAcrossTwoEpochs', staleCountAcrossTwoEpochs),
+  // A timing rule no seed shows a harm of: a removed member's LEAVE to a successor it holds
+  // waits for its last echo to stop vouching (rule P6); the scenario times it.
+  'leave-before-echoes-lapse': { name: 'removedTellsSuccessorLate', held: () => {
+    const r = removedTellsSuccessorLate();
+    return r.toldAfterMs !== null && r.toldAfterMs >= r.vouchMs && r.violations.length === 0;
+  } },
   // The review's executions of changes of the view (test/sim/review-scenarios.ts); seeds catch them too.
   'left-member-rejoins-ack-set': { name: 'restartMeetsLeftMember', held: () => {
     const r = restartMeetsLeftMember();

@@ -4,10 +4,11 @@
  * fails with a planted bug that breaks it (test/sim/mutants.ts).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { dropPlanted, plantedModule } from './planted.js';
+import { patchesOf } from './mutants.js';
+import { dropPlanted, patchedModule, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
+const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removedTellsSuccessorLate, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -57,12 +58,42 @@ describe('scripted changes of the view', () => {
     expect(r.p0Granted).toBe(true);
   });
 
-  it('with an EVICT told to the voters only, the removed p2 holds p3\'s new incarnation for good: p3 never syncs, p0 never grants', async () => {
-    const planted = await plantedModule<ViewScenarios>('evict-to-voters-only', 'test/sim/view-scenarios.js');
+  it('with an EVICT told to the voters only, and no LEAVE told to a successor held, the removed p2 holds p3\'s new incarnation for good: p3 never syncs, p0 never grants', async () => {
+    const patches = [...patchesOf('evict-to-voters-only'), ...patchesOf('left-silent-to-successor')];
+    const planted = await patchedModule<ViewScenarios>(patches, 'test/sim/view-scenarios.js');
     const r = planted.removedHoldsSuccessor();
     expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving,p3:voter' });
     expect(r.p3Synced).toBe(false);
     expect(r.p0Granted).toBe(false);
+  });
+
+  it('with an EVICT told to the voters only, p2 tells p3\'s new incarnation its LEAVE (P6): p3 syncs without p2, and p0 grants', async () => {
+    const planted = await plantedModule<ViewScenarios>('evict-to-voters-only', 'test/sim/view-scenarios.js');
+    const r = planted.removedHoldsSuccessor();
+    expect(r.violations).toEqual([]);
+    expect(r.p3Synced).toBe(true);
+    expect(r.p0Granted).toBe(true);
+  });
+
+  it('p2, removed as p3 restarts, tells p3\'s new incarnation held there its LEAVE only once its last echo stops vouching (1.5 x lease_ms)', () => {
+    const r = removedTellsSuccessorLate();
+    expect(r.violations).toEqual([]);
+    expect(r.removed).toEqual({ epoch: 1, members: 'p0:voter,p1:voter,p2:leaving,p3:voter' });
+    expect(r.toldAfterMs).not.toBeNull();
+    expect(r.toldAfterMs).toBeGreaterThanOrEqual(r.vouchMs);
+    expect(r.toldAfterMs).toBeLessThan(r.vouchMs + 300);
+  });
+
+  it('with the LEAVE told at once, p2 tells p3 while its last echo may still vouch for the predecessor\'s lease', async () => {
+    const planted = await plantedModule<ViewScenarios>('leave-before-echoes-lapse', 'test/sim/view-scenarios.js');
+    const r = planted.removedTellsSuccessorLate();
+    expect(r.toldAfterMs).not.toBeNull();
+    expect(r.toldAfterMs).toBeLessThan(100);
+  });
+
+  it('with no LEAVE told to a successor held, p2 never tells p3 (the EVICT ends its wait here)', async () => {
+    const planted = await plantedModule<ViewScenarios>('left-silent-to-successor', 'test/sim/view-scenarios.js');
+    expect(planted.removedTellsSuccessorLate().toldAfterMs).toBeNull();
   });
 
   it('a restarted peer two epochs behind gets no confirmation across epochs: nobody evicts the leased p0 (F81, rule P4)', () => {

@@ -3,6 +3,7 @@
  * (docs/reconfiguration.md): each step chosen by hand, the invariants checked after every event
  * as in the seed runs.
  */
+import { clockRateMargin } from '../../src/config.js';
 import type { AgreedView, ViewChange } from '../../src/core/view.js';
 import type { LockError } from '../../src/errors.js';
 import type { Parts } from './run.js';
@@ -288,4 +289,33 @@ function current(parts: Parts, peer: number): NonNullable<ReturnType<Parts['clus
   const p = parts.cluster.current(peer);
   if (p === undefined) throw new Error(`p${peer} is not running`);
   return p;
+}
+
+/**
+ * Rule P6's LEAVE to a held successor waits until the removed member's echoes vouch for nothing:
+ * p0 removes p2; the moment p2 applies its removal, p3 crashes and restarts, and its new
+ * incarnation waits at p2 for its predecessor's eviction (the others decide it only evict_ms
+ * after the crash). p2 tells it its LEAVE, which counts as its letting p3 in
+ * (PeerView.joinedByQuorum), only once lease_ms times the clock-rate margin passed since its
+ * removal: an echo it gave just before may still vouch for the predecessor's lease.
+ * `toldAfterMs`: how long after p2 applied its removal it told p3 (null: never).
+ */
+export function removedTellsSuccessorLate(): { removed: ChangeOutcome; toldAfterMs: number | null; vouchMs: number; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(4);
+  runUntil(parts, 3000);
+  const removed = change(parts, 0, { op: 'remove', id: 'p2' });
+  let removedAtMs: number | null = null;
+  for (let t = 3000; t < 8000 && removedAtMs === null; t++) {
+    runUntil(parts, t);
+    if (parts.cluster.current(2)?.runtime.inspect.protocol.machine.removed === true) removedAtMs = parts.time.nowMs;
+  }
+  if (removedAtMs === null) throw new Error('p2 never applied its removal');
+  parts.cluster.crash(3);
+  parts.cluster.restart(3);
+  runUntil(parts, removedAtMs + 6000);
+  const told = parts.transcript.lines().find((l) => / p2 #\d+ session: this peer left the cluster: telling a new incarnation/.test(l));
+  return {
+    removed: removed(), toldAfterMs: told === undefined ? null : Number.parseFloat(told) - removedAtMs,
+    vouchMs: clockRateMargin * parts.cluster.config.leaseMs, violations: parts.checker.violations, transcript: parts.transcript.lines(),
+  };
 }
