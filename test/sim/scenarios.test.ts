@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { MutantName } from './mutants.js';
 import type { Sim } from './planted.js';
 import { dropPlanted, simFor } from './planted.js';
-import { boundUnderWayTiming, confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieEchoes } from './scenarios.js';
+import { boundUnderWayTiming, confirmerRejoins, downLongThenBack, echoerCrashesOnShortBound, lateConfirmationFastConfirmer, slowConfirmerDiskCrashes, echoerDiskFails, frozenTwinResumes, replacedSuccessorSuspected, restartedEchoerMeetsTwin, slowEchoerDiskMeetsTwin, steppedBackBelowEvicted, suspendHiddenByWallStep, twinMeetsRestartedOnly, twinMetFirstByRestarted, unsyncedTwinAsked, waitingSuccessorSuspected, zombieAnswers, zombieAsked, zombieConfirmedLate, zombieEchoes } from './scenarios.js';
 
 /** The scenarios as the build with `mutant` planted runs them. */
 async function planted(mutant: MutantName): Promise<Sim['scenarios']> {
@@ -71,6 +71,18 @@ describe('scripted scenarios on the production runtime', () => {
 
   it('fails with the act-while-superseded mutant too: a zombie that goes on acting echoes as well', async () => {
     expect((await planted('act-while-superseded')).zombieAsked().violations.join('\n')).toMatch(/zombie: p1 \(process 2\), superseded since [\d.]+ms, went on deciding: echoes/);
+  });
+
+  it('a zombie counts no confirmation of a suspicion it sent before it became one (finding F82: no seed reaches it since zombies fell silent)', () => {
+    const r = zombieConfirmedLate();
+    const tail = r.transcript.filter((l) => !/stream resumed|link up|link down|connection error|silent too long|cutting connection/.test(l)).slice(-60).join('\n');
+    expect(r.violations, tail).toEqual([]);
+    // Not vacuous: p0's CONFIRM reached X's protocol, and X was a zombie by then.
+    expect(r.zombieAtConfirms, tail).toEqual([true]);
+  });
+
+  it('fails with the zombie-counts-confirmations mutant: the zombie counts the late CONFIRM', async () => {
+    expect((await planted('zombie-counts-confirmations')).zombieConfirmedLate().violations.join('\n')).toMatch(/zombie: p1 \(process 2\), superseded since [\d.]+ms, went on deciding: confirmations/);
   });
 
   it('a restarted peer lets no newcomer in while a heartbeat its previous process echoed may still vouch for a lease (seed 903454)', () => {

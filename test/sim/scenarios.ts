@@ -7,6 +7,7 @@
  * `npm run sim -- --mutants` runs them through `scenarioFor`).
  */
 import { compareIncarnation, formatIncarnation } from '../../src/core/types.js';
+import type { PeerProtocol } from '../../src/core/protocol.js';
 import type { Incarnation } from '../../src/core/types.js';
 import { Prng } from '../support/prng.js';
 import type { ClientRequest } from './clients.js';
@@ -160,6 +161,47 @@ export function zombieAsked(): { violations: readonly string[]; transcript: read
   cluster.wake(2);
   runUntil(parts, 9000);
   return { violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
+
+/**
+ * Records, for each CONFIRM that reaches `p`'s protocol from now on, whether `p` was a zombie
+ * then. An observer only: the payload goes on to the protocol unchanged.
+ */
+function confirmsReaching(p: SimPeerProcess): boolean[] {
+  const protocol = p.runtime.inspect.protocol as PeerProtocol;
+  const take = protocol.payload.bind(protocol);
+  const zombie: boolean[] = [];
+  protocol.payload = (from, inc, payload, nowMs) => {
+    if ('t' in payload && payload.t === 'confirm') zombie.push(protocol.supersededError !== null);
+    return take(from, inc, payload, nowMs);
+  };
+  return zombie;
+}
+
+/**
+ * Four peers; p2 falls silent to p0 and to p1's process X (not to p3: no majority evicts it),
+ * so both suspect it at 4.1 s, and p0 confirms X's suspicion at once. That CONFIRM is held on
+ * the wire (p0 -> p1 cut from 4.05 s to 4.3 s, shorter than the silence that cuts a socket),
+ * while a second process Y with p1's id starts at 4.11 s, reaching p3 but not p0: p3 refuses X
+ * as older than Y, and X is a zombie at ~4.18 s. The CONFIRM then reaches it on the same
+ * connection: a zombie decides no eviction, so it must not count it (finding F82 made zombies
+ * silent, and no seed has reached this since). Returns whether X was a zombie at each
+ * CONFIRM that reached it.
+ */
+export function zombieConfirmedLate(): { zombieAtConfirms: readonly boolean[]; violations: readonly string[]; transcript: readonly string[] } {
+  const parts = quietWorld(4);
+  const { cluster, net, wire } = parts;
+  runUntil(parts, 1000);
+  wire.cut(2, 1, 20_000);
+  wire.cut(2, 0, 20_000);
+  const zombieAtConfirms = confirmsReaching(processOf(parts, 1, 0));
+  runUntil(parts, 4050);
+  wire.cut(0, 1, 4300);
+  runUntil(parts, 4110);
+  cluster.restart(1, { duplicate: true });
+  net.stallProcess(processOf(parts, 1, 1).proc, 0, 20_000);
+  runUntil(parts, 4500);
+  return { zombieAtConfirms, violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
 const exclusive = { mode: 'exclusive', limit: 1, permits: 1, owner: 'scenario', meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null } as const;
@@ -709,6 +751,7 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'ignore-boot-clock': noViolation('suspendHiddenByWallStep(p2)', () => suspendHiddenByWallStep(2)),
   'act-while-superseded': noViolation('zombieAsked', zombieAsked),
   'zombie-confirms': noViolation('zombieAsked', zombieAsked),
+  'zombie-counts-confirmations': noViolation('zombieConfirmedLate', zombieConfirmedLate),
   'no-dial-now': { name: 'downLongThenBack', held: () => downLongThenBack().linked.every((l) => l) },
   'sync-on-unready': noViolation('twinMetFirstByRestarted', twinMetFirstByRestarted),
   'forget-echo-bound': noViolation('restartedEchoerMeetsTwin', restartedEchoerMeetsTwin),

@@ -275,7 +275,9 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
  * may vouch) needs a twin that meets only a peer restarted after its echoes lapsed;
  * `ack-while-unsynced` (seed 6298 above, past the first 2000, so hard to find again when a
  * change of timing moves it) needs a twin that meets every peer while one of them still
- * counts its predecessor.
+ * counts its predecessor; `zombie-counts-confirmations` (seed 399 until zombies fell silent,
+ * finding F82; no seed of 1..550 nor 1..200 --net link since) needs a CONFIRM that reaches a
+ * zombie for a suspicion it sent before it became one, held on a live connection meanwhile.
  */
 const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenarioFor[m] !== undefined);
 
@@ -296,16 +298,13 @@ const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenar
  * long-run seeds only until the sixth session, is caught by the zombie-echoes and
  * zombie-confirms scenarios: a zombie that goes on acting also echoes and confirms.
  * `evict-before-successor-joins` was retired as equivalent: docs/design.md section 3, "Why
- * each rule is there".) `zombie-counts-confirmations` (seed 399 until zombies fell silent,
- * finding F82) needs a confirmation that reaches a zombie for a suspicion it sent before it
- * became one; no seed of 1..550 nor 1..200 --net link catches it since: a scenario to write.
- * `evict-to-voters-only` (seed 3 --changes found its bug, a successor held for good by a removed
- * member that never heard the eviction): the LEAVE such a member now tells the successor it holds
- * (`left-silent-to-successor`'s fix) ends that wait too, and no seed of 1..300 --changes on either
- * network catches it since; test/sim/view-scenarios.test.ts shows removedHoldsSuccessor stall with
+ * each rule is there".) `evict-to-voters-only` (seed 3 --changes found its bug, a successor
+ * held for good by a removed member that never heard the eviction): the LEAVE such a member
+ * now tells the successor it holds (`left-silent-to-successor`'s fix) ends that wait too, and
+ * no seed of 1..300 --changes on either network catches it since; test/sim/view-scenarios.test.ts shows removedHoldsSuccessor stall with
  * both planted, and test/core/membership.test.ts catches it alone.
  */
-const notYetCaught: readonly MutantName[] = ['last-despite-successor', 'hb-clock-while-pending', 'gate-without-every-head-ack', 'zombie-counts-confirmations', 'evict-to-voters-only'];
+const notYetCaught: readonly MutantName[] = ['last-despite-successor', 'hb-clock-while-pending', 'gate-without-every-head-ack', 'evict-to-voters-only'];
 
 /**
  * A seed range is a fixed amount of deterministic work, about 30 s on one core; the bound only
