@@ -18,7 +18,7 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 import { restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
-import { promotedWhileVoterDown, racedBallotsOvertaken, removedTellsSuccessorLate, staleCountAcrossTwoEpochs } from './view-scenarios.js';
+import { gateSkippedPastLaggard, promotedWhileVoterDown, racedBallotsOvertaken, removedTellsSuccessorLate, staleCountAcrossTwoEpochs } from './view-scenarios.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
@@ -777,6 +777,8 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'accept-without-promise': noViolation('racedBallotsOvertaken', racedBallotsOvertaken),
   // No seed of 1..200 on either network reaches it: it needs streams of one pair held apart (F81).
   'membership-across-epochs': noViolation('staleCountAcrossTwoEpochs', staleCountAcrossTwoEpochs),
+  // Seed 626 --changes shows a stall; the scenario shows the harm: two majorities that do not meet (F84).
+  'gate-without-every-head-ack': noViolation('gateSkippedPastLaggard', gateSkippedPastLaggard),
   // A timing rule no seed shows a harm of: a removed member's LEAVE to a successor it holds
   // waits for its last echo to stop vouching (rule P6); the scenario times it.
   'leave-before-echoes-lapse': { name: 'removedTellsSuccessorLate', held: () => {

@@ -227,6 +227,10 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // A twin on a host of its own (the twin-pair episode `twinElsewhere`) reaches two of the
   // three other peers and dies; the third never met it and keeps hearing the zombie it made.
   'zombie-heard': 3,
+  // p0 retires p2 on p3's head ack alone, before p1's new process (restarted 1.3 s earlier)
+  // head-acked; p1 is still at the epoch before when p0 and p3 restart, and no peer syncs
+  // again (the scripted scenario gateSkippedPastLaggard shows the harm to safety, F84).
+  'gate-without-every-head-ack': 626,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -246,6 +250,7 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'zombie-forgets-newer': /zombie: p\d+ \(process \d+\) rejoined as [\d.]+ above process \d+'s/,
   'left-silent-to-successor': /liveness: \d+ request\(s\) stuck/,
   'zombie-heard': /liveness: \d+ request\(s\) stuck/,
+  'gate-without-every-head-ack': /liveness: \d+ request\(s\) stuck/,
 };
 
 /**
@@ -288,13 +293,12 @@ const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenar
  * survivor: an eviction says `last` though a successor waits; no seed of 1..2000 on either
  * network catches it, and no schedule that breaks a rule with it is known yet: a receiver
  * counts the peer gone only if it never met it and knows no newer incarnation, and then it
- * still keeps that peer in its view, so it grants nothing without the successor's ack);
- * `gate-without-every-head-ack`: no seed of 1..300 on either network catches it, the proposer
- * faults (test/sim/proposer-faults.ts) drawn too, and no schedule is known yet in which the gate
- * with one head ack breaks a checked rule: the holder still counts the promises of a majority
- * at its own view (rule P2), every member relays a view it applies on its FIFO links, and the
- * holder releases only once every member of its ack set passed the chosen view back.
- * (`act-while-superseded`, caught by
+ * still keeps that peer in its view, so it grants nothing without the successor's ack).
+ * (`gate-without-every-head-ack`, caught by no seed of 1..300 on either network until the
+ * twenty-ninth session, is caught by seed 626 --changes, a stall, and by the scripted scenario
+ * gateSkippedPastLaggard, two majorities that do not meet: a change that times out lets go of
+ * the view lock though a member never passed its view back, F84.
+ * `act-while-superseded`, caught by
  * long-run seeds only until the sixth session, is caught by the zombie-echoes and
  * zombie-confirms scenarios: a zombie that goes on acting also echoes and confirms.
  * `evict-before-successor-joins` was retired as equivalent: docs/design.md section 3, "Why
@@ -304,7 +308,7 @@ const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenar
  * no seed of 1..300 --changes on either network catches it since; test/sim/view-scenarios.test.ts shows removedHoldsSuccessor stall with
  * both planted, and test/core/membership.test.ts catches it alone.
  */
-const notYetCaught: readonly MutantName[] = ['last-despite-successor', 'hb-clock-while-pending', 'gate-without-every-head-ack', 'evict-to-voters-only'];
+const notYetCaught: readonly MutantName[] = ['last-despite-successor', 'hb-clock-while-pending', 'evict-to-voters-only'];
 
 /**
  * A seed range is a fixed amount of deterministic work, about 30 s on one core; the bound only

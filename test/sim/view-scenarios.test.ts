@@ -8,7 +8,7 @@ import { patchesOf } from './mutants.js';
 import { dropPlanted, patchedModule, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removedTellsSuccessorLate, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
+const { addJoinPromote, gateSkippedPastLaggard, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removedTellsSuccessorLate, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -141,5 +141,24 @@ describe('scripted changes of the view', () => {
   it('with a leaving member out of the ack set at once, p2 never hears the view that removes it', async () => {
     const planted = await plantedModule<ViewScenarios>('leaving-dropped-early', 'test/sim/view-scenarios.js');
     expect(planted.removeThenRetire().views[2]).toBe('0 p0:voter,p1:voter,p2:voter');
+  });
+
+  it('a change that times out lets go of the view lock with p0 behind it; the next holder waits for p0\'s head ack at its view (P3 i), never comes to propose, and nobody evicts p0', () => {
+    const r = gateSkippedPastLaggard();
+    expect(r.violations).toEqual([]);
+    expect(r.first).toMatchObject({ code: 'ERR_TIMEOUT' });
+    expect(r.second).toMatchObject({ code: 'ERR_TIMEOUT' });
+    expect(r.epochs).toEqual([2, 3, 3, 3, 3, 3, 3]);
+    expect(r.p0Evicted).toBe(false);
+    expect(r.p0Held).toBe(true);
+  });
+
+  it('with the gate open on one head ack, p3 chooses epoch 4 while p0 is at 2, and p3..p6 evict p0 while its lease, counted over the voters of epoch 2, holds', async () => {
+    const planted = await plantedModule<ViewScenarios>('gate-without-every-head-ack', 'test/sim/view-scenarios.js');
+    const r = planted.gateSkippedPastLaggard();
+    expect(r.second).toEqual({ epoch: 4, members: 'p0:voter,p1:voter,p2:voter,p3:voter,p4:voter,p5:voter,p6:voter' });
+    expect(r.epochs).toEqual([2, 4, 4, 4, 4, 4, 4]);
+    expect(r.p0Evicted).toBe(true);
+    expect(r.violations[0]).toMatch(/eviction: p\d \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
   });
 });

@@ -319,3 +319,74 @@ export function removedTellsSuccessorLate(): { removed: ChangeOutcome; toldAfter
     vouchMs: clockRateMargin * parts.cluster.config.leaseMs, violations: parts.checker.violations, transcript: parts.transcript.lines(),
   };
 }
+
+/** What `gateSkippedPastLaggard` came to. */
+export interface LaggardGate {
+  /** The promotions' outcomes: p4's (of p5, whose VIEW never reaches p0) and p3's (of p6). */
+  readonly first: ChangeOutcome;
+  readonly second: ChangeOutcome;
+  /** Each peer's epoch once p3's change ended or chose its view. */
+  readonly epochs: readonly (number | null)[];
+  /** Whether any peer evicted p0, and whether p0's client still holds x at the end. */
+  readonly p0Evicted: boolean;
+  readonly p0Held: boolean;
+  readonly violations: readonly string[];
+  readonly transcript: readonly string[];
+}
+
+/**
+ * Rule P3 (i), the view lock's gate, where the holder's release is no barrier: a change that
+ * times out lets go of the view lock though a member never passed its view back (finding F84).
+ * Voters p0..p4 and the learners p5, p6 (epoch 2); p0's client holds x. p4 asks to promote p5,
+ * and p3, 10 ms later, to promote p6: p0 has both requests and acks them. From the moment p4
+ * writes the chosen view (epoch 3), nothing the others send reaches p0 (their connections to it
+ * stall; p0's own, its heartbeats and the echoes it gets back, carry on). p4's change times out
+ * (2 s) and lets go of the lock, its release reaching p3 last, so p3's request heads every queue
+ * but p0's with the others' head acks in. With the gate, p3 waits for p0's head ack at epoch 3,
+ * which never comes, and its change times out. Without it, p3 promotes p6 (epoch 4, seven
+ * voters) on the others' head acks; p0's connections to p3..p6 then stall too, and p3..p6, four
+ * of the seven voters of epoch 4, evict p0, whose lease at epoch 2 rests on p1's and p2's echoes
+ * (three of its five voters): two majorities in use that do not meet (A2 needs adjacent views).
+ */
+export function gateSkippedPastLaggard(): LaggardGate {
+  const parts = foundedBy(5, 7);
+  const { net } = parts;
+  runUntil(parts, 3000);
+  change(parts, 0, { op: 'add', id: 'p5', ws: 'ws://p5:1', http: '127.0.0.1:1005' });
+  runUntil(parts, 4000);
+  joinHost(parts, 0, 5);
+  runUntil(parts, 5500);
+  change(parts, 0, { op: 'add', id: 'p6', ws: 'ws://p6:1', http: '127.0.0.1:1006' });
+  runUntil(parts, 6500);
+  joinHost(parts, 0, 6);
+  runUntil(parts, 8000);
+  const held = parts.clients.acquire(current(parts, 0), 'x', { ...longHold, owner: 'p0c' }, false, true);
+  runUntil(parts, 9000);
+  // Written before its VIEW leaves p4 (the disk's hook runs in the writer's task).
+  const disk = parts.cluster.hostOf(4).disk;
+  disk.onViewSaved = (record) => {
+    if ((record.chain[record.chain.length - 1]?.epoch ?? 0) < 3) return;
+    disk.onViewSaved = null;
+    for (let q = 1; q < 7; q++) net.stall(q, 0, parts.time.nowMs + 60_000);
+  };
+  // p2's head ack reaches p4 40 ms late: p3's request (stamped after p4's) and p0's ack of it
+  // pass before the view is chosen.
+  parts.wire.cut(2, 4, 9040);
+  const first = change(parts, 4, { op: 'promote', id: 'p5' }, 2000);
+  runUntil(parts, 9010);
+  const second = change(parts, 3, { op: 'promote', id: 'p6' }, 6000);
+  // p4's change times out at 11 s; its release reaches p3 after the others' head acks of p3's
+  // request, each with its promise (were it first, p3 would propose short of promises and ask
+  // again, at a stamp p0 never acks).
+  runUntil(parts, 10_900);
+  parts.wire.cut(4, 3, 11_050);
+  let t = 10_900;
+  const p3 = current(parts, 3);
+  while ((p3.runtime.view?.epoch ?? 0) < 4 && second() === null && t < 17_000) runUntil(parts, (t += 10));
+  for (let q = 3; q < 7; q++) net.stall(0, q, t + 60_000);
+  const epochs = Array.from({ length: 7 }, (_, i) => parts.cluster.current(i)?.runtime.view?.epoch ?? null);
+  runUntil(parts, t + 5000);
+  const p0 = current(parts, 0);
+  const p0Evicted = [1, 2, 3, 4, 5, 6].some((q) => current(parts, q).runtime.inspect.protocol.isEvicted(0, p0.runtime.inspect.incarnation));
+  return { first: first(), second: second(), epochs, p0Evicted, p0Held: held.state === 'held', violations: parts.checker.violations, transcript: parts.transcript.lines() };
+}
