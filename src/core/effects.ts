@@ -33,7 +33,12 @@ export type MachineEvent =
   | { readonly type: 'fence' }
   | { readonly type: 'lease'; readonly valid: boolean }
   /** Our request on the view lock was granted: propose `view`, our change on top of our view (docs/reconfiguration.md, rule P2). */
-  | { readonly type: 'propose'; readonly view: AgreedView };
+  | { readonly type: 'propose'; readonly view: AgreedView }
+  /**
+   * A chosen view in a packet of an incarnation held waiting to join (its packets are kept until
+   * it joins): ours at once if it is ahead of ours (rule P4, finding F85).
+   */
+  | { readonly type: 'heldView'; readonly view: AgreedView };
 
 /** What the runtime must do after a step, in order. */
 export type Effect =

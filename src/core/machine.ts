@@ -202,6 +202,9 @@ export class Machine {
       case 'propose':
         this.#viewSteps.propose(event.view);
         break;
+      case 'heldView':
+        if (this.#viewSteps.caughtUp(event.view)) for (const lock of [...this.#locks.waitingLocks()]) this.#own.recheck(lock);
+        break;
       default:
         assertNever(event, 'machine event');
     }

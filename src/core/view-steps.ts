@@ -70,12 +70,7 @@ export class ViewSteps {
       const peer = msg.t === 'leave' ? from : msg.peer;
       if (this.#h.changes.left(peer)) this.#gone(peer);
     } else if (msg.t === 'view') {
-      if (this.#h.changes.ahead(msg.view)) {
-        this.#applyView(msg.view);
-        // Every member passes a chosen view on (it is the only one of its epoch): a promoted
-        // voter learns from it that the sender counts it (rule P3 ii).
-        if (!this.#h.changes.removed) for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'view', view: msg.view });
-      }
+      this.caughtUp(msg.view);
       if (this.#h.changes.heardAt(from, msg.view.epoch)) this.#h.issuePending();
     } else if (msg.t === 'accept') {
       const accepted = this.#h.changes.onAccept(from, msg);
@@ -89,6 +84,18 @@ export class ViewSteps {
       this.#chosen(this.#h.changes.onHeadAck(from, msg));
       touched.add(viewLock);
     }
+  }
+
+  /**
+   * A chosen view, from any peer (it is the only one of its epoch, A1): ours if it is ahead of
+   * ours, and passed on (every member passes a chosen view on: a promoted voter learns from it
+   * that the sender counts it, rule P3 ii). True when it was ahead.
+   */
+  caughtUp(view: AgreedView): boolean {
+    if (this.#h.changes.view === null || !this.#h.changes.ahead(view)) return false;
+    this.#applyView(view);
+    if (!this.#h.changes.removed) for (const p of this.#h.peers.audience()) this.#h.out.send(p, { t: 'view', view });
+    return true;
   }
 
   /** `view`, chosen, is ours from now on: the ack set and the join rule count its members; without us in it, we leave. */

@@ -230,6 +230,10 @@ const mutants = {
   'evict-to-voters-only': [at(membership, 'for (const q of this.#peers.keys()) { if (q !== peer && q !== this.#self)', 'for (const q of this.#members.others()) { if (q !== peer)')],
   /** A member that left tells no LEAVE to a successor it holds waiting for its predecessor's eviction (seed 279 --changes's bug). */
   'left-silent-to-successor': [at('src/core/waiting-room.js', 'if (this.#toldLeave.has(waiting)) continue;', 'if (this.#toldLeave.has(waiting) || waiting) continue;')],
+  /** The VIEW in a packet of an incarnation held waiting to join is kept back with its packets: a peer that missed the view holds that successor for good (F85). */
+  'held-view-kept': [at(protocol, "for (const msg of payload.m) if (msg.t === 'view') this.#step({ type: 'heldView', view: msg.view }, nowMs);", '')],
+  /** A zombie takes the VIEW of an incarnation it holds waiting: a view with fewer voters counts its old echoes anew and renews its lease (seed 626 --changes). */
+  'zombie-takes-held-view': [at(protocol, "if (!this.#actsOnMembership()) return;\n    for (const msg of payload.m) if (msg.t === 'view')", "for (const msg of payload.m) if (msg.t === 'view')")],
   /** A member that left tells its LEAVE to a successor it holds at once, while its last echo may still vouch for the predecessor's lease. */
   'leave-before-echoes-lapse': [at('src/core/waiting-room.js', 'this.#leftQuietAtMs ??= nowMs + vouchMs;', 'this.#leftQuietAtMs ??= nowMs;')],
 } as const satisfies Record<string, readonly Patch[]>;
@@ -271,7 +275,7 @@ const changeMutants: readonly MutantName[] = ['accept-without-promise', 'chosen-
   'membership-across-epochs', 'raise-unspoken', 'admit-below-level', 'no-drop-below'];
 
 /** The mutants that revert fixes of the changes' runtime (their seeds run with `--changes` too). */
-const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only', 'left-silent-to-successor', 'leave-before-echoes-lapse'];
+const changeFixMutants: readonly MutantName[] = ['left-member-rejoins-ack-set', 'left-without-issuing', 'zombie-forgets-newer', 'evict-to-voters-only', 'left-silent-to-successor', 'leave-before-echoes-lapse', 'held-view-kept', 'zombie-takes-held-view'];
 
 /** Whether a mutant's seeds draw changes of the members (RunOptions.changes). */
 export function changesOf(mutant: MutantName | undefined): boolean {

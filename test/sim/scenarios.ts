@@ -18,7 +18,7 @@ import { build, runUntil } from './run.js';
 import type { Scenario } from './scenario.js';
 import { drawScenario } from './scenario.js';
 import { restartMeetsLeftMember, twinRefusedByPeerBlindToNewer } from './review-scenarios.js';
-import { gateSkippedPastLaggard, promotedWhileVoterDown, racedBallotsOvertaken, removedTellsSuccessorLate, staleCountAcrossTwoEpochs } from './view-scenarios.js';
+import { behindWhileHolderRestarts, gateSkippedPastLaggard, promotedWhileVoterDown, racedBallotsOvertaken, removedTellsSuccessorLate, staleCountAcrossTwoEpochs } from './view-scenarios.js';
 
 /**
  * A quiet world of `peers` peers: 100 / 1000 / 3000 ms timings, 1-2 ms links, equal clocks
@@ -779,6 +779,11 @@ export const scenarioFor: Partial<Readonly<Record<MutantName, MutantScenario>>> 
   'membership-across-epochs': noViolation('staleCountAcrossTwoEpochs', staleCountAcrossTwoEpochs),
   // Seed 626 --changes shows a stall; the scenario shows the harm: two majorities that do not meet (F84).
   'gate-without-every-head-ack': noViolation('gateSkippedPastLaggard', gateSkippedPastLaggard),
+  // A peer behind every other member's restart or removal (F85): liveness, which the scenario checks.
+  'held-view-kept': { name: 'behindWhileHolderRestarts', held: () => {
+    const r = behindWhileHolderRestarts();
+    return r.p1Granted && r.p0Granted && r.violations.length === 0;
+  } },
   // A timing rule no seed shows a harm of: a removed member's LEAVE to a successor it holds
   // waits for its last echo to stop vouching (rule P6); the scenario times it.
   'leave-before-echoes-lapse': { name: 'removedTellsSuccessorLate', held: () => {

@@ -227,10 +227,9 @@ const regressionSeeds: Partial<Readonly<Record<MutantName, RegressionSeed>>> = {
   // A twin on a host of its own (the twin-pair episode `twinElsewhere`) reaches two of the
   // three other peers and dies; the third never met it and keeps hearing the zombie it made.
   'zombie-heard': 3,
-  // p0 retires p2 on p3's head ack alone, before p1's new process (restarted 1.3 s earlier)
-  // head-acked; p1 is still at the epoch before when p0 and p3 restart, and no peer syncs
-  // again (the scripted scenario gateSkippedPastLaggard shows the harm to safety, F84).
-  'gate-without-every-head-ack': 626,
+  // A zombie of p0 holds p3's restarted incarnation waiting and takes the VIEW it sends (a
+  // removal): the view's fewer voters count the zombie's old echoes anew (F85's fix).
+  'zombie-takes-held-view': 626,
 };
 
 /** The violation a regression seed must report, where the mutant breaks a property of its own. */
@@ -250,7 +249,7 @@ const violationOf: Partial<Readonly<Record<MutantName, RegExp>>> = {
   'zombie-forgets-newer': /zombie: p\d+ \(process \d+\) rejoined as [\d.]+ above process \d+'s/,
   'left-silent-to-successor': /liveness: \d+ request\(s\) stuck/,
   'zombie-heard': /liveness: \d+ request\(s\) stuck/,
-  'gate-without-every-head-ack': /liveness: \d+ request\(s\) stuck/,
+  'zombie-takes-held-view': /zombie: p\d+ \(process \d+\), superseded since \d+ms, renewed its lease/,
 };
 
 /**
@@ -294,10 +293,11 @@ const caughtByScenario: readonly MutantName[] = mutantNames.filter((m) => scenar
  * network catches it, and no schedule that breaks a rule with it is known yet: a receiver
  * counts the peer gone only if it never met it and knows no newer incarnation, and then it
  * still keeps that peer in its view, so it grants nothing without the successor's ack).
- * (`gate-without-every-head-ack`, caught by no seed of 1..300 on either network until the
- * twenty-ninth session, is caught by seed 626 --changes, a stall, and by the scripted scenario
- * gateSkippedPastLaggard, two majorities that do not meet: a change that times out lets go of
- * the view lock though a member never passed its view back, F84.
+ * (`gate-without-every-head-ack`, caught by no seed of 1..300 on either network, is caught by
+ * the scripted scenario gateSkippedPastLaggard, two majorities that do not meet: a change that
+ * times out lets go of the view lock though a member never passed its view back, F84; seed 626
+ * --changes caught it as a stall until a held incarnation's VIEW was taken at once, F85.
+ * `held-view-kept`, F85's own bug, is caught by the scripted scenario behindWhileHolderRestarts.
  * `act-while-superseded`, caught by
  * long-run seeds only until the sixth session, is caught by the zombie-echoes and
  * zombie-confirms scenarios: a zombie that goes on acting also echoes and confirms.

@@ -8,7 +8,7 @@ import { patchesOf } from './mutants.js';
 import { dropPlanted, patchedModule, plantedModule } from './planted.js';
 import * as scenarios from './view-scenarios.js';
 
-const { addJoinPromote, gateSkippedPastLaggard, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removedTellsSuccessorLate, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
+const { addJoinPromote, behindWhileHolderRestarts, gateSkippedPastLaggard, promotedAsItJoins, promotedWhileVoterDown, racedBallotsOvertaken, removedHoldsSuccessor, removedTellsSuccessorLate, removeThenRetire, staleCountAcrossTwoEpochs } = scenarios;
 type ViewScenarios = typeof scenarios;
 
 afterAll(dropPlanted);
@@ -160,5 +160,24 @@ describe('scripted changes of the view', () => {
     expect(r.epochs).toEqual([2, 4, 4, 4, 4, 4, 4]);
     expect(r.p0Evicted).toBe(true);
     expect(r.violations[0]).toMatch(/eviction: p\d \(process \d+\) evicted p0 \(process \d+\) while its lease held/);
+  });
+
+  it('p1 misses the view that removes p2 while p0 restarts: it takes the VIEW p0\'s new incarnation sends, though it holds that incarnation waiting, and the two grant and retire p2', () => {
+    const r = behindWhileHolderRestarts();
+    expect(r.violations).toEqual([]);
+    expect(r.viewsBehind).toEqual(['1 p0:voter,p1:voter,p2:leaving', '0 p0:voter,p1:voter,p2:voter', '1 p0:voter,p1:voter,p2:leaving']);
+    expect(r.p1Granted).toBe(true);
+    expect(r.p0Granted).toBe(true);
+    expect(r.retired).toEqual({ epoch: 2, members: 'p0:voter,p1:voter' });
+    expect(r.views).toEqual(['2 p0:voter,p1:voter', '2 p0:voter,p1:voter', '1 p0:voter,p1:voter,p2:leaving']);
+  });
+
+  it('with that VIEW kept back with the waiting incarnation\'s packets, p1 stays at epoch 0 and holds p0 for good: nothing is granted, nothing changes', async () => {
+    const planted = await plantedModule<ViewScenarios>('held-view-kept', 'test/sim/view-scenarios.js');
+    const r = planted.behindWhileHolderRestarts();
+    expect(r.views[1]).toBe('0 p0:voter,p1:voter,p2:voter');
+    expect(r.p1Granted).toBe(false);
+    expect(r.p0Granted).toBe(false);
+    expect(r.retired).toMatchObject({ code: 'ERR_UNREACHABLE' });
   });
 });

@@ -390,3 +390,57 @@ export function gateSkippedPastLaggard(): LaggardGate {
   const p0Evicted = [1, 2, 3, 4, 5, 6].some((q) => current(parts, q).runtime.inspect.protocol.isEvicted(0, p0.runtime.inspect.incarnation));
   return { first: first(), second: second(), epochs, p0Evicted, p0Held: held.state === 'held', violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
+
+/** What `behindWhileHolderRestarts` came to. */
+export interface BehindPeer {
+  /** Each peer's view once the stall ended and p0 restarted (p1 behind), and at the end. */
+  readonly viewsBehind: string[];
+  readonly views: string[];
+  /** Whether clients of p1 and p0, asking 10 s after the removal, were granted. */
+  readonly p1Granted: boolean;
+  readonly p0Granted: boolean;
+  /** p0's retirement of p2, asked then. */
+  readonly retired: ChangeOutcome;
+  readonly violations: readonly string[];
+  readonly transcript: readonly string[];
+}
+
+/**
+ * A peer that missed a view while every member that could pass it on restarted or left (finding
+ * F85). p0 removes p2; from the moment p0 writes the chosen view, nothing p0 or p2 sends reaches
+ * p1 for 1.5 s. p2 applies its removal (a removed member passes no view on) and p0 crashes and
+ * restarts at epoch 1, its VIEW to p1 lost with its process. p1, at epoch 0, holds p0's new
+ * incarnation until a majority of its voters (p0, p1, p2) evicts the old one, and p2, removed,
+ * confirms nothing, while p0's new incarnation, at epoch 1, confirms nothing p1 asks at epoch 0
+ * (P4). The state transfer p0's new incarnation sends p1 starts with its VIEW: taken at once,
+ * though its other packets wait, p1 moves to epoch 1, where p0's old process is evicted by the
+ * two of them, and the cluster grants and changes again. Kept with the packets, p1 stays at
+ * epoch 0 for good, and nothing is granted on either peer.
+ */
+export function behindWhileHolderRestarts(): BehindPeer {
+  const parts = quietWorld(3);
+  const { net } = parts;
+  runUntil(parts, 3000);
+  const disk = parts.cluster.hostOf(0).disk;
+  disk.onViewSaved = (record) => {
+    if ((record.chain[record.chain.length - 1]?.epoch ?? 0) < 1) return;
+    disk.onViewSaved = null;
+    for (const q of [0, 2]) net.stall(q, 1, parts.time.nowMs + 1500);
+  };
+  change(parts, 0, { op: 'remove', id: 'p2' }, 1000);
+  runUntil(parts, 3200);
+  parts.cluster.crash(0);
+  parts.cluster.restart(0);
+  runUntil(parts, 5000);
+  const viewsBehind = views(parts, 3);
+  runUntil(parts, 13_000);
+  const ask = { ...longHold, timeoutMs: 5000 };
+  const h1 = parts.clients.acquire(current(parts, 1), 'y', { ...ask, owner: 'c1' }, false, true);
+  const h0 = parts.clients.acquire(current(parts, 0), 'z', { ...ask, owner: 'c0' }, false, true);
+  const retired = change(parts, 0, { op: 'retire', id: 'p2' }, 5000);
+  runUntil(parts, 19_000);
+  return {
+    viewsBehind, views: views(parts, 3), p1Granted: h1.state === 'held', p0Granted: h0.state === 'held', retired: retired(),
+    violations: parts.checker.violations, transcript: parts.transcript.lines(),
+  };
+}
