@@ -220,6 +220,19 @@ export interface StaleCount {
   readonly transcript: readonly string[];
 }
 
+/** `founders` founders; p0 adds the spare hosts p<founders> (at 3 s) and p<founders+1> (at 5.5 s), each joining a second later as a learner; run to 8 s. */
+function twoLearnersAdded(founders: number): Parts {
+  const parts = foundedBy(founders, founders + 2);
+  for (const [peer, at] of [[founders, 3000], [founders + 1, 5500]] as const) {
+    runUntil(parts, at);
+    change(parts, 0, { op: 'add', id: `p${peer}`, ws: `ws://p${peer}:1`, http: `127.0.0.1:${1000 + peer}` });
+    runUntil(parts, at + 1000);
+    joinHost(parts, 0, peer);
+  }
+  runUntil(parts, 8000);
+  return parts;
+}
+
 const longHold = { mode: 'exclusive', limit: 1, permits: 1, meta: null, timeoutMs: 30_000, ttlMs: 60_000, hold: 'ttl', expectedMs: null } as const;
 
 /**
@@ -236,17 +249,8 @@ const longHold = { mode: 'exclusive', limit: 1, permits: 1, meta: null, timeoutM
  * eviction and could grant x); with it, p1 confirms nothing across epochs, and nobody evicts p0.
  */
 export function staleCountAcrossTwoEpochs(): StaleCount {
-  const parts = foundedBy(3, 5);
+  const parts = twoLearnersAdded(3);
   const { net } = parts;
-  runUntil(parts, 3000);
-  change(parts, 0, { op: 'add', id: 'p3', ws: 'ws://p3:1', http: '127.0.0.1:1003' });
-  runUntil(parts, 4000);
-  joinHost(parts, 0, 3);
-  runUntil(parts, 5500);
-  change(parts, 0, { op: 'add', id: 'p4', ws: 'ws://p4:1', http: '127.0.0.1:1004' });
-  runUntil(parts, 6500);
-  joinHost(parts, 0, 4);
-  runUntil(parts, 8000);
   const p0 = current(parts, 0);
   const held = parts.clients.acquire(p0, 'x', { ...longHold, owner: 'b' }, false, true);
   runUntil(parts, 9000);
@@ -349,17 +353,8 @@ export interface LaggardGate {
  * (three of its five voters): two majorities in use that do not meet (A2 needs adjacent views).
  */
 export function gateSkippedPastLaggard(): LaggardGate {
-  const parts = foundedBy(5, 7);
+  const parts = twoLearnersAdded(5);
   const { net } = parts;
-  runUntil(parts, 3000);
-  change(parts, 0, { op: 'add', id: 'p5', ws: 'ws://p5:1', http: '127.0.0.1:1005' });
-  runUntil(parts, 4000);
-  joinHost(parts, 0, 5);
-  runUntil(parts, 5500);
-  change(parts, 0, { op: 'add', id: 'p6', ws: 'ws://p6:1', http: '127.0.0.1:1006' });
-  runUntil(parts, 6500);
-  joinHost(parts, 0, 6);
-  runUntil(parts, 8000);
   const held = parts.clients.acquire(current(parts, 0), 'x', { ...longHold, owner: 'p0c' }, false, true);
   runUntil(parts, 9000);
   // Written before its VIEW leaves p4 (the disk's hook runs in the writer's task).
