@@ -209,15 +209,19 @@ export function racedBallotsOvertaken(): { first: ChangeOutcome; second: ChangeO
   return { first: first(), second: second(), views: views(parts, 3), violations: parts.checker.violations, transcript: parts.transcript.lines() };
 }
 
+/** What every scripted run reports: the checker's violations and the transcript. */
+export interface ScenarioRun {
+  readonly violations: readonly string[];
+  readonly transcript: readonly string[];
+}
+
 /** What `staleCountAcrossTwoEpochs` came to. */
-export interface StaleCount {
+export interface StaleCount extends ScenarioRun {
   /** The epochs p2's second process, p1 and p0 ran at once p0 was cut off. */
   readonly epochs: { readonly p2: number | null; readonly p1: number | null; readonly p0: number | null };
   /** Whether p2's second process evicted p0, and whether p0's client still holds x at the end. */
   readonly p2EvictedP0: boolean;
   readonly p0Held: boolean;
-  readonly violations: readonly string[];
-  readonly transcript: readonly string[];
 }
 
 /** `founders` founders; p0 adds the spare hosts p<founders> (at 3 s) and p<founders+1> (at 5.5 s), each joining a second later as a learner; run to 8 s. */
@@ -325,7 +329,7 @@ export function removedTellsSuccessorLate(): { removed: ChangeOutcome; toldAfter
 }
 
 /** What `gateSkippedPastLaggard` came to. */
-export interface LaggardGate {
+export interface LaggardGate extends ScenarioRun {
   /** The promotions' outcomes: p4's (of p5, whose VIEW never reaches p0) and p3's (of p6). */
   readonly first: ChangeOutcome;
   readonly second: ChangeOutcome;
@@ -334,8 +338,6 @@ export interface LaggardGate {
   /** Whether any peer evicted p0, and whether p0's client still holds x at the end. */
   readonly p0Evicted: boolean;
   readonly p0Held: boolean;
-  readonly violations: readonly string[];
-  readonly transcript: readonly string[];
 }
 
 /**
@@ -387,7 +389,7 @@ export function gateSkippedPastLaggard(): LaggardGate {
 }
 
 /** What `behindWhileHolderRestarts` came to. */
-export interface BehindPeer {
+export interface BehindPeer extends ScenarioRun {
   /** Each peer's view once the stall ended and p0 restarted (p1 behind), and at the end. */
   readonly viewsBehind: string[];
   readonly views: string[];
@@ -396,8 +398,6 @@ export interface BehindPeer {
   readonly p0Granted: boolean;
   /** p0's retirement of p2, asked then. */
   readonly retired: ChangeOutcome;
-  readonly violations: readonly string[];
-  readonly transcript: readonly string[];
 }
 
 /**
