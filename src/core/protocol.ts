@@ -306,13 +306,10 @@ export class PeerProtocol {
       return;
     }
     if (!this.#waiting.keep(waiting, payload)) this.#log('warn', { remote: this.peerId(from) }, 'dropping a packet of a waiting incarnation: too many');
-    // Its VIEW is not kept back (F85): a peer that missed a view, held apart from every member
-    // that could pass it on until they restarted, counts no eviction with them, at another
-    // epoch, and would hold the successor that brings it the view for good. Not in a zombie or
-    // a removed member, which act on nothing new: a view with fewer voters would count a
-    // zombie's old echoes anew and renew its lease (simulator seed 626 --changes).
-    if (!this.#actsOnMembership()) return;
-    for (const msg of payload.m) if (msg.t === 'view') this.#step({ type: 'heldView', view: msg.view }, nowMs);
+    // Its VIEW is taken at once (F85): a peer that missed a view may have no other way to it, and
+    // counts no eviction with peers at another. Not by a zombie or a removed member: a view with
+    // fewer voters would count a zombie's old echoes anew (simulator seed 626 --changes).
+    if (this.#actsOnMembership()) for (const msg of payload.m) if (msg.t === 'view') this.#step({ type: 'heldView', view: msg.view }, nowMs);
   }
 
   /** Whether `inc` of `from` is refused for a clock too far ahead (IncarnationBook.refusedAhead); the links cut it now, the first time. */

@@ -231,9 +231,9 @@ const mutants = {
   /** A member that left tells no LEAVE to a successor it holds waiting for its predecessor's eviction (seed 279 --changes's bug). */
   'left-silent-to-successor': [at('src/core/waiting-room.js', 'if (this.#toldLeave.has(waiting)) continue;', 'if (this.#toldLeave.has(waiting) || waiting) continue;')],
   /** The VIEW in a packet of an incarnation held waiting to join is kept back with its packets: a peer that missed the view holds that successor for good (F85). */
-  'held-view-kept': [at(protocol, "for (const msg of payload.m) if (msg.t === 'view') this.#step({ type: 'heldView', view: msg.view }, nowMs);", '')],
+  'held-view-kept': [at(protocol, "if (this.#actsOnMembership()) for (const msg of payload.m) if (msg.t === 'view') this.#step({ type: 'heldView', view: msg.view }, nowMs);", '')],
   /** A zombie takes the VIEW of an incarnation it holds waiting: a view with fewer voters counts its old echoes anew and renews its lease (seed 626 --changes). */
-  'zombie-takes-held-view': [at(protocol, "if (!this.#actsOnMembership()) return;\n    for (const msg of payload.m) if (msg.t === 'view')", "for (const msg of payload.m) if (msg.t === 'view')")],
+  'zombie-takes-held-view': [at(protocol, "if (this.#actsOnMembership()) for (const msg of payload.m) if (msg.t === 'view')", "for (const msg of payload.m) if (msg.t === 'view')")],
   /** A member that left tells its LEAVE to a successor it holds at once, while its last echo may still vouch for the predecessor's lease. */
   'leave-before-echoes-lapse': [at('src/core/waiting-room.js', 'this.#leftQuietAtMs ??= nowMs + vouchMs;', 'this.#leftQuietAtMs ??= nowMs;')],
 } as const satisfies Record<string, readonly Patch[]>;
